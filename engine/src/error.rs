@@ -1,0 +1,71 @@
+//! The engine error type; every other crate's error converts into it.
+
+use thiserror::Error;
+
+/// Everything the engine reports.
+#[derive(Debug, Error)]
+pub enum EngineError {
+    /// The store failed.
+    #[error(transparent)]
+    Storage(#[from] memtrace_storage::StorageError),
+    /// A reference or query did not parse.
+    #[error(transparent)]
+    Query(#[from] memtrace_query::QueryError),
+    /// A file could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The path involved.
+        path: String,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// An input is not a valid trace; nothing of it was stored.
+    #[error("{source_name}: invalid at {json_path}: {reason}")]
+    Invalid {
+        /// The file (or `<reader>`).
+        source_name: String,
+        /// JSON path of the offending value, e.g. `data.edges[3].op_id`.
+        json_path: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The graph id is already stored and `force` was not given.
+    #[error("{source_name}: trace {graph_id} is already stored (as {}); use --force to store it again as a new trace", ids(.existing))]
+    AlreadyStored {
+        /// The file (or `<reader>`).
+        source_name: String,
+        /// The graph id.
+        graph_id: String,
+        /// The stored traces with that graph id.
+        existing: Vec<u32>,
+    },
+    /// No trace matches.
+    #[error("no trace {0} (see `memtrace traces`)")]
+    UnknownTrace(String),
+    /// Several traces match a graph id.
+    #[error("graph id {graph_id} names several traces ({}); say which with #ID", ids(.ids))]
+    AmbiguousTrace {
+        /// The graph id given.
+        graph_id: String,
+        /// The matching trace ids.
+        ids: Vec<u32>,
+    },
+    /// No variable or op matches a reference in a trace.
+    #[error("trace {trace}: no variable or op {reference}")]
+    UnknownNode {
+        /// The trace's graph id.
+        trace: String,
+        /// The reference as given.
+        reference: String,
+    },
+    /// Writing JSON output failed.
+    #[error("writing JSON: {0}")]
+    Json(#[from] serde_json::Error),
+}
+
+fn ids(ids: &[u32]) -> String {
+    ids.iter().map(|i| format!("#{i}")).collect::<Vec<_>>().join(", ")
+}
+
+/// Result type of the engine.
+pub type Result<T, E = EngineError> = std::result::Result<T, E>;

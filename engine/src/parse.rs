@@ -1,0 +1,629 @@
+//! Streaming parse and validation of smartcomment exports and MemTraceBench
+//! files. The reader is consumed once; records become typed values as they
+//! are read, so a large file is never held as a whole JSON tree.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::fmt;
+
+use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Value};
+
+use crate::timestamp;
+
+/// Why an input is invalid, and where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Invalid {
+    /// JSON path of the offending value (`$` is the whole document).
+    pub path: String,
+    /// What is wrong.
+    pub reason: String,
+}
+
+impl Invalid {
+    fn at(path: impl Into<String>, reason: impl Into<String>) -> Invalid {
+        let path = path.into();
+        Invalid {
+            path: if path.is_empty() { "$".into() } else { path },
+            reason: reason.into(),
+        }
+    }
+}
+
+/// A string field that may be absent, null or a string.
+pub(crate) type Tri = Option<Option<String>>;
+
+/// Fields every record carries.
+#[derive(Debug, Default)]
+pub(crate) struct InCommon {
+    pub created_at: Option<String>,
+    pub filename: Option<String>,
+    pub lineno: Option<i64>,
+    pub graph_id: Tri,
+    pub user_id: Tri,
+    pub project_id: Tri,
+    pub metadata: Option<String>,
+    pub trigger_point: Option<String>,
+    pub extra: Option<String>,
+}
+
+#[derive(Debug)]
+pub(crate) struct InSession {
+    pub session_id: String,
+    pub session_name: Option<String>,
+    pub comment: Option<String>,
+    pub category: Option<String>,
+    pub common: InCommon,
+}
+
+#[derive(Debug)]
+pub(crate) struct InVar {
+    pub name: String,
+    pub class_name: Option<String>,
+    pub version: u32,
+    pub value: Option<String>,
+    pub comment: Option<String>,
+    pub category: Option<String>,
+    pub session_id: Option<String>,
+    pub node_id: Option<String>,
+    pub full_node_id: String,
+    pub common: InCommon,
+}
+
+#[derive(Debug)]
+pub(crate) struct InOp {
+    pub op_id: String,
+    pub op_name: Option<String>,
+    pub comment: Option<String>,
+    pub category: Option<String>,
+    pub session_id: Option<String>,
+    pub common: InCommon,
+}
+
+#[derive(Debug)]
+pub(crate) struct InEdge {
+    pub edge_id: String,
+    pub op_id: String,
+    pub category: Option<String>,
+    pub comment: Option<String>,
+    pub source: String,
+    pub target: String,
+    pub session_id: String,
+    pub common: InCommon,
+}
+
+/// A parsed, not yet validated, trace.
+#[derive(Debug)]
+pub(crate) struct ParsedTrace {
+    /// The top-level object with `data` as a null placeholder, in order.
+    pub header: Map<String, Value>,
+    pub graph_id: String,
+    pub user_id: Option<String>,
+    pub project_id: Option<String>,
+    pub created_at: Option<String>,
+    pub data_keys: Vec<String>,
+    pub data_extra: Map<String, Value>,
+    pub sessions: Vec<InSession>,
+    pub nodes: Vec<InVar>,
+    pub ops: Vec<InOp>,
+    pub edges: Vec<InEdge>,
+    pub annotations: Option<Vec<Map<String, Value>>>,
+}
+
+/// Local ids resolved by validation.
+#[derive(Debug)]
+pub(crate) struct Resolved {
+    pub var_sessions: Vec<Option<u32>>,
+    pub op_sessions: Vec<Option<u32>>,
+    /// (op, source, target, session) per edge.
+    pub edges: Vec<(u32, u32, u32, u32)>,
+    /// (query, evidence, labelled op) per annotation.
+    pub cases: Vec<(Option<u32>, Vec<u32>, Option<u32>)>,
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// A JSON object whose known fields are taken out one by one; what is left
+/// are the extra keys.
+pub(crate) struct Obj<'p> {
+    map: Map<String, Value>,
+    path: &'p str,
+}
+
+impl<'p> Obj<'p> {
+    pub(crate) fn new(map: Map<String, Value>, path: &'p str) -> Self {
+        Obj { map, path }
+    }
+
+    fn err(&self, key: &str, reason: impl Into<String>) -> Invalid {
+        if self.path.is_empty() {
+            Invalid::at(key, reason)
+        } else {
+            Invalid::at(format!("{}.{key}", self.path), reason)
+        }
+    }
+
+    fn take(&mut self, key: &str) -> Option<Value> {
+        self.map.shift_remove(key)
+    }
+
+    pub(crate) fn req_str(&mut self, key: &str) -> Result<String, Invalid> {
+        match self.take(key) {
+            Some(Value::String(s)) => Ok(s),
+            None => Err(self.err(key, "required field is missing")),
+            Some(v) => Err(self.err(key, format!("must be a string, found {}", kind(&v)))),
+        }
+    }
+
+    pub(crate) fn opt_str(&mut self, key: &str) -> Result<Option<String>, Invalid> {
+        match self.take(key) {
+            Some(Value::String(s)) => Ok(Some(s)),
+            None | Some(Value::Null) => Ok(None),
+            Some(v) => Err(self.err(key, format!("must be a string or null, found {}", kind(&v)))),
+        }
+    }
+
+    fn tri_str(&mut self, key: &str) -> Result<Tri, Invalid> {
+        match self.take(key) {
+            None => Ok(None),
+            Some(Value::Null) => Ok(Some(None)),
+            Some(Value::String(s)) => Ok(Some(Some(s))),
+            Some(v) => Err(self.err(key, format!("must be a string or null, found {}", kind(&v)))),
+        }
+    }
+
+    fn opt_int(&mut self, key: &str) -> Result<Option<i64>, Invalid> {
+        match self.take(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Number(n)) if n.as_i64().is_some() => Ok(n.as_i64()),
+            Some(v) => Err(self.err(key, format!("must be an integer or null, found {}", describe(&v)))),
+        }
+    }
+
+    fn version(&mut self) -> Result<u32, Invalid> {
+        match self.take("version") {
+            None => Err(self.err("version", "required field is missing")),
+            Some(Value::Number(n)) => match n.as_u64() {
+                Some(v) if v >= 1 && v <= u32::MAX as u64 => Ok(v as u32),
+                _ => Err(self.err("version", format!("must be an integer >= 1, found {n}"))),
+            },
+            Some(v) => Err(self.err("version", format!("must be an integer >= 1, found {}", describe(&v)))),
+        }
+    }
+
+    pub(crate) fn timestamp(&mut self, key: &str) -> Result<Option<String>, Invalid> {
+        let t = self.opt_str(key)?;
+        if let Some(t) = &t {
+            timestamp::check(t).map_err(|r| self.err(key, r))?;
+        }
+        Ok(t)
+    }
+
+    fn json_text(&mut self, key: &str) -> Option<String> {
+        self.take(key).map(|v| v.to_string())
+    }
+
+    fn common(&mut self) -> Result<InCommon, Invalid> {
+        Ok(InCommon {
+            created_at: self.timestamp("created_at")?,
+            filename: self.opt_str("filename")?,
+            lineno: self.opt_int("lineno")?,
+            graph_id: self.tri_str("graph_id")?,
+            user_id: self.tri_str("user_id")?,
+            project_id: self.tri_str("project_id")?,
+            metadata: self.json_text("metadata"),
+            trigger_point: self.opt_str("trigger_point")?,
+            extra: None,
+        })
+    }
+
+    fn rest(self) -> Option<String> {
+        (!self.map.is_empty()).then(|| Value::Object(self.map).to_string())
+    }
+}
+
+fn describe(v: &Value) -> String {
+    match v {
+        Value::Number(n) => format!("the number {n}"),
+        Value::String(s) if s.len() < 40 => format!("the string {s:?}"),
+        other => kind(other).to_string(),
+    }
+}
+
+/// `filename:lineno`, as smartcomment computes `trigger_point`.
+pub(crate) fn trigger_point(filename: Option<&str>, lineno: Option<i64>) -> String {
+    let l = lineno.map(|l| l.to_string());
+    format!("{}:{}", filename.unwrap_or("None"), l.as_deref().unwrap_or("None"))
+}
+
+fn finish_common(mut c: InCommon, extra: Option<String>) -> InCommon {
+    if c.trigger_point.as_deref() == Some(&trigger_point(c.filename.as_deref(), c.lineno)) {
+        c.trigger_point = None;
+    }
+    c.extra = extra;
+    c
+}
+
+pub(crate) fn session(mut o: Obj<'_>) -> Result<InSession, Invalid> {
+    let session_id = o.req_str("session_id")?;
+    let session_name = o.opt_str("session_name")?;
+    let comment = o.opt_str("comment")?;
+    let category = o.opt_str("category")?;
+    let common = o.common()?;
+    Ok(InSession { session_id, session_name, comment, category, common: finish_common(common, o.rest()) })
+}
+
+pub(crate) fn variable(mut o: Obj<'_>) -> Result<InVar, Invalid> {
+    let name = o.req_str("name")?;
+    let version = o.version()?;
+    let value = o.opt_str("value")?;
+    let comment = o.opt_str("comment")?;
+    let category = o.opt_str("category")?;
+    let class_name = o.opt_str("class_name")?;
+    let session_id = o.opt_str("session_id")?;
+    let common = o.common()?;
+    let full_name = match class_name.as_deref() {
+        Some(c) if !c.is_empty() => format!("{c}:{name}"),
+        _ => name.clone(),
+    };
+    let full_node_id = format!("{full_name}@{version}");
+    if let Some(given) = o.opt_str("full_name")? {
+        if given != full_name {
+            return Err(o.err("full_name", format!("is {given:?} but class_name and name make {full_name:?}")));
+        }
+    }
+    if let Some(given) = o.opt_str("full_node_id")? {
+        if given != full_node_id {
+            return Err(o.err("full_node_id", format!("is {given:?} but full_name and version make {full_node_id:?}")));
+        }
+    }
+    let node_id = o.opt_str("node_id")?.filter(|n| *n != format!("{name}@{version}"));
+    Ok(InVar { name, class_name, version, value, comment, category, session_id, node_id, full_node_id, common: finish_common(common, o.rest()) })
+}
+
+pub(crate) fn op(mut o: Obj<'_>) -> Result<InOp, Invalid> {
+    let op_id = o.req_str("op_id")?;
+    let op_name = o.opt_str("op_name")?;
+    let comment = o.opt_str("comment")?;
+    let category = o.opt_str("category")?;
+    let session_id = o.opt_str("session_id")?;
+    let common = o.common()?;
+    Ok(InOp { op_id, op_name, comment, category, session_id, common: finish_common(common, o.rest()) })
+}
+
+pub(crate) fn edge(mut o: Obj<'_>) -> Result<InEdge, Invalid> {
+    let edge_id = o.req_str("edge_id")?;
+    let op_id = o.req_str("op_id")?;
+    let category = o.opt_str("category")?;
+    let comment = o.opt_str("comment")?;
+    let source = o.req_str("source_full_node_id")?;
+    let target = o.req_str("target_full_node_id")?;
+    let session_id = o.req_str("session_id")?;
+    let common = o.common()?;
+    Ok(InEdge { edge_id, op_id, category, comment, source, target, session_id, common: finish_common(common, o.rest()) })
+}
+
+/// Shared state of one parse: where the reader is, and a validation error
+/// raised inside the deserializer.
+#[derive(Default)]
+pub(crate) struct Ctx {
+    path: RefCell<String>,
+    invalid: RefCell<Option<Invalid>>,
+}
+
+impl Ctx {
+    fn set(&self, p: impl Into<String>) {
+        *self.path.borrow_mut() = p.into();
+    }
+
+    fn fail<E: de::Error>(&self, inv: Invalid) -> E {
+        let msg = format!("{}: {}", inv.path, inv.reason);
+        *self.invalid.borrow_mut() = Some(inv);
+        E::custom(msg)
+    }
+
+    /// Turns a deserializer error into an [`Invalid`] at the current path.
+    pub(crate) fn into_invalid(self, e: serde_json::Error) -> Invalid {
+        if let Some(inv) = self.invalid.into_inner() {
+            return inv;
+        }
+        let reason = if e.is_eof() {
+            format!("the JSON ends too early ({e})")
+        } else {
+            e.to_string()
+        };
+        Invalid::at(self.path.into_inner(), reason)
+    }
+}
+
+/// The document seed: returns the header and the parsed `data`.
+pub(crate) struct TopSeed<'c>(pub &'c Ctx);
+
+/// What the top-level visit yields.
+pub(crate) type Top = (Map<String, Value>, Option<DataParts>);
+
+#[derive(Default)]
+pub(crate) struct DataParts {
+    keys: Vec<String>,
+    extra: Map<String, Value>,
+    sessions: Vec<InSession>,
+    nodes: Vec<InVar>,
+    ops: Vec<InOp>,
+    edges: Vec<InEdge>,
+    annotations: Option<Vec<Map<String, Value>>>,
+}
+
+impl<'de, 'c> DeserializeSeed<'de> for TopSeed<'c> {
+    type Value = Top;
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Top, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de, 'c> Visitor<'de> for TopSeed<'c> {
+    type Value = Top;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a smartcomment export object")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Top, A::Error> {
+        let mut header = Map::new();
+        let mut data = None;
+        while let Some(key) = map.next_key::<String>()? {
+            self.0.set(key.clone());
+            if key == "data" {
+                if data.is_some() {
+                    return Err(self.0.fail(Invalid::at("data", "appears twice")));
+                }
+                data = Some(map.next_value_seed(DataSeed(self.0))?);
+                header.insert(key, Value::Null);
+            } else {
+                let v: Value = map.next_value()?;
+                if header.insert(key.clone(), v).is_some() {
+                    return Err(self.0.fail(Invalid::at(key, "appears twice")));
+                }
+            }
+        }
+        self.0.set("");
+        Ok((header, data))
+    }
+}
+
+struct DataSeed<'c>(&'c Ctx);
+
+impl<'de, 'c> DeserializeSeed<'de> for DataSeed<'c> {
+    type Value = DataParts;
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<DataParts, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de, 'c> Visitor<'de> for DataSeed<'c> {
+    type Value = DataParts;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an object with nodes, edges, operations and sessions")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<DataParts, A::Error> {
+        let ctx = self.0;
+        let mut parts = DataParts::default();
+        while let Some(key) = map.next_key::<String>()? {
+            let path = format!("data.{key}");
+            ctx.set(path.clone());
+            if parts.keys.contains(&key) {
+                return Err(ctx.fail(Invalid::at(path, "appears twice")));
+            }
+            match key.as_str() {
+                "nodes" => parts.nodes = map.next_value_seed(ListSeed { ctx, name: "data.nodes", conv: variable })?,
+                "edges" => parts.edges = map.next_value_seed(ListSeed { ctx, name: "data.edges", conv: edge })?,
+                "operations" => parts.ops = map.next_value_seed(ListSeed { ctx, name: "data.operations", conv: op })?,
+                "sessions" => parts.sessions = map.next_value_seed(ListSeed { ctx, name: "data.sessions", conv: session })?,
+                "annotations" => {
+                    parts.annotations = Some(map.next_value_seed(ListSeed { ctx, name: "data.annotations", conv: |o: Obj<'_>| Ok(o.map) })?)
+                }
+                _ => {
+                    let v: Value = map.next_value()?;
+                    parts.extra.insert(key.clone(), v);
+                }
+            }
+            parts.keys.push(key);
+        }
+        Ok(parts)
+    }
+}
+
+struct ListSeed<'c, T> {
+    ctx: &'c Ctx,
+    name: &'static str,
+    conv: fn(Obj<'_>) -> Result<T, Invalid>,
+}
+
+impl<'de, 'c, T> DeserializeSeed<'de> for ListSeed<'c, T> {
+    type Value = Vec<T>;
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Vec<T>, D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de, 'c, T> Visitor<'de> for ListSeed<'c, T> {
+    type Value = Vec<T>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "a list of records for {}", self.name)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<T>, A::Error> {
+        let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+        loop {
+            let path = format!("{}[{}]", self.name, out.len());
+            self.ctx.set(path.clone());
+            match seq.next_element::<Value>()? {
+                None => break,
+                Some(Value::Object(m)) => match (self.conv)(Obj::new(m, &path)) {
+                    Ok(t) => out.push(t),
+                    Err(inv) => return Err(self.ctx.fail(inv)),
+                },
+                Some(v) => return Err(self.ctx.fail(Invalid::at(path, format!("must be an object, found {}", kind(&v))))),
+            }
+        }
+        self.ctx.set(self.name);
+        Ok(out)
+    }
+}
+
+/// Checks the header and assembles the parsed trace.
+pub(crate) fn assemble(header: Map<String, Value>, data: Option<DataParts>) -> Result<ParsedTrace, Invalid> {
+    let data = data.ok_or_else(|| Invalid::at("data", "required field is missing"))?;
+    let mut h = Obj::new(header.clone(), "");
+    let graph_id = h.req_str("graph_id")?;
+    let user_id = h.opt_str("user_id")?;
+    let project_id = h.opt_str("project_id")?;
+    let created_at = h.timestamp("created_at")?;
+    Ok(ParsedTrace {
+        header,
+        graph_id,
+        user_id,
+        project_id,
+        created_at,
+        data_keys: data.keys,
+        data_extra: data.extra,
+        sessions: data.sessions,
+        nodes: data.nodes,
+        ops: data.ops,
+        edges: data.edges,
+        annotations: data.annotations,
+    })
+}
+
+fn index<'a, I: Iterator<Item = &'a str>>(ids: I, list: &str, field: &str) -> Result<HashMap<&'a str, u32>, Invalid> {
+    let mut map = HashMap::new();
+    for (i, id) in ids.enumerate() {
+        if let Some(first) = map.insert(id, i as u32) {
+            return Err(Invalid::at(format!("{list}[{i}].{field}"), format!("duplicate id {id:?} (first at {list}[{first}])")));
+        }
+    }
+    Ok(map)
+}
+
+/// Validates references as smartcomment does (unique ids; every edge's
+/// session, op, source and target exist) and the annotations' references.
+pub(crate) fn validate(t: &ParsedTrace) -> Result<Resolved, Invalid> {
+    let sessions = index(t.sessions.iter().map(|s| s.session_id.as_str()), "data.sessions", "session_id")?;
+    let vars = index(t.nodes.iter().map(|v| v.full_node_id.as_str()), "data.nodes", "full_node_id")?;
+    let ops = index(t.ops.iter().map(|o| o.op_id.as_str()), "data.operations", "op_id")?;
+    index(t.edges.iter().map(|e| e.edge_id.as_str()), "data.edges", "edge_id")?;
+    let var_sessions = t.nodes.iter().map(|v| v.session_id.as_deref().and_then(|s| sessions.get(s).copied())).collect();
+    let op_sessions = t.ops.iter().map(|o| o.session_id.as_deref().and_then(|s| sessions.get(s).copied())).collect();
+    let mut edges = Vec::with_capacity(t.edges.len());
+    for (i, e) in t.edges.iter().enumerate() {
+        let at = |field: &str| format!("data.edges[{i}].{field}");
+        let op = *ops.get(e.op_id.as_str()).ok_or_else(|| Invalid::at(at("op_id"), format!("no operation {:?} in the trace", e.op_id)))?;
+        let source = *vars.get(e.source.as_str()).ok_or_else(|| Invalid::at(at("source_full_node_id"), format!("no node {:?} in the trace", e.source)))?;
+        let target = *vars.get(e.target.as_str()).ok_or_else(|| Invalid::at(at("target_full_node_id"), format!("no node {:?} in the trace", e.target)))?;
+        let session = *sessions.get(e.session_id.as_str()).ok_or_else(|| Invalid::at(at("session_id"), format!("no session {:?} in the trace", e.session_id)))?;
+        edges.push((op, source, target, session));
+    }
+    let mut cases = Vec::new();
+    for (i, a) in t.annotations.iter().flatten().enumerate() {
+        let at = |field: &str| format!("data.annotations[{i}].{field}");
+        let node = |field: &str, v: &Value| -> Result<u32, Invalid> {
+            match v {
+                Value::String(s) => vars.get(s.as_str()).copied().ok_or_else(|| Invalid::at(at(field), format!("no node {s:?} in the trace"))),
+                other => Err(Invalid::at(at(field), format!("must be a full node id string, found {}", kind(other)))),
+            }
+        };
+        let query = match a.get("query_id") {
+            None | Some(Value::Null) => None,
+            Some(v) => Some(node("query_id", v)?),
+        };
+        let mut evidence = Vec::new();
+        match a.get("source_evidence_ids") {
+            None | Some(Value::Null) => {}
+            Some(Value::Array(items)) => {
+                for (j, v) in items.iter().enumerate() {
+                    evidence.push(node(&format!("source_evidence_ids[{j}]"), v)?);
+                }
+            }
+            Some(other) => return Err(Invalid::at(at("source_evidence_ids"), format!("must be a list of full node ids, found {}", kind(other)))),
+        }
+        let op = match a.get("final_op_id") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => Some(*ops.get(s.as_str()).ok_or_else(|| Invalid::at(at("final_op_id"), format!("no operation {s:?} in the trace")))?),
+            Some(other) => return Err(Invalid::at(at("final_op_id"), format!("must be an op id string or null, found {}", kind(other)))),
+        };
+        for field in ["query", "prediction", "final_error_type"] {
+            match a.get(field) {
+                None | Some(Value::Null) | Some(Value::String(_)) => {}
+                Some(other) => return Err(Invalid::at(at(field), format!("must be a string or null, found {}", kind(other)))),
+            }
+        }
+        match a.get("golden_answers") {
+            None | Some(Value::Null) | Some(Value::String(_)) | Some(Value::Array(_)) => {}
+            Some(other) => return Err(Invalid::at(at("golden_answers"), format!("must be a string or a list, found {}", kind(other)))),
+        }
+        cases.push((query, evidence, op));
+    }
+    Ok(Resolved { var_sessions, op_sessions, edges, cases })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<ParsedTrace, Invalid> {
+        let ctx = Ctx::default();
+        let mut de = serde_json::Deserializer::from_str(text);
+        let top = TopSeed(&ctx).deserialize(&mut de);
+        let (h, d) = match top {
+            Ok(top) => top,
+            Err(e) => return Err(ctx.into_invalid(e)),
+        };
+        let t = assemble(h, d)?;
+        validate(&t)?;
+        Ok(t)
+    }
+
+    const NODE: &str = r#"{"name":"42","class_name":"answer","version":1,"value":"'x'","session_id":"s1"}"#;
+
+    fn doc(nodes: &str, edges: &str) -> String {
+        format!(r#"{{"graph_id":"g","data":{{"nodes":[{nodes}],"edges":[{edges}],"operations":[{{"op_id":"op-1","session_id":"s1"}}],"sessions":[{{"session_id":"s1"}}]}}}}"#)
+    }
+
+    #[test]
+    fn a_minimal_export_parses() {
+        let t = parse(&doc(NODE, "")).unwrap();
+        assert_eq!(t.nodes[0].full_node_id, "answer:42@1");
+        assert_eq!(t.data_keys, vec!["nodes", "edges", "operations", "sessions"]);
+    }
+
+    #[test]
+    fn errors_name_the_json_path() {
+        let e = parse(&doc(r#"{"name":"a","version":"1"}"#, "")).unwrap_err();
+        assert_eq!(e.path, "data.nodes[0].version");
+        let e = parse(&doc(NODE, r#"{"edge_id":"e","op_id":"op-2","source_full_node_id":"answer:42@1","target_full_node_id":"answer:42@1","session_id":"s1"}"#)).unwrap_err();
+        assert_eq!((e.path.as_str(), e.reason.contains("op-2")), ("data.edges[0].op_id", true));
+        let e = parse(&doc(&format!("{NODE},{NODE}"), "")).unwrap_err();
+        assert_eq!(e.path, "data.nodes[1].full_node_id");
+        let e = parse(r#"{"graph_id":"g","data":{"nodes":[{"name":"a","version":1,"created_at":"2026-02-30 00:00:00"}]}}"#).unwrap_err();
+        assert_eq!(e.path, "data.nodes[0].created_at");
+        let e = parse(r#"{"graph_id":"g","data":{"nodes":[{"name":"a","version":1}"#).unwrap_err();
+        assert!(e.reason.contains("ends too early"), "{e:?}");
+        let e = parse(r#"[1]"#).unwrap_err();
+        assert_eq!(e.path, "$");
+        let e = parse(r#"{"data":{}}"#).unwrap_err();
+        assert_eq!(e.path, "graph_id");
+    }
+
+    #[test]
+    fn computed_keys_are_checked() {
+        let e = parse(&doc(r#"{"name":"42","class_name":"answer","version":1,"full_node_id":"answer:42@2"}"#, "")).unwrap_err();
+        assert_eq!(e.path, "data.nodes[0].full_node_id");
+        let t = parse(&doc(r#"{"name":"42","version":1,"node_id":"42@1","trigger_point":"None:None"}"#, "")).unwrap();
+        assert!(t.nodes[0].node_id.is_none() && t.nodes[0].common.trigger_point.is_none());
+    }
+}

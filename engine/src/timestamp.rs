@@ -1,0 +1,86 @@
+//! Timestamp validation for `created_at` ("YYYY-MM-DD HH:MM:SS.sss", also
+//! with a `T` separator, without fraction, or with a UTC offset, as Python's
+//! `datetime.fromisoformat` reads them).
+
+/// Checks that `s` is a valid timestamp; returns why not.
+pub fn check(s: &str) -> Result<(), String> {
+    let b = s.as_bytes();
+    let bad = || format!("{s:?} is not a timestamp (expected YYYY-MM-DD HH:MM:SS[.fff])");
+    let num = |from: usize, len: usize| -> Option<u32> {
+        let part = b.get(from..from + len)?;
+        if part.iter().all(u8::is_ascii_digit) {
+            std::str::from_utf8(part).ok()?.parse().ok()
+        } else {
+            None
+        }
+    };
+    let (year, month, day) = match (num(0, 4), b.get(4), num(5, 2), b.get(7), num(8, 2)) {
+        (Some(y), Some(b'-'), Some(m), Some(b'-'), Some(d)) => (y, m, d),
+        _ => return Err(bad()),
+    };
+    if !(1..=12).contains(&month) || day == 0 || day > days_in_month(year, month) || year == 0 {
+        return Err(format!("{s:?} is not a valid date"));
+    }
+    if b.len() == 10 {
+        return Ok(());
+    }
+    if !matches!(b.get(10), Some(b' ') | Some(b'T')) {
+        return Err(bad());
+    }
+    let (h, mi, se) = match (num(11, 2), b.get(13), num(14, 2), b.get(16), num(17, 2)) {
+        (Some(h), Some(b':'), Some(mi), Some(b':'), Some(se)) => (h, mi, se),
+        _ => return Err(bad()),
+    };
+    if h > 23 || mi > 59 || se > 59 {
+        return Err(format!("{s:?} is not a valid time of day"));
+    }
+    let mut i = 19;
+    if b.get(i) == Some(&b'.') {
+        let start = i + 1;
+        i = start;
+        while b.get(i).is_some_and(u8::is_ascii_digit) {
+            i += 1;
+        }
+        if i == start || i - start > 9 {
+            return Err(bad());
+        }
+    }
+    match &b[i..] {
+        [] | [b'Z'] => Ok(()),
+        [b'+' | b'-', rest @ ..] if rest.len() == 5 && rest[2] == b':' => {
+            match (num(i + 1, 2), num(i + 4, 2)) {
+                (Some(oh), Some(om)) if oh < 24 && om < 60 => Ok(()),
+                _ => Err(bad()),
+            }
+        }
+        _ => Err(bad()),
+    }
+}
+
+fn days_in_month(year: u32, month: u32) -> u32 {
+    match month {
+        2 if (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check;
+
+    #[test]
+    fn smartcomment_and_iso_forms_pass() {
+        for ok in ["2026-11-22 01:21:39.972", "2026-11-22 01:21:39", "2026-11-22T01:21:39.123456", "2024-02-29 00:00:00", "2026-11-22", "2026-11-22T01:21:39+01:00", "2026-11-22T01:21:39Z"] {
+            assert!(check(ok).is_ok(), "{ok}");
+        }
+    }
+
+    #[test]
+    fn bad_forms_fail() {
+        for bad in ["", "yesterday", "2026-13-01 00:00:00", "2023-02-29 00:00:00", "2026-11-22 24:00:00", "2026-11-22 01:61:00", "2026-11-22 01:21:39.", "2026-11-22 01:21:39 extra", "2026/11/22 01:21:39", "0000-01-01"] {
+            assert!(check(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,66 @@
+//! The storage error type.
+
+use thiserror::Error;
+
+/// Everything that can go wrong in the store.
+#[derive(Debug, Error)]
+pub enum StorageError {
+    /// RocksDB itself failed (I/O, lock held by another process, corruption).
+    #[error("RocksDB: {0}")]
+    Rocks(#[from] rocksdb::Error),
+    /// The database was written by a schema this build does not read.
+    #[error("database at {path} has schema version {found}; this memtrace reads version {supported} only")]
+    SchemaVersion {
+        /// Where the database is.
+        path: String,
+        /// The version found in the database.
+        found: u32,
+        /// The version this build understands.
+        supported: u32,
+    },
+    /// The path holds something that is not a memtrace database.
+    #[error("{path} is not a memtrace database: {reason}")]
+    NotADatabase {
+        /// The path given.
+        path: String,
+        /// Why it was not recognised.
+        reason: String,
+    },
+    /// No database exists at the path and creation was not asked for.
+    #[error("no memtrace database at {0} (import something first, or pass --db)")]
+    Missing(String),
+    /// A record could not be encoded.
+    #[error("cannot encode {what}: {reason}")]
+    Encode {
+        /// What was being encoded.
+        what: &'static str,
+        /// The encoder's message.
+        reason: String,
+    },
+    /// A stored record could not be decoded: the database is damaged or was
+    /// written by an incompatible build.
+    #[error("stored {what} is unreadable: {reason}")]
+    Decode {
+        /// What was being decoded.
+        what: &'static str,
+        /// The decoder's message.
+        reason: String,
+    },
+    /// A record refers to a value that is not stored.
+    #[error("value {0} is referenced but not stored")]
+    MissingValue(String),
+    /// A trace id that is not stored.
+    #[error("no trace with id #{0}")]
+    NoSuchTrace(u32),
+    /// Ids ran out (more than 2^32 records of one kind).
+    #[error("id space exhausted for {0}")]
+    IdsExhausted(&'static str),
+    /// Filesystem error outside RocksDB (sizes, directories).
+    #[error("{path}: {source}")]
+    Io {
+        /// The path involved.
+        path: String,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+}

@@ -1,0 +1,34 @@
+//! Keeps every record of every trace forever and finds it again fast: memtrace's append-only RocksDB store.
+//!
+//! Layout (one column family per record kind and per index, see [`cf`]):
+//! records are keyed by a dense trace id and a per-trace local id, both
+//! big-endian, so one prefix scan returns a trace's records in insertion
+//! order (the "trace -> records" index is the key layout itself). String ids
+//! from smartcomment are stored inside the records and indexed, never used as
+//! physical keys. Values are stored once per distinct content, compressed.
+//! Nothing is overwritten; the one removal is dropping a whole trace, which
+//! is logged.
+
+#![deny(missing_docs)]
+
+pub mod error;
+pub mod keys;
+pub mod peer;
+pub mod records;
+pub mod store;
+pub mod values;
+
+pub use error::StorageError;
+pub use records::{
+    CaseRecord, EdgeRecord, LogEvent, OpRecord, SessionRecord, Shared, TraceRecord, ValueRef,
+    VarRecord,
+};
+pub use store::{cf, ReadView, Store, StoreOptions, TraceWriter, SCHEMA_VERSION};
+
+/// A dense trace id, assigned at import, never reused.
+pub type TraceId = u32;
+/// A per-trace local id of a session, variable, op, edge or case, in insertion order.
+pub type LocalId = u32;
+
+/// Result type of this crate.
+pub type Result<T, E = StorageError> = std::result::Result<T, E>;

@@ -1,0 +1,1220 @@
+//! The store: opening (with the schema check), writing one trace in one
+//! batch, consistent snapshot reads, and the one removal (dropping a trace).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use rocksdb::{
+    BlockBasedOptions, ColumnFamily, ColumnFamilyDescriptor, DBCompressionType, Direction,
+    IteratorMode, Options, ReadOptions, WriteBatch, WriteOptions, DB,
+};
+use serde::de::DeserializeOwned;
+
+use crate::keys::{self, IdKind, RecordKind};
+use crate::records::{
+    decode, encode, CaseRecord, Counts, EdgeRecord, LogEvent, OpRecord, SessionRecord, TraceRecord,
+    ValueRef, VarRecord,
+};
+use crate::values::{decode_value, encode_value, hex, value_ref};
+use crate::{LocalId, Result, StorageError, TraceId};
+
+/// The schema version this build writes and reads.
+pub const SCHEMA_VERSION: u32 = 1;
+
+const META_SCHEMA: &[u8] = b"schema_version";
+const META_NEXT_TRACE: &[u8] = b"next_trace";
+
+/// Column family names.
+pub mod cf {
+    /// Database metadata: schema version, id counters.
+    pub const META: &str = "meta";
+    /// Trace records, by trace id.
+    pub const TRACES: &str = "traces";
+    /// Session records, by (trace, local id).
+    pub const SESSIONS: &str = "sessions";
+    /// Variable records, by (trace, local id).
+    pub const VARIABLES: &str = "variables";
+    /// Operation records, by (trace, local id).
+    pub const OPS: &str = "operations";
+    /// Edge records, by (trace, local id).
+    pub const EDGES: &str = "edges";
+    /// Case annotations, by (trace, local id).
+    pub const CASES: &str = "cases";
+    /// Distinct value payloads, by content hash.
+    pub const VALUES: &str = "values";
+    /// Which traces use a value: (hash, trace).
+    pub const VALUE_REFS: &str = "value_refs";
+    /// Outgoing adjacency: (trace, source, edge) -> (target, op).
+    pub const ADJ_OUT: &str = "idx_adj_out";
+    /// Incoming adjacency: (trace, target, edge) -> (source, op).
+    pub const ADJ_IN: &str = "idx_adj_in";
+    /// Full name -> versions: (full name, trace, version) -> local id.
+    pub const VAR_NAME: &str = "idx_var_name";
+    /// smartcomment string ids: (kind, id, trace) -> local id.
+    pub const STRING_ID: &str = "idx_string_id";
+    /// Category -> ids: (kind, category, trace, local).
+    pub const CATEGORY: &str = "idx_category";
+    /// Op name -> ids: (op name, trace, local).
+    pub const OP_NAME: &str = "idx_op_name";
+    /// Append-only event log: sequence number -> event.
+    pub const LOG: &str = "log";
+    /// Every column family, in creation order.
+    pub const ALL: [&str; 16] = [
+        META, TRACES, SESSIONS, VARIABLES, OPS, EDGES, CASES, VALUES, VALUE_REFS, ADJ_OUT, ADJ_IN,
+        VAR_NAME, STRING_ID, CATEGORY, OP_NAME, LOG,
+    ];
+    /// Column families whose keys start with the trace id.
+    pub const BY_TRACE: [&str; 7] = [SESSIONS, VARIABLES, OPS, EDGES, CASES, ADJ_OUT, ADJ_IN];
+}
+
+/// How to open a store.
+#[derive(Debug, Clone)]
+pub struct StoreOptions {
+    /// Create the database when the path holds none.
+    pub create: bool,
+    /// fsync the write-ahead log at every trace commit (power-loss safety).
+    pub sync: bool,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        StoreOptions {
+            create: true,
+            sync: true,
+        }
+    }
+}
+
+/// An open memtrace store.
+pub struct Store {
+    db: DB,
+    path: PathBuf,
+    write_lock: Mutex<()>,
+    next_trace: AtomicU32,
+    next_log: AtomicU64,
+    sync: bool,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").field("path", &self.path).finish()
+    }
+}
+
+/// RocksDB options shared by the store and the raw-write peer of the benchmark.
+pub fn base_options() -> Options {
+    let mut o = Options::default();
+    o.increase_parallelism(2);
+    o.set_max_background_jobs(2);
+    o.set_write_buffer_size(64 << 20);
+    o.set_compression_type(DBCompressionType::Lz4);
+    o.set_keep_log_file_num(4);
+    o
+}
+
+fn cf_options(name: &str) -> Options {
+    let mut o = base_options();
+    if name == cf::VALUES {
+        // Payloads are compressed by us already.
+        o.set_compression_type(DBCompressionType::None);
+        let mut b = BlockBasedOptions::default();
+        b.set_bloom_filter(10.0, false);
+        o.set_block_based_table_factory(&b);
+    }
+    o
+}
+
+fn io_err(path: &Path, source: std::io::Error) -> StorageError {
+    StorageError::Io {
+        path: path.display().to_string(),
+        source,
+    }
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+impl Store {
+    /// Opens (or, with `create`, creates) the store at `path`.
+    ///
+    /// Refuses a path that holds something other than a memtrace database
+    /// and a database of another schema version.
+    pub fn open(path: &Path, opts: &StoreOptions) -> Result<Store> {
+        let shown = path.display().to_string();
+        let exists = path.join("CURRENT").is_file();
+        if !exists {
+            if path.is_file() {
+                return Err(StorageError::NotADatabase {
+                    path: shown,
+                    reason: "it is a file".into(),
+                });
+            }
+            if path.is_dir() {
+                let mut entries = std::fs::read_dir(path).map_err(|e| io_err(path, e))?;
+                if entries.next().is_some() {
+                    return Err(StorageError::NotADatabase {
+                        path: shown,
+                        reason: "the folder is not empty and holds no RocksDB database".into(),
+                    });
+                }
+            }
+            if !opts.create {
+                return Err(StorageError::Missing(shown));
+            }
+        }
+        let mut db_opts = base_options();
+        let db = if exists {
+            let present = DB::list_cf(&db_opts, path)?;
+            if !present.iter().any(|c| c == cf::META) {
+                return Err(StorageError::NotADatabase {
+                    path: shown,
+                    reason: "a RocksDB database without memtrace metadata".into(),
+                });
+            }
+            let descriptors = present
+                .iter()
+                .map(|name| ColumnFamilyDescriptor::new(name, cf_options(name)));
+            let db = DB::open_cf_descriptors(&db_opts, path, descriptors)?;
+            let found = db
+                .get_cf(db.cf_handle(cf::META).expect("listed"), META_SCHEMA)?
+                .and_then(|v| keys::read_u32(&v));
+            match found {
+                Some(SCHEMA_VERSION) => {}
+                Some(found) => {
+                    return Err(StorageError::SchemaVersion {
+                        path: shown,
+                        found,
+                        supported: SCHEMA_VERSION,
+                    })
+                }
+                None => {
+                    return Err(StorageError::NotADatabase {
+                        path: shown,
+                        reason: "no schema version recorded".into(),
+                    })
+                }
+            }
+            if let Some(missing) = cf::ALL.iter().find(|c| !present.iter().any(|p| p == *c)) {
+                return Err(StorageError::NotADatabase {
+                    path: shown,
+                    reason: format!("column family {missing} is missing"),
+                });
+            }
+            db
+        } else {
+            db_opts.create_if_missing(true);
+            db_opts.create_missing_column_families(true);
+            let descriptors = cf::ALL
+                .iter()
+                .map(|name| ColumnFamilyDescriptor::new(*name, cf_options(name)));
+            let db = DB::open_cf_descriptors(&db_opts, path, descriptors)?;
+            let mut batch = WriteBatch::default();
+            let meta = db.cf_handle(cf::META).expect("created");
+            batch.put_cf(meta, META_SCHEMA, SCHEMA_VERSION.to_be_bytes());
+            batch.put_cf(meta, META_NEXT_TRACE, 1u32.to_be_bytes());
+            let mut w = WriteOptions::default();
+            w.set_sync(true);
+            db.write_opt(batch, &w)?;
+            db
+        };
+        let next_trace = db
+            .get_cf(db.cf_handle(cf::META).expect("checked"), META_NEXT_TRACE)?
+            .and_then(|v| keys::read_u32(&v))
+            .unwrap_or(1);
+        let next_log = {
+            let mut it = db.iterator_cf(db.cf_handle(cf::LOG).expect("checked"), IteratorMode::End);
+            match it.next() {
+                Some(item) => {
+                    let (k, _) = item?;
+                    u64::from_be_bytes(k.as_ref().try_into().map_err(|_| StorageError::Decode {
+                        what: "log key",
+                        reason: "not 8 bytes".into(),
+                    })?) + 1
+                }
+                None => 1,
+            }
+        };
+        Ok(Store {
+            db,
+            path: path.to_path_buf(),
+            write_lock: Mutex::new(()),
+            next_trace: AtomicU32::new(next_trace),
+            next_log: AtomicU64::new(next_log),
+            sync: opts.sync,
+        })
+    }
+
+    /// Where the store lives.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn cf(&self, name: &str) -> &ColumnFamily {
+        // Every name in cf::ALL is checked to exist at open.
+        self.db
+            .cf_handle(name)
+            .expect("column family checked at open")
+    }
+
+    /// Starts writing a new trace. Nothing is visible until [`TraceWriter::commit`].
+    pub fn begin_trace(&self) -> Result<TraceWriter<'_>> {
+        let trace = self
+            .next_trace
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |t| t.checked_add(1))
+            .map_err(|_| StorageError::IdsExhausted("traces"))?;
+        Ok(TraceWriter {
+            store: self,
+            trace,
+            batch: WriteBatch::default(),
+            pending_values: HashMap::new(),
+            counts: Counts::default(),
+        })
+    }
+
+    /// A consistent view of the store as of now; imports that commit later
+    /// are not seen through it.
+    pub fn read(&self) -> ReadView<'_> {
+        ReadView {
+            store: self,
+            snap: self.db.snapshot(),
+        }
+    }
+
+    fn next_log_key(&self) -> [u8; 8] {
+        self.next_log.fetch_add(1, Ordering::SeqCst).to_be_bytes()
+    }
+
+    fn write(&self, batch: WriteBatch) -> Result<()> {
+        let mut w = WriteOptions::default();
+        w.set_sync(self.sync);
+        self.db.write_opt(batch, &w)?;
+        Ok(())
+    }
+
+    /// Removes a whole trace: its records, index entries and the values no
+    /// other trace uses, in one batch, and logs the removal with `reason`.
+    pub fn drop_trace(&self, trace: TraceId, reason: &str) -> Result<TraceRecord> {
+        let _guard = self.write_lock.lock().unwrap_or_else(|p| p.into_inner());
+        let view = self.read();
+        let record = view.trace(trace)?.ok_or(StorageError::NoSuchTrace(trace))?;
+        let mut batch = WriteBatch::default();
+        for item in view.sessions(trace) {
+            let (local, s) = item?;
+            batch.delete_cf(
+                self.cf(cf::STRING_ID),
+                keys::string_id_key(IdKind::Session, &s.session_id, trace),
+            );
+            if let Some(c) = &s.category {
+                batch.delete_cf(
+                    self.cf(cf::CATEGORY),
+                    keys::category_key(RecordKind::Session, c, trace, local),
+                );
+            }
+        }
+        let mut hashes = std::collections::HashSet::new();
+        for item in view.variables(trace) {
+            let (local, v) = item?;
+            batch.delete_cf(
+                self.cf(cf::VAR_NAME),
+                keys::name_key(&v.full_name(), trace, v.version),
+            );
+            if let Some(c) = &v.category {
+                batch.delete_cf(
+                    self.cf(cf::CATEGORY),
+                    keys::category_key(RecordKind::Variable, c, trace, local),
+                );
+            }
+            if let Some(r) = v.value {
+                hashes.insert(r.hash);
+            }
+        }
+        for item in view.ops(trace) {
+            let (local, o) = item?;
+            batch.delete_cf(
+                self.cf(cf::STRING_ID),
+                keys::string_id_key(IdKind::Op, &o.op_id, trace),
+            );
+            if let Some(c) = &o.category {
+                batch.delete_cf(
+                    self.cf(cf::CATEGORY),
+                    keys::category_key(RecordKind::Op, c, trace, local),
+                );
+            }
+            if let Some(n) = &o.op_name {
+                batch.delete_cf(self.cf(cf::OP_NAME), keys::op_name_key(n, trace, local));
+            }
+        }
+        for item in view.edges(trace) {
+            let (local, e) = item?;
+            batch.delete_cf(
+                self.cf(cf::STRING_ID),
+                keys::string_id_key(IdKind::Edge, &e.edge_id, trace),
+            );
+            if let Some(c) = &e.category {
+                batch.delete_cf(
+                    self.cf(cf::CATEGORY),
+                    keys::category_key(RecordKind::Edge, c, trace, local),
+                );
+            }
+        }
+        for hash in &hashes {
+            batch.delete_cf(self.cf(cf::VALUE_REFS), keys::value_ref_key(hash, trace));
+            let shared = view
+                .scan(cf::VALUE_REFS, hash)
+                .map(|item| item.map(|(k, _)| k))
+                .filter(|k| match k {
+                    Ok(k) => k.as_ref() != keys::value_ref_key(hash, trace).as_slice(),
+                    Err(_) => true,
+                })
+                .next()
+                .transpose()?
+                .is_some();
+            if !shared {
+                batch.delete_cf(self.cf(cf::VALUES), hash);
+            }
+        }
+        let start = keys::trace_key(trace);
+        let end = (trace as u64 + 1).min(u32::MAX as u64) as u32;
+        for name in cf::BY_TRACE {
+            if trace == u32::MAX {
+                // No upper key exists; delete the records one by one.
+                for item in view.scan(name, &start) {
+                    let (k, _) = item?;
+                    batch.delete_cf(self.cf(name), k);
+                }
+            } else {
+                batch.delete_range_cf(self.cf(name), start, keys::trace_key(end));
+            }
+        }
+        batch.delete_cf(
+            self.cf(cf::STRING_ID),
+            keys::string_id_key(IdKind::Graph, &record.graph_id, trace),
+        );
+        batch.delete_cf(self.cf(cf::TRACES), start);
+        let event = LogEvent {
+            at_ms: now_ms(),
+            action: "drop".into(),
+            trace,
+            graph_id: record.graph_id.clone(),
+            detail: reason.to_string(),
+        };
+        batch.put_cf(
+            self.cf(cf::LOG),
+            self.next_log_key(),
+            encode("log event", &event)?,
+        );
+        drop(view);
+        self.write(batch)?;
+        Ok(record)
+    }
+
+    /// Bytes the database occupies on disk (all files under its folder).
+    pub fn disk_bytes(&self) -> Result<u64> {
+        fn walk(dir: &Path) -> std::io::Result<u64> {
+            let mut total = 0;
+            for entry in std::fs::read_dir(dir)? {
+                let entry = entry?;
+                let meta = entry.metadata()?;
+                total += if meta.is_dir() {
+                    walk(&entry.path())?
+                } else {
+                    meta.len()
+                };
+            }
+            Ok(total)
+        }
+        walk(&self.path).map_err(|e| io_err(&self.path, e))
+    }
+
+    /// Flushes memtables to table files (used before measuring disk size).
+    pub fn flush(&self) -> Result<()> {
+        for name in cf::ALL {
+            self.db.flush_cf(self.cf(name))?;
+        }
+        Ok(())
+    }
+}
+
+/// Collects one trace's records into a single write batch.
+///
+/// Local ids are handed out in call order per record kind, starting at 0.
+/// Dropping the writer without committing stores nothing.
+pub struct TraceWriter<'s> {
+    store: &'s Store,
+    trace: TraceId,
+    batch: WriteBatch,
+    pending_values: HashMap<[u8; 32], Vec<u8>>,
+    counts: Counts,
+}
+
+fn next_local(counter: &mut u32, what: &'static str) -> Result<LocalId> {
+    let id = *counter;
+    *counter = id.checked_add(1).ok_or(StorageError::IdsExhausted(what))?;
+    Ok(id)
+}
+
+impl<'s> TraceWriter<'s> {
+    /// The id the trace will have.
+    pub fn trace_id(&self) -> TraceId {
+        self.trace
+    }
+
+    fn cf(&self, name: &str) -> &'s ColumnFamily {
+        self.store.cf(name)
+    }
+
+    /// Adds a session.
+    pub fn put_session(&mut self, s: &SessionRecord) -> Result<LocalId> {
+        let local = next_local(&mut self.counts.sessions, "sessions")?;
+        let t = self.trace;
+        self.batch.put_cf(
+            self.cf(cf::SESSIONS),
+            keys::record_key(t, local),
+            encode("session", s)?,
+        );
+        self.batch.put_cf(
+            self.cf(cf::STRING_ID),
+            keys::string_id_key(IdKind::Session, &s.session_id, t),
+            local.to_be_bytes(),
+        );
+        if let Some(c) = &s.category {
+            self.batch.put_cf(
+                self.cf(cf::CATEGORY),
+                keys::category_key(RecordKind::Session, c, t, local),
+                [],
+            );
+        }
+        Ok(local)
+    }
+
+    /// The reference a value will be stored under; pass it in the variable
+    /// record given to [`put_variable`](Self::put_variable).
+    pub fn stage_value(&mut self, value: &str) -> ValueRef {
+        let r = value_ref(value);
+        self.pending_values
+            .entry(r.hash)
+            .or_insert_with(|| encode_value(value));
+        r
+    }
+
+    /// Adds a variable; its value must have been staged with [`stage_value`](Self::stage_value).
+    pub fn put_variable(&mut self, v: &VarRecord) -> Result<LocalId> {
+        if let Some(r) = &v.value {
+            if !self.pending_values.contains_key(&r.hash) {
+                return Err(StorageError::MissingValue(hex(&r.hash)));
+            }
+        }
+        let local = next_local(&mut self.counts.variables, "variables")?;
+        let t = self.trace;
+        self.batch.put_cf(
+            self.cf(cf::VARIABLES),
+            keys::record_key(t, local),
+            encode("variable", v)?,
+        );
+        self.batch.put_cf(
+            self.cf(cf::VAR_NAME),
+            keys::name_key(&v.full_name(), t, v.version),
+            local.to_be_bytes(),
+        );
+        if let Some(c) = &v.category {
+            self.batch.put_cf(
+                self.cf(cf::CATEGORY),
+                keys::category_key(RecordKind::Variable, c, t, local),
+                [],
+            );
+        }
+        Ok(local)
+    }
+
+    /// Adds an operation.
+    pub fn put_op(&mut self, o: &OpRecord) -> Result<LocalId> {
+        let local = next_local(&mut self.counts.ops, "ops")?;
+        let t = self.trace;
+        self.batch.put_cf(
+            self.cf(cf::OPS),
+            keys::record_key(t, local),
+            encode("op", o)?,
+        );
+        self.batch.put_cf(
+            self.cf(cf::STRING_ID),
+            keys::string_id_key(IdKind::Op, &o.op_id, t),
+            local.to_be_bytes(),
+        );
+        if let Some(c) = &o.category {
+            self.batch.put_cf(
+                self.cf(cf::CATEGORY),
+                keys::category_key(RecordKind::Op, c, t, local),
+                [],
+            );
+        }
+        if let Some(n) = &o.op_name {
+            self.batch
+                .put_cf(self.cf(cf::OP_NAME), keys::op_name_key(n, t, local), []);
+        }
+        Ok(local)
+    }
+
+    /// Adds an edge and its two adjacency entries.
+    pub fn put_edge(&mut self, e: &EdgeRecord) -> Result<LocalId> {
+        let local = next_local(&mut self.counts.edges, "edges")?;
+        let t = self.trace;
+        self.batch.put_cf(
+            self.cf(cf::EDGES),
+            keys::record_key(t, local),
+            encode("edge", e)?,
+        );
+        self.batch.put_cf(
+            self.cf(cf::STRING_ID),
+            keys::string_id_key(IdKind::Edge, &e.edge_id, t),
+            local.to_be_bytes(),
+        );
+        if let Some(c) = &e.category {
+            self.batch.put_cf(
+                self.cf(cf::CATEGORY),
+                keys::category_key(RecordKind::Edge, c, t, local),
+                [],
+            );
+        }
+        self.batch.put_cf(
+            self.cf(cf::ADJ_OUT),
+            keys::adjacency_key(t, e.source, local),
+            keys::adjacency_value(e.target, e.op),
+        );
+        self.batch.put_cf(
+            self.cf(cf::ADJ_IN),
+            keys::adjacency_key(t, e.target, local),
+            keys::adjacency_value(e.source, e.op),
+        );
+        Ok(local)
+    }
+
+    /// Adds a case annotation.
+    pub fn put_case(&mut self, c: &CaseRecord) -> Result<LocalId> {
+        let local = next_local(&mut self.counts.cases, "cases")?;
+        self.batch.put_cf(
+            self.cf(cf::CASES),
+            keys::record_key(self.trace, local),
+            encode("case", c)?,
+        );
+        Ok(local)
+    }
+
+    /// Counts of what was added so far.
+    pub fn counts(&self) -> Counts {
+        self.counts
+    }
+
+    /// Writes the trace, its values and indexes, and a log entry, atomically.
+    ///
+    /// With `refuse_duplicate`, fails with the ids of the stored traces that
+    /// have the same graph id (checked under the write lock).
+    pub fn commit(
+        mut self,
+        mut record: TraceRecord,
+        refuse_duplicate: bool,
+    ) -> Result<std::result::Result<TraceId, Vec<TraceId>>> {
+        let store = self.store;
+        let _guard = store.write_lock.lock().unwrap_or_else(|p| p.into_inner());
+        let t = self.trace;
+        if refuse_duplicate {
+            let existing = store.read().traces_with_graph_id(&record.graph_id)?;
+            if !existing.is_empty() {
+                return Ok(Err(existing));
+            }
+        }
+        record.counts = self.counts;
+        let values = store.cf(cf::VALUES);
+        for (hash, payload) in std::mem::take(&mut self.pending_values) {
+            if store.db.get_pinned_cf(values, hash)?.is_none() {
+                self.batch.put_cf(values, hash, payload);
+            }
+            self.batch
+                .put_cf(store.cf(cf::VALUE_REFS), keys::value_ref_key(&hash, t), []);
+        }
+        self.batch.put_cf(
+            store.cf(cf::STRING_ID),
+            keys::string_id_key(IdKind::Graph, &record.graph_id, t),
+            0u32.to_be_bytes(),
+        );
+        self.batch.put_cf(
+            store.cf(cf::TRACES),
+            keys::trace_key(t),
+            encode("trace", &record)?,
+        );
+        let next = store
+            .next_trace
+            .load(Ordering::SeqCst)
+            .max(t.saturating_add(1));
+        self.batch
+            .put_cf(store.cf(cf::META), META_NEXT_TRACE, next.to_be_bytes());
+        let event = LogEvent {
+            at_ms: now_ms(),
+            action: "import".into(),
+            trace: t,
+            graph_id: record.graph_id.clone(),
+            detail: record.source.clone(),
+        };
+        self.batch.put_cf(
+            store.cf(cf::LOG),
+            store.next_log_key(),
+            encode("log event", &event)?,
+        );
+        store.write(std::mem::take(&mut self.batch))?;
+        Ok(Ok(t))
+    }
+}
+
+/// A consistent snapshot of the store.
+pub struct ReadView<'a> {
+    store: &'a Store,
+    snap: rocksdb::Snapshot<'a>,
+}
+
+type Pair = (Box<[u8]>, Box<[u8]>);
+
+impl<'a> ReadView<'a> {
+    /// Iterates the keys of column family `name` that start with `prefix`, in order.
+    pub fn scan<'v>(
+        &'v self,
+        name: &str,
+        prefix: &[u8],
+    ) -> impl Iterator<Item = Result<Pair>> + 'v {
+        let mut ro = ReadOptions::default();
+        if let Some(end) = keys::prefix_end(prefix) {
+            ro.set_iterate_upper_bound(end);
+        }
+        let prefix = prefix.to_vec();
+        self.snap
+            .iterator_cf_opt(
+                self.store.cf(name),
+                ro,
+                IteratorMode::From(&prefix, Direction::Forward),
+            )
+            .map(|item| item.map_err(StorageError::from))
+            .take_while(move |item| match item {
+                Ok((k, _)) => k.starts_with(&prefix),
+                Err(_) => true,
+            })
+    }
+
+    fn get(&self, name: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        Ok(self.snap.get_cf(self.store.cf(name), key)?)
+    }
+
+    fn records<'v, T: DeserializeOwned + 'v>(
+        &'v self,
+        name: &str,
+        what: &'static str,
+        trace: TraceId,
+    ) -> impl Iterator<Item = Result<(LocalId, T)>> + 'v {
+        self.scan(name, &keys::trace_key(trace)).map(move |item| {
+            let (k, v) = item?;
+            let (_, local) = keys::split_record_key(&k).ok_or(StorageError::Decode {
+                what,
+                reason: "bad key".into(),
+            })?;
+            Ok((local, decode(what, &v)?))
+        })
+    }
+
+    fn record<T: DeserializeOwned>(
+        &self,
+        name: &str,
+        what: &'static str,
+        trace: TraceId,
+        local: LocalId,
+    ) -> Result<Option<T>> {
+        self.get(name, &keys::record_key(trace, local))?
+            .map(|v| decode(what, &v))
+            .transpose()
+    }
+
+    /// Every stored trace, by id.
+    pub fn traces(&self) -> impl Iterator<Item = Result<(TraceId, TraceRecord)>> + '_ {
+        self.scan(cf::TRACES, &[]).map(|item| {
+            let (k, v) = item?;
+            let id = keys::read_u32(&k).ok_or(StorageError::Decode {
+                what: "trace key",
+                reason: "not 4 bytes".into(),
+            })?;
+            Ok((id, decode("trace", &v)?))
+        })
+    }
+
+    /// One trace record.
+    pub fn trace(&self, trace: TraceId) -> Result<Option<TraceRecord>> {
+        self.get(cf::TRACES, &keys::trace_key(trace))?
+            .map(|v| decode("trace", &v))
+            .transpose()
+    }
+
+    /// Ids of the traces with this graph id.
+    pub fn traces_with_graph_id(&self, graph_id: &str) -> Result<Vec<TraceId>> {
+        Ok(self
+            .string_id(IdKind::Graph, graph_id)?
+            .into_iter()
+            .map(|(t, _)| t)
+            .collect())
+    }
+
+    /// (trace, local id) of every record with this smartcomment string id.
+    pub fn string_id(&self, kind: IdKind, id: &str) -> Result<Vec<(TraceId, LocalId)>> {
+        let prefix = keys::string_id_prefix(kind, id);
+        self.scan(cf::STRING_ID, &prefix)
+            .map(|item| {
+                let (k, v) = item?;
+                let t = keys::read_u32(&k[prefix.len()..]).ok_or(StorageError::Decode {
+                    what: "string id key",
+                    reason: "bad trace".into(),
+                })?;
+                let l = keys::read_u32(&v).ok_or(StorageError::Decode {
+                    what: "string id",
+                    reason: "bad local id".into(),
+                })?;
+                Ok((t, l))
+            })
+            .collect()
+    }
+
+    /// A trace's sessions in insertion order.
+    pub fn sessions(
+        &self,
+        trace: TraceId,
+    ) -> impl Iterator<Item = Result<(LocalId, SessionRecord)>> + '_ {
+        self.records(cf::SESSIONS, "session", trace)
+    }
+
+    /// A trace's variables in insertion order.
+    pub fn variables(
+        &self,
+        trace: TraceId,
+    ) -> impl Iterator<Item = Result<(LocalId, VarRecord)>> + '_ {
+        self.records(cf::VARIABLES, "variable", trace)
+    }
+
+    /// A trace's operations in insertion order.
+    pub fn ops(&self, trace: TraceId) -> impl Iterator<Item = Result<(LocalId, OpRecord)>> + '_ {
+        self.records(cf::OPS, "op", trace)
+    }
+
+    /// A trace's edges in insertion order.
+    pub fn edges(
+        &self,
+        trace: TraceId,
+    ) -> impl Iterator<Item = Result<(LocalId, EdgeRecord)>> + '_ {
+        self.records(cf::EDGES, "edge", trace)
+    }
+
+    /// A trace's cases in insertion order.
+    pub fn cases(
+        &self,
+        trace: TraceId,
+    ) -> impl Iterator<Item = Result<(LocalId, CaseRecord)>> + '_ {
+        self.records(cf::CASES, "case", trace)
+    }
+
+    /// One session.
+    pub fn session(&self, trace: TraceId, local: LocalId) -> Result<Option<SessionRecord>> {
+        self.record(cf::SESSIONS, "session", trace, local)
+    }
+
+    /// One variable.
+    pub fn variable(&self, trace: TraceId, local: LocalId) -> Result<Option<VarRecord>> {
+        self.record(cf::VARIABLES, "variable", trace, local)
+    }
+
+    /// One operation.
+    pub fn op(&self, trace: TraceId, local: LocalId) -> Result<Option<OpRecord>> {
+        self.record(cf::OPS, "op", trace, local)
+    }
+
+    /// One edge.
+    pub fn edge(&self, trace: TraceId, local: LocalId) -> Result<Option<EdgeRecord>> {
+        self.record(cf::EDGES, "edge", trace, local)
+    }
+
+    /// The value behind a reference.
+    pub fn value(&self, r: &ValueRef) -> Result<String> {
+        let payload = self
+            .get(cf::VALUES, &r.hash)?
+            .ok_or_else(|| StorageError::MissingValue(hex(&r.hash)))?;
+        decode_value(&payload)
+    }
+
+    /// (trace, version, local id) of every stored version of a full name;
+    /// with `trace`, only that trace's. Ordered by trace, then version.
+    pub fn versions(
+        &self,
+        full_name: &str,
+        trace: Option<TraceId>,
+    ) -> Result<Vec<(TraceId, u32, LocalId)>> {
+        let mut prefix = keys::name_prefix(full_name);
+        if let Some(t) = trace {
+            prefix.extend_from_slice(&t.to_be_bytes());
+        }
+        let base = keys::name_prefix(full_name).len();
+        self.scan(cf::VAR_NAME, &prefix)
+            .map(|item| {
+                let (k, v) = item?;
+                let bad = || StorageError::Decode {
+                    what: "name index",
+                    reason: "bad key".into(),
+                };
+                let t = keys::read_u32(k.get(base..base + 4).ok_or_else(bad)?).ok_or_else(bad)?;
+                let ver =
+                    keys::read_u32(k.get(base + 4..base + 8).ok_or_else(bad)?).ok_or_else(bad)?;
+                let l = keys::read_u32(&v).ok_or_else(bad)?;
+                Ok((t, ver, l))
+            })
+            .collect()
+    }
+
+    /// (trace, local id) of the records of `kind` with this category.
+    pub fn by_category(&self, kind: RecordKind, category: &str) -> Result<Vec<(TraceId, LocalId)>> {
+        let prefix = keys::category_prefix(kind, category);
+        self.scan(cf::CATEGORY, &prefix)
+            .map(|item| {
+                let (k, _) = item?;
+                keys::split_record_key(&k[prefix.len()..]).ok_or(StorageError::Decode {
+                    what: "category index",
+                    reason: "bad key".into(),
+                })
+            })
+            .collect()
+    }
+
+    /// (trace, local id) of the ops with this op name.
+    pub fn ops_named(&self, op_name: &str) -> Result<Vec<(TraceId, LocalId)>> {
+        let prefix = keys::name_prefix(op_name);
+        self.scan(cf::OP_NAME, &prefix)
+            .map(|item| {
+                let (k, _) = item?;
+                keys::split_record_key(&k[prefix.len()..]).ok_or(StorageError::Decode {
+                    what: "op name index",
+                    reason: "bad key".into(),
+                })
+            })
+            .collect()
+    }
+
+    /// Adjacency of one variable: (edge, other endpoint, op), in edge order.
+    /// `outgoing` lists edges leaving it, otherwise edges entering it.
+    pub fn adjacent(
+        &self,
+        trace: TraceId,
+        var: LocalId,
+        outgoing: bool,
+    ) -> Result<Vec<(LocalId, LocalId, LocalId)>> {
+        let prefix = keys::record_key(trace, var);
+        let name = if outgoing { cf::ADJ_OUT } else { cf::ADJ_IN };
+        self.scan(name, &prefix)
+            .map(|item| {
+                let (k, v) = item?;
+                let bad = || StorageError::Decode {
+                    what: "adjacency",
+                    reason: "bad entry".into(),
+                };
+                let edge = keys::read_u32(k.get(8..12).ok_or_else(bad)?).ok_or_else(bad)?;
+                let (other, op) = keys::split_record_key(&v).ok_or_else(bad)?;
+                Ok((edge, other, op))
+            })
+            .collect()
+    }
+
+    /// The append-only event log, oldest first.
+    pub fn log(&self) -> impl Iterator<Item = Result<(u64, LogEvent)>> + '_ {
+        self.scan(cf::LOG, &[]).map(|item| {
+            let (k, v) = item?;
+            let seq =
+                u64::from_be_bytes(k.as_ref().try_into().map_err(|_| StorageError::Decode {
+                    what: "log key",
+                    reason: "not 8 bytes".into(),
+                })?);
+            Ok((seq, decode("log event", &v)?))
+        })
+    }
+
+    /// Number of keys under a prefix (used by tests and consistency checks).
+    pub fn count(&self, name: &str, prefix: &[u8]) -> Result<usize> {
+        let mut n = 0;
+        for item in self.scan(name, prefix) {
+            item?;
+            n += 1;
+        }
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::records::{Common, Shared};
+
+    fn trace_record(graph_id: &str) -> TraceRecord {
+        TraceRecord {
+            graph_id: graph_id.into(),
+            user_id: Some("u".into()),
+            project_id: None,
+            created_at: None,
+            header_json: "{}".into(),
+            data_keys: vec![],
+            data_extra: None,
+            counts: Counts::default(),
+            source: "test".into(),
+            source_bytes: 0,
+            format: "smartcomment".into(),
+            imported_at_ms: 0,
+        }
+    }
+
+    fn var(name: &str, version: u32, value: ValueRef) -> VarRecord {
+        VarRecord {
+            name: name.into(),
+            class_name: Some("answer".into()),
+            version,
+            value: Some(value),
+            comment: None,
+            category: Some("answer".into()),
+            session_id: Some("s".into()),
+            session: Some(0),
+            node_id: None,
+            common: Common {
+                graph_id: Shared::Same,
+                ..Common::default()
+            },
+        }
+    }
+
+    fn write_trace(store: &Store, graph_id: &str, value: &str) -> TraceId {
+        let mut w = store.begin_trace().unwrap();
+        let s = SessionRecord {
+            session_id: "s".into(),
+            session_name: None,
+            comment: None,
+            category: Some("qa".into()),
+            common: Common::default(),
+        };
+        w.put_session(&s).unwrap();
+        let r = w.stage_value(value);
+        let a = w.put_variable(&var("42", 1, r)).unwrap();
+        let b = w.put_variable(&var("42", 2, r)).unwrap();
+        let op = w
+            .put_op(&OpRecord {
+                op_id: "op-1".into(),
+                op_name: Some("llm".into()),
+                comment: None,
+                category: Some("generation".into()),
+                session_id: Some("s".into()),
+                session: Some(0),
+                common: Common::default(),
+            })
+            .unwrap();
+        for i in 0..2 {
+            w.put_edge(&EdgeRecord {
+                edge_id: format!("edge-{i}"),
+                op,
+                source: a,
+                target: b,
+                session: 0,
+                category: None,
+                comment: None,
+                common: Common::default(),
+            })
+            .unwrap();
+        }
+        w.commit(trace_record(graph_id), true).unwrap().unwrap()
+    }
+
+    #[test]
+    fn a_trace_reads_back_with_its_indexes() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("db"), &StoreOptions::default()).unwrap();
+        let t = write_trace(&store, "g1", "hello");
+        let view = store.read();
+        let rec = view.trace(t).unwrap().unwrap();
+        assert_eq!(
+            rec.counts,
+            Counts {
+                sessions: 1,
+                variables: 2,
+                ops: 1,
+                edges: 2,
+                cases: 0
+            }
+        );
+        assert_eq!(
+            view.versions("answer:42", None).unwrap(),
+            vec![(t, 1, 0), (t, 2, 1)]
+        );
+        assert_eq!(view.string_id(IdKind::Op, "op-1").unwrap(), vec![(t, 0)]);
+        assert_eq!(
+            view.adjacent(t, 0, true).unwrap(),
+            vec![(0, 1, 0), (1, 1, 0)]
+        );
+        assert_eq!(view.adjacent(t, 1, false).unwrap().len(), 2);
+        assert_eq!(
+            view.by_category(RecordKind::Op, "generation").unwrap(),
+            vec![(t, 0)]
+        );
+        assert_eq!(view.ops_named("llm").unwrap(), vec![(t, 0)]);
+        let v = view.variable(t, 1).unwrap().unwrap();
+        assert_eq!(view.value(&v.value.unwrap()).unwrap(), "hello");
+        assert_eq!(
+            view.count(cf::VALUES, &[]).unwrap(),
+            1,
+            "one value stored once"
+        );
+    }
+
+    #[test]
+    fn duplicates_are_refused_and_uncommitted_writers_leave_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("db"), &StoreOptions::default()).unwrap();
+        let t = write_trace(&store, "g1", "x");
+        let mut w = store.begin_trace().unwrap();
+        w.put_session(&SessionRecord {
+            session_id: "s".into(),
+            session_name: None,
+            comment: None,
+            category: None,
+            common: Common::default(),
+        })
+        .unwrap();
+        assert_eq!(w.commit(trace_record("g1"), true).unwrap(), Err(vec![t]));
+        let mut w = store.begin_trace().unwrap();
+        w.put_session(&SessionRecord {
+            session_id: "zz".into(),
+            session_name: None,
+            comment: None,
+            category: None,
+            common: Common::default(),
+        })
+        .unwrap();
+        drop(w);
+        let view = store.read();
+        assert_eq!(view.traces().count(), 1);
+        assert!(view.string_id(IdKind::Session, "zz").unwrap().is_empty());
+    }
+
+    #[test]
+    fn dropping_keeps_shared_values_and_removes_everything_else() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("db"), &StoreOptions::default()).unwrap();
+        let a = write_trace(&store, "g1", "shared");
+        let b = write_trace(&store, "g2", "shared");
+        let c = write_trace(&store, "g3", "own");
+        store.drop_trace(a, "test").unwrap();
+        store.drop_trace(c, "test").unwrap();
+        let view = store.read();
+        assert_eq!(
+            view.traces().map(|r| r.unwrap().0).collect::<Vec<_>>(),
+            vec![b]
+        );
+        assert_eq!(view.count(cf::VALUES, &[]).unwrap(), 1);
+        assert_eq!(view.versions("answer:42", None).unwrap().len(), 2);
+        for name in [cf::CATEGORY, cf::OP_NAME, cf::STRING_ID] {
+            assert!(view.scan(name, &[]).all(|i| {
+                let (k, _) = i.unwrap();
+                !k.windows(4).any(|w| w == a.to_be_bytes())
+                    || k.windows(4).any(|w| w == b.to_be_bytes())
+            }));
+        }
+        assert_eq!(
+            view.count(cf::STRING_ID, &[]).unwrap(),
+            5,
+            "session, op, two edges, graph of the one trace left"
+        );
+        let log: Vec<_> = view.log().map(|e| e.unwrap().1.action).collect();
+        assert_eq!(log, vec!["import", "import", "import", "drop", "drop"]);
+        assert!(matches!(
+            store.drop_trace(a, "again"),
+            Err(StorageError::NoSuchTrace(_))
+        ));
+    }
+
+    #[test]
+    fn ids_survive_reopen_and_are_not_reused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db");
+        let first = {
+            let store = Store::open(&path, &StoreOptions::default()).unwrap();
+            let t = write_trace(&store, "g1", "x");
+            store.drop_trace(t, "test").unwrap();
+            t
+        };
+        let store = Store::open(&path, &StoreOptions::default()).unwrap();
+        assert!(write_trace(&store, "g1", "x") > first);
+        assert_eq!(store.read().log().count(), 3);
+    }
+
+    #[test]
+    fn open_refuses_what_is_not_ours() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("file");
+        std::fs::write(&file, b"x").unwrap();
+        assert!(matches!(
+            Store::open(&file, &StoreOptions::default()),
+            Err(StorageError::NotADatabase { .. })
+        ));
+        let missing = dir.path().join("missing");
+        assert!(matches!(
+            Store::open(
+                &missing,
+                &StoreOptions {
+                    create: false,
+                    sync: true
+                }
+            ),
+            Err(StorageError::Missing(_))
+        ));
+        let foreign = dir.path().join("foreign");
+        DB::open_default(&foreign).unwrap();
+        assert!(matches!(
+            Store::open(&foreign, &StoreOptions::default()),
+            Err(StorageError::NotADatabase { .. })
+        ));
+    }
+
+    #[test]
+    fn an_unknown_schema_version_is_a_clear_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db");
+        {
+            let store = Store::open(&path, &StoreOptions::default()).unwrap();
+            store
+                .db
+                .put_cf(store.cf(cf::META), META_SCHEMA, 99u32.to_be_bytes())
+                .unwrap();
+        }
+        let err = Store::open(&path, &StoreOptions::default()).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                StorageError::SchemaVersion {
+                    found: 99,
+                    supported: SCHEMA_VERSION,
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        assert!(err.to_string().contains("schema version 99"));
+    }
+
+    #[test]
+    fn a_snapshot_does_not_see_a_later_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("db"), &StoreOptions::default()).unwrap();
+        write_trace(&store, "g1", "x");
+        let before = store.read();
+        write_trace(&store, "g2", "y");
+        assert_eq!(before.traces().count(), 1);
+        assert_eq!(store.read().traces().count(), 2);
+    }
+}
