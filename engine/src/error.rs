@@ -30,7 +30,7 @@ pub enum EngineError {
         reason: String,
     },
     /// The graph id is already stored and `force` was not given.
-    #[error("{source_name}: trace {graph_id} is already stored (as {}); use --force to store it again as a new trace", ids(.existing))]
+    #[error("{source_name}: trace {graph_id} is already stored (as {}); use --force to store it again as a new trace", list_ids(.existing))]
     AlreadyStored {
         /// The file (or `<reader>`).
         source_name: String,
@@ -43,7 +43,7 @@ pub enum EngineError {
     #[error("no trace {0} (see `memtrace traces`)")]
     UnknownTrace(String),
     /// Several traces match a graph id.
-    #[error("graph id {graph_id} names several traces ({}); say which with #ID", ids(.ids))]
+    #[error("graph id {graph_id} names several traces ({}); say which with #ID", list_ids(.ids))]
     AmbiguousTrace {
         /// The graph id given.
         graph_id: String,
@@ -63,7 +63,7 @@ pub enum EngineError {
     Json(#[from] serde_json::Error),
 }
 
-fn ids(ids: &[u32]) -> String {
+fn list_ids(ids: &[u32]) -> String {
     ids.iter().map(|i| format!("#{i}")).collect::<Vec<_>>().join(", ")
 }
 

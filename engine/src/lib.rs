@@ -1,1 +1,33 @@
-//! placeholder
+//! Answers questions over the stored traces: the memtrace [`Database`], import and export of traces.
+//!
+//! ```no_run
+//! let db = memtrace_engine::Database::open("memtrace.db")?;
+//! for t in db.traces()? {
+//!     println!("{} {} variables", t.graph_id, t.counts.variables);
+//! }
+//! # Ok::<(), memtrace_engine::EngineError>(())
+//! ```
+
+#![deny(missing_docs)]
+
+mod db;
+mod error;
+mod export;
+mod import;
+mod model;
+mod parse;
+pub mod synth;
+mod timestamp;
+
+pub use db::{Database, TraceView};
+pub use error::{EngineError, Result};
+pub use export::ExportFormat;
+pub use import::{FileReport, ImportOptions, ImportedTrace, InputFormat, Progress};
+pub use memtrace_storage::records::Counts;
+pub use memtrace_storage::{LocalId, TraceId};
+pub use model::{Case, Edge, LogEntry, Node, Operation, Session, Stats, TraceInfo, Variable};
+
+/// Raw RocksDB batched puts: the ceiling that import benchmarks compare against.
+pub mod peer {
+    pub use memtrace_storage::peer::RawPeer;
+}

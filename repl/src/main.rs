@@ -1,1 +1,28 @@
-fn main() {}
+//! The `memtrace` command-line tool: import, export and inspect traces of LLM memory systems.
+
+mod bench;
+mod cli;
+mod error;
+mod table;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    // Like other Unix tools, end quietly when the reader of our output goes
+    // away (`memtrace export ... | head`) instead of failing to print.
+    // SAFETY: restoring the default disposition of SIGPIPE before any thread starts.
+    #[cfg(unix)]
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+    let args = cli::Cli::parse();
+    match cli::run(args) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(1)
+        }
+    }
+}

@@ -9,32 +9,41 @@ use rocksdb::{WriteBatch, WriteOptions, DB};
 use crate::store::base_options;
 use crate::Result;
 
-/// Writes `chunks` as values under 8-byte big-endian keys into a new
-/// database at `path`, `per_batch` puts per write batch, syncing the last
-/// batch. Returns the number of puts.
-pub fn raw_batched_puts<'a>(
-    path: &Path,
-    chunks: impl IntoIterator<Item = &'a [u8]>,
-    per_batch: usize,
-) -> Result<u64> {
-    let mut opts = base_options();
-    opts.create_if_missing(true);
-    let db = DB::open(&opts, path)?;
-    let mut batch = WriteBatch::default();
-    let mut n: u64 = 0;
-    let plain = WriteOptions::default();
-    for chunk in chunks {
-        batch.put(n.to_be_bytes(), chunk);
-        n += 1;
-        if batch.len() >= per_batch.max(1) {
-            db.write_opt(std::mem::take(&mut batch), &plain)?;
-        }
+/// A plain RocksDB database with the store's options.
+pub struct RawPeer {
+    db: DB,
+}
+
+impl RawPeer {
+    /// Creates (or opens) the database at `path`.
+    pub fn open(path: &Path) -> Result<RawPeer> {
+        let mut opts = base_options();
+        opts.create_if_missing(true);
+        Ok(RawPeer { db: DB::open(&opts, path)? })
     }
-    let mut last = WriteOptions::default();
-    last.set_sync(true);
-    db.write_opt(batch, &last)?;
-    db.flush()?;
-    Ok(n)
+
+    /// Writes `chunks` as values under 8-byte big-endian keys, `per_batch`
+    /// puts per write batch, syncing the last batch. Returns the number of puts.
+    pub fn put_all<'a>(&self, chunks: impl IntoIterator<Item = &'a [u8]>, per_batch: usize) -> Result<u64> {
+        let mut batch = WriteBatch::default();
+        let mut n: u64 = 0;
+        for chunk in chunks {
+            batch.put(n.to_be_bytes(), chunk);
+            n += 1;
+            if batch.len() >= per_batch.max(1) {
+                self.db.write_opt(std::mem::take(&mut batch), &WriteOptions::default())?;
+            }
+        }
+        let mut last = WriteOptions::default();
+        last.set_sync(true);
+        self.db.write_opt(batch, &last)?;
+        Ok(n)
+    }
+
+    /// Flushes memtables to table files (before measuring disk size).
+    pub fn flush(&self) -> Result<()> {
+        Ok(self.db.flush()?)
+    }
 }
 
 #[cfg(test)]
@@ -44,11 +53,12 @@ mod tests {
     #[test]
     fn writes_every_chunk() {
         let dir = tempfile::tempdir().unwrap();
-        let data = vec![b"a".as_slice(), b"bb", b"ccc"];
-        assert_eq!(
-            raw_batched_puts(&dir.path().join("db"), data, 2).unwrap(),
-            3
-        );
+        {
+            let peer = RawPeer::open(&dir.path().join("db")).unwrap();
+            let data = vec![b"a".as_slice(), b"bb", b"ccc"];
+            assert_eq!(peer.put_all(data, 2).unwrap(), 3);
+            peer.flush().unwrap();
+        }
         let db = DB::open_default(dir.path().join("db")).unwrap();
         assert_eq!(db.get(2u64.to_be_bytes()).unwrap().unwrap(), b"ccc");
     }

@@ -1,0 +1,402 @@
+//! Import of smartcomment exports, MemTraceBench files and JSON Lines, from
+//! readers, files and folders. Each trace is validated whole before anything
+//! of it is written, then written in one batch.
+
+use std::cell::Cell;
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+use serde::de::DeserializeSeed;
+use serde::Serialize;
+
+use memtrace_storage::records::{
+    CaseRecord, Common, Counts, EdgeRecord, OpRecord, SessionRecord, Shared, TraceRecord, VarRecord,
+};
+use memtrace_storage::{Store, TraceId};
+
+use crate::error::{EngineError, Result};
+use crate::parse::{self, Ctx, InCommon, Invalid, ParsedTrace, Resolved, TopSeed, Tri};
+
+/// How to import.
+#[derive(Debug, Clone, Default)]
+pub struct ImportOptions {
+    /// Store a trace whose graph id is already stored, as a new trace.
+    pub force: bool,
+}
+
+/// The layout of an input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InputFormat {
+    /// One export object (smartcomment or MemTraceBench).
+    Json,
+    /// One export object per line.
+    JsonLines,
+}
+
+impl InputFormat {
+    /// The format a file name implies: `.jsonl` is JSON Lines, anything else one object.
+    pub fn for_path(path: &Path) -> InputFormat {
+        match path.extension().and_then(|e| e.to_str()) {
+            Some(e) if e.eq_ignore_ascii_case("jsonl") => InputFormat::JsonLines,
+            _ => InputFormat::Json,
+        }
+    }
+}
+
+/// One stored trace.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ImportedTrace {
+    /// The new trace id.
+    pub trace: TraceId,
+    /// Its graph id.
+    pub graph_id: String,
+    /// What it holds.
+    pub counts: Counts,
+    /// `smartcomment` or `memtracebench`.
+    pub format: String,
+}
+
+/// What happened to one file of an import run.
+#[derive(Debug)]
+pub struct FileReport {
+    /// The file.
+    pub path: PathBuf,
+    /// The traces stored from it, or why nothing of it was stored.
+    pub result: Result<Vec<ImportedTrace>>,
+}
+
+/// Progress of an import run, for progress bars.
+#[derive(Debug, Clone)]
+pub enum Progress {
+    /// The run will read these files, this many bytes in all.
+    Planned {
+        /// Number of files.
+        files: usize,
+        /// Their total size.
+        bytes: u64,
+    },
+    /// A file is being started.
+    File {
+        /// The file.
+        path: PathBuf,
+        /// Its size.
+        bytes: u64,
+    },
+    /// Bytes read of the current pass over the current file.
+    Read(u64),
+    /// The current file is done.
+    FileDone,
+}
+
+/// A reader that counts what passes through it and reports it now and then.
+struct Counting<'p, R> {
+    inner: R,
+    count: Rc<Cell<u64>>,
+    last_report: u64,
+    progress: Option<&'p mut dyn FnMut(Progress)>,
+}
+
+impl<R: Read> Read for Counting<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        let total = self.count.get() + n as u64;
+        self.count.set(total);
+        if total - self.last_report >= 1 << 20 {
+            self.last_report = total;
+            if let Some(p) = self.progress.as_mut() {
+                p(Progress::Read(total));
+            }
+        }
+        Ok(n)
+    }
+}
+
+fn invalid(source: &str, inv: Invalid) -> EngineError {
+    EngineError::Invalid {
+        source_name: source.to_string(),
+        json_path: inv.path,
+        reason: inv.reason,
+    }
+}
+
+/// Parses and validates one export object from a reader.
+fn parse_reader<R: Read>(reader: R, source: &str, progress: Option<&mut dyn FnMut(Progress)>) -> Result<(ParsedTrace, Resolved, u64)> {
+    let count = Rc::new(Cell::new(0));
+    let counting = Counting { inner: reader, count: count.clone(), last_report: 0, progress };
+    let ctx = Ctx::default();
+    let mut de = serde_json::Deserializer::from_reader(counting);
+    let top = TopSeed(&ctx).deserialize(&mut de).and_then(|top| de.end().map(|_| top));
+    let (header, data) = match top {
+        Ok(top) => top,
+        Err(e) if e.is_io() => {
+            return Err(EngineError::Io { path: source.to_string(), source: std::io::Error::other(e.to_string()) })
+        }
+        Err(_) if count.get() == 0 => return Err(invalid(source, Invalid { path: "$".into(), reason: "the input is empty".into() })),
+        Err(e) => return Err(invalid(source, ctx.into_invalid(e))),
+    };
+    let parsed = parse::assemble(header, data).map_err(|i| invalid(source, i))?;
+    let resolved = parse::validate(&parsed).map_err(|i| invalid(source, i))?;
+    Ok((parsed, resolved, count.get()))
+}
+
+fn shared(tri: Tri, trace_value: Option<&str>) -> Shared {
+    match tri {
+        None => Shared::Same,
+        Some(v) if v.as_deref() == trace_value => Shared::Same,
+        Some(v) => Shared::Own(v),
+    }
+}
+
+struct TraceIds<'a> {
+    graph_id: &'a str,
+    user_id: Option<&'a str>,
+    project_id: Option<&'a str>,
+}
+
+fn common(c: InCommon, ids: &TraceIds<'_>) -> Common {
+    Common {
+        created_at: c.created_at,
+        filename: c.filename,
+        lineno: c.lineno,
+        graph_id: shared(c.graph_id, Some(ids.graph_id)),
+        user_id: shared(c.user_id, ids.user_id),
+        project_id: shared(c.project_id, ids.project_id),
+        metadata: c.metadata,
+        trigger_point: c.trigger_point,
+        extra: c.extra,
+    }
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// Writes a validated trace in one batch.
+fn store_trace(store: &Store, t: ParsedTrace, r: Resolved, opts: &ImportOptions, source: &str, bytes: u64) -> Result<ImportedTrace> {
+    let graph_id = t.graph_id.clone();
+    let user_id = t.user_id.clone();
+    let project_id = t.project_id.clone();
+    let ids = TraceIds { graph_id: &graph_id, user_id: user_id.as_deref(), project_id: project_id.as_deref() };
+    let format = if t.annotations.is_some() { "memtracebench" } else { "smartcomment" };
+    let mut w = store.begin_trace()?;
+    for s in t.sessions {
+        w.put_session(&SessionRecord {
+            session_id: s.session_id,
+            session_name: s.session_name,
+            comment: s.comment,
+            category: s.category,
+            common: common(s.common, &ids),
+        })?;
+    }
+    for (v, session) in t.nodes.into_iter().zip(r.var_sessions) {
+        let value = v.value.as_deref().map(|x| w.stage_value(x));
+        w.put_variable(&VarRecord {
+            name: v.name,
+            class_name: v.class_name,
+            version: v.version,
+            value,
+            comment: v.comment,
+            category: v.category,
+            session_id: v.session_id,
+            session,
+            node_id: v.node_id,
+            common: common(v.common, &ids),
+        })?;
+    }
+    for (o, session) in t.ops.into_iter().zip(r.op_sessions) {
+        w.put_op(&OpRecord {
+            op_id: o.op_id,
+            op_name: o.op_name,
+            comment: o.comment,
+            category: o.category,
+            session_id: o.session_id,
+            session,
+            common: common(o.common, &ids),
+        })?;
+    }
+    for (e, (op, source, target, session)) in t.edges.into_iter().zip(r.edges) {
+        w.put_edge(&EdgeRecord {
+            edge_id: e.edge_id,
+            op,
+            source,
+            target,
+            session,
+            category: e.category,
+            comment: e.comment,
+            common: common(e.common, &ids),
+        })?;
+    }
+    for (a, (query, evidence, op)) in t.annotations.into_iter().flatten().zip(r.cases) {
+        w.put_case(&CaseRecord { query, evidence, op, json: serde_json::Value::Object(a).to_string() })?;
+    }
+    let record = TraceRecord {
+        graph_id: graph_id.clone(),
+        user_id: user_id.clone(),
+        project_id: project_id.clone(),
+        created_at: t.created_at,
+        header_json: serde_json::Value::Object(t.header).to_string(),
+        data_keys: t.data_keys,
+        data_extra: (!t.data_extra.is_empty()).then(|| serde_json::Value::Object(t.data_extra).to_string()),
+        counts: Counts::default(),
+        source: source.to_string(),
+        source_bytes: bytes,
+        format: format.to_string(),
+        imported_at_ms: now_ms(),
+    };
+    let counts = w.counts();
+    match w.commit(record, !opts.force)? {
+        Ok(trace) => Ok(ImportedTrace { trace, graph_id, counts, format: format.to_string() }),
+        Err(existing) => Err(EngineError::AlreadyStored { source_name: source.to_string(), graph_id, existing }),
+    }
+}
+
+/// Imports one export object from a reader.
+pub(crate) fn import_json<R: Read>(store: &Store, reader: R, source: &str, opts: &ImportOptions, progress: Option<&mut dyn FnMut(Progress)>) -> Result<ImportedTrace> {
+    let (t, r, bytes) = parse_reader(reader, source, progress)?;
+    store_trace(store, t, r, opts, source, bytes)
+}
+
+/// Imports JSON Lines from a buffered reader. Every line is validated before
+/// any is stored; `reopen` gives the input again for the writing pass (the
+/// lines are kept in memory when it is `None`).
+pub(crate) fn import_lines(
+    store: &Store,
+    mut first: Box<dyn BufRead + '_>,
+    reopen: Option<&dyn Fn() -> std::io::Result<Box<dyn BufRead>>>,
+    source: &str,
+    opts: &ImportOptions,
+    mut progress: Option<&mut dyn FnMut(Progress)>,
+) -> Result<Vec<ImportedTrace>> {
+    let io = |e: std::io::Error| EngineError::Io { path: source.to_string(), source: e };
+    let mut kept: Vec<(usize, String)> = Vec::new();
+    let mut graph_ids: Vec<(String, usize)> = Vec::new();
+    let mut line = String::new();
+    let mut n = 0;
+    let mut read = 0u64;
+    loop {
+        line.clear();
+        let got = read_line(&mut first, &mut line).map_err(|e| match e {
+            LineError::Io(e) => io(e),
+            LineError::Utf8 => invalid(&format!("{source}:{}", n + 1), Invalid { path: "$".into(), reason: "the line is not valid UTF-8".into() }),
+        })?;
+        if got == 0 {
+            break;
+        }
+        n += 1;
+        read += got as u64;
+        if let Some(p) = progress.as_mut() {
+            p(Progress::Read(read));
+        }
+        if line.trim().is_empty() {
+            continue;
+        }
+        let at = format!("{source}:{n}");
+        let (t, _, _) = parse_reader(line.as_bytes(), &at, None)?;
+        if let Some((_, first_line)) = graph_ids.iter().find(|(g, _)| *g == t.graph_id) {
+            if !opts.force {
+                return Err(invalid(&at, Invalid { path: "graph_id".into(), reason: format!("{:?} already appears on line {first_line}", t.graph_id) }));
+            }
+        }
+        if !opts.force {
+            let existing = store.read().traces_with_graph_id(&t.graph_id)?;
+            if !existing.is_empty() {
+                return Err(EngineError::AlreadyStored { source_name: at, graph_id: t.graph_id, existing });
+            }
+        }
+        graph_ids.push((t.graph_id, n));
+        if reopen.is_none() {
+            kept.push((n, std::mem::take(&mut line)));
+        }
+    }
+    let mut out = Vec::new();
+    match reopen {
+        Some(reopen) => {
+            let mut again = reopen().map_err(io)?;
+            let mut n = 0;
+            loop {
+                line.clear();
+                let got = read_line(&mut again, &mut line).map_err(|_| io(std::io::Error::other("the file changed while it was imported")))?;
+                if got == 0 {
+                    break;
+                }
+                n += 1;
+                if line.trim().is_empty() {
+                    continue;
+                }
+                let at = format!("{source}:{n}");
+                out.push(import_json(store, line.as_bytes(), &at, opts, None)?);
+            }
+        }
+        None => {
+            for (n, text) in kept {
+                out.push(import_json(store, text.as_bytes(), &format!("{source}:{n}"), opts, None)?);
+            }
+        }
+    }
+    Ok(out)
+}
+
+enum LineError {
+    Io(std::io::Error),
+    Utf8,
+}
+
+fn read_line(r: &mut dyn BufRead, line: &mut String) -> std::result::Result<usize, LineError> {
+    let mut buf = Vec::new();
+    let n = r.read_until(b'\n', &mut buf).map_err(LineError::Io)?;
+    line.push_str(std::str::from_utf8(&buf).map_err(|_| LineError::Utf8)?);
+    Ok(n)
+}
+
+/// The files an import of `paths` reads: files as given, folders searched
+/// recursively for `*.json` and `*.jsonl`, in name order.
+pub(crate) fn collect_files(paths: &[PathBuf]) -> Vec<std::result::Result<PathBuf, (PathBuf, std::io::Error)>> {
+    fn walk(dir: &Path, out: &mut Vec<std::result::Result<PathBuf, (PathBuf, std::io::Error)>>) {
+        let mut entries: Vec<PathBuf> = match std::fs::read_dir(dir) {
+            Ok(rd) => rd.filter_map(|e| e.ok().map(|e| e.path())).collect(),
+            Err(e) => {
+                out.push(Err((dir.to_path_buf(), e)));
+                return;
+            }
+        };
+        entries.sort();
+        for p in entries {
+            if p.is_dir() {
+                walk(&p, out);
+            } else if matches!(p.extension().and_then(|e| e.to_str()).map(|e| e.to_ascii_lowercase()).as_deref(), Some("json" | "jsonl")) {
+                out.push(Ok(p));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            walk(p, &mut out);
+        } else if p.exists() {
+            out.push(Ok(p.clone()));
+        } else {
+            out.push(Err((p.clone(), std::io::Error::new(std::io::ErrorKind::NotFound, "no such file or folder"))));
+        }
+    }
+    out
+}
+
+/// Imports one file.
+pub(crate) fn import_file(store: &Store, path: &Path, opts: &ImportOptions, progress: &mut dyn FnMut(Progress)) -> Result<Vec<ImportedTrace>> {
+    let source = path.display().to_string();
+    let io = |e: std::io::Error| EngineError::Io { path: source.clone(), source: e };
+    let file = File::open(path).map_err(io)?;
+    match InputFormat::for_path(path) {
+        InputFormat::Json => Ok(vec![import_json(store, BufReader::with_capacity(1 << 16, file), &source, opts, Some(progress))?]),
+        InputFormat::JsonLines => {
+            let owned = path.to_path_buf();
+            let reopen = move || -> std::io::Result<Box<dyn BufRead>> { Ok(Box::new(BufReader::new(File::open(&owned)?))) };
+            import_lines(store, Box::new(BufReader::new(file)), Some(&reopen), &source, opts, Some(progress))
+        }
+    }
+}

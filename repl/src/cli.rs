@@ -1,0 +1,350 @@
+//! Subcommands and their output.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use memtrace_engine::{Database, ExportFormat, ImportOptions, InputFormat, Progress, TraceInfo};
+
+use crate::error::{io, Result};
+use crate::table;
+
+/// The sample export bundled with memtrace (a real smartcomment 0.1.2 recording).
+pub const SAMPLE: &str = include_str!("../../tests/fixtures/sample_export.json");
+
+const AFTER_HELP: &str = "\
+Examples:
+  memtrace demo                              import the bundled sample, show stats and traces
+  memtrace import runs/ extra.jsonl          import files and folders (*.json, *.jsonl)
+  memtrace traces --format json              list stored traces as JSON
+  memtrace export graph-e02a1f3b --format dot > trace.dot
+  memtrace --db /tmp/other.db stats          use another database (or set MEMTRACE_DB)";
+
+/// memtrace: an embedded graph database for the execution traces of LLM memory systems.
+#[derive(Debug, Parser)]
+#[command(name = "memtrace", version, about, after_help = AFTER_HELP)]
+pub struct Cli {
+    /// The database folder.
+    #[arg(long, global = true, env = "MEMTRACE_DB", default_value = "memtrace.db")]
+    pub db: PathBuf,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Output format of listings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Listing {
+    /// Aligned columns.
+    Table,
+    /// JSON.
+    Json,
+}
+
+/// Export formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExportAs {
+    /// The smartcomment export object (with `data.annotations` when present).
+    Smartcomment,
+    /// Graphviz DOT.
+    Dot,
+    /// Mermaid flowchart.
+    Mermaid,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Import smartcomment exports, MemTraceBench files and JSON Lines, or folders of them.
+    #[command(after_help = "Examples:\n  memtrace import trace.json\n  memtrace import memtracebench/ --force\n  memtrace --db runs.db import day1.jsonl day2.jsonl\n\nEach file is stored whole or not at all; the exit status is 1 when any file failed.")]
+    Import {
+        /// Files or folders (searched recursively for *.json and *.jsonl).
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// Store a trace again, as a new trace, when its graph id is already stored.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Write a trace back as smartcomment JSON, or draw it as DOT or Mermaid.
+    #[command(after_help = "Examples:\n  memtrace export graph-e02a1f3b041740d5b82569831ef2d06e > back.json\n  memtrace export '#1' --format mermaid -o trace.mmd")]
+    Export {
+        /// The trace: its graph id, or #ID.
+        trace: String,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = ExportAs::Smartcomment)]
+        format: ExportAs,
+        /// Write to this file instead of standard output.
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+    },
+    /// Totals: traces, sessions, variables, ops, edges, cases, bytes.
+    #[command(after_help = "Examples:\n  memtrace stats\n  memtrace stats --format json")]
+    Stats {
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Listing::Table)]
+        format: Listing,
+    },
+    /// List stored traces with their counts.
+    #[command(after_help = "Examples:\n  memtrace traces\n  memtrace traces --format json")]
+    Traces {
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Listing::Table)]
+        format: Listing,
+    },
+    /// Remove a whole trace (the only deletion memtrace has; it is logged).
+    #[command(after_help = "Example:\n  memtrace drop '#3' --yes --reason 'imported twice'")]
+    Drop {
+        /// The trace: its graph id, or #ID.
+        trace: String,
+        /// Confirm the removal.
+        #[arg(long)]
+        yes: bool,
+        /// Why, for the log.
+        #[arg(long, default_value = "dropped by the user")]
+        reason: String,
+    },
+    /// Show the event log of imports and removals.
+    #[command(after_help = "Example:\n  memtrace log")]
+    Log,
+    /// Import the bundled sample trace (once) and print stats and the traces.
+    #[command(after_help = "Example:\n  memtrace demo\n  memtrace --db /tmp/demo.db demo")]
+    Demo,
+    /// Benchmarks; build with --release.
+    #[command(after_help = "Example:\n  cargo run --release -p memtrace-repl -- bench import --variables 100000 --edges 200000")]
+    Bench {
+        /// Which benchmark.
+        #[command(subcommand)]
+        which: crate::bench::BenchCommand,
+    },
+    /// Write a synthetic export of a given size (for benchmarks and tests).
+    #[command(hide = true)]
+    Synth {
+        /// Variables per trace.
+        #[arg(long, default_value_t = 1000)]
+        variables: usize,
+        /// Edges per trace.
+        #[arg(long, default_value_t = 2000)]
+        edges: usize,
+        /// Sessions per trace.
+        #[arg(long, default_value_t = 10)]
+        sessions: usize,
+        /// Number of traces, one per line.
+        #[arg(long, default_value_t = 1)]
+        traces: usize,
+        /// Seed.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Output file.
+        #[arg(short, long)]
+        output: PathBuf,
+    },
+}
+
+/// Runs a parsed command line.
+pub fn run(cli: Cli) -> Result<ExitCode> {
+    match cli.command {
+        Command::Import { paths, force } => import(&cli.db, &paths, force),
+        Command::Export { trace, format, output } => export(&cli.db, &trace, format, output),
+        Command::Stats { format } => stats(&Database::open_existing(&cli.db)?, format),
+        Command::Traces { format } => traces(&Database::open_existing(&cli.db)?, format),
+        Command::Drop { trace, yes, reason } => drop_trace(&cli.db, &trace, yes, &reason),
+        Command::Log => log(&cli.db),
+        Command::Demo => demo(&cli.db),
+        Command::Bench { which } => crate::bench::run(which),
+        Command::Synth { variables, edges, sessions, traces, seed, output } => synth(variables, edges, sessions, traces, seed, &output),
+    }
+}
+
+fn progress_bar() -> ProgressBar {
+    let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+    bar.set_style(ProgressStyle::with_template("{spinner} [{elapsed_precise}] {wide_bar} {bytes}/{total_bytes} {msg}").unwrap_or_else(|_| ProgressStyle::default_bar()));
+    bar
+}
+
+fn import(db: &std::path::Path, paths: &[PathBuf], force: bool) -> Result<ExitCode> {
+    let db = Database::open(db)?;
+    let bar = progress_bar();
+    let mut done_before = 0u64;
+    let mut current = 0u64;
+    let reports = db.import_paths(paths, &ImportOptions { force }, &mut |p| match p {
+        Progress::Planned { bytes, .. } => bar.set_length(bytes),
+        Progress::File { path, bytes } => {
+            done_before += current;
+            current = bytes;
+            bar.set_position(done_before);
+            bar.set_message(path.display().to_string());
+        }
+        Progress::Read(n) => bar.set_position(done_before + n.min(current)),
+        Progress::FileDone => bar.set_position(done_before + current),
+    });
+    bar.finish_and_clear();
+    let (mut stored, mut failed) = (0usize, 0usize);
+    for r in &reports {
+        match &r.result {
+            Ok(traces) => {
+                for t in traces {
+                    stored += 1;
+                    println!(
+                        "imported {}: trace #{} {} ({} sessions, {} variables, {} ops, {} edges, {} cases)",
+                        r.path.display(), t.trace, t.graph_id, t.counts.sessions, t.counts.variables, t.counts.ops, t.counts.edges, t.counts.cases
+                    );
+                }
+            }
+            Err(e) => {
+                failed += 1;
+                eprintln!("error: {e}");
+            }
+        }
+    }
+    println!("{stored} trace(s) stored from {} file(s); {failed} file(s) failed", reports.len() - failed);
+    Ok(if failed > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}
+
+fn export(db: &std::path::Path, trace: &str, format: ExportAs, output: Option<PathBuf>) -> Result<ExitCode> {
+    let db = Database::open_existing(db)?;
+    let view = db.trace(trace)?;
+    let format = match format {
+        ExportAs::Smartcomment => ExportFormat::Smartcomment,
+        ExportAs::Dot => ExportFormat::Dot,
+        ExportAs::Mermaid => ExportFormat::Mermaid,
+    };
+    match output {
+        Some(path) => {
+            // Write beside the target and rename, so a failed export leaves no half file.
+            let tmp = path.with_extension("partial");
+            let file = std::fs::File::create(&tmp).map_err(io(tmp.display()))?;
+            let mut w = std::io::BufWriter::new(file);
+            view.export(format, &mut w)?;
+            w.flush().map_err(io(tmp.display()))?;
+            std::fs::rename(&tmp, &path).map_err(io(path.display()))?;
+        }
+        None => {
+            let stdout = std::io::stdout();
+            let mut w = std::io::BufWriter::new(stdout.lock());
+            view.export(format, &mut w)?;
+            w.flush().map_err(io("standard output"))?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn stats(db: &Database, format: Listing) -> Result<ExitCode> {
+    let s = db.stats()?;
+    match format {
+        Listing::Json => println!("{}", serde_json::to_string_pretty(&s)?),
+        Listing::Table => {
+            let rows = vec![
+                vec!["database".into(), db.path().display().to_string()],
+                vec!["traces".into(), s.traces.to_string()],
+                vec!["sessions".into(), s.sessions.to_string()],
+                vec!["variables".into(), s.variables.to_string()],
+                vec!["ops".into(), s.ops.to_string()],
+                vec!["edges".into(), s.edges.to_string()],
+                vec!["cases".into(), s.cases.to_string()],
+                vec!["bytes on disk".into(), table::bytes(s.disk_bytes)],
+                vec!["bytes of imported JSON".into(), table::bytes(s.imported_json_bytes)],
+            ];
+            print!("{}", table::render(&["stat", "value"], &rows, &[]));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn trace_json(t: &TraceInfo) -> serde_json::Value {
+    serde_json::json!({
+        "id": t.id,
+        "graph_id": t.graph_id,
+        "user_id": t.user_id,
+        "project_id": t.project_id,
+        "created_at": t.created_at,
+        "sessions": t.counts.sessions,
+        "variables": t.counts.variables,
+        "ops": t.counts.ops,
+        "edges": t.counts.edges,
+        "cases": t.counts.cases,
+        "format": t.format,
+        "source": t.source,
+        "source_bytes": t.source_bytes,
+    })
+}
+
+fn traces(db: &Database, format: Listing) -> Result<ExitCode> {
+    let list = db.traces()?;
+    match format {
+        Listing::Json => println!("{}", serde_json::to_string_pretty(&list.iter().map(trace_json).collect::<Vec<_>>())?),
+        Listing::Table => {
+            let rows: Vec<Vec<String>> = list
+                .iter()
+                .map(|t| {
+                    vec![
+                        format!("#{}", t.id),
+                        t.graph_id.clone(),
+                        t.user_id.clone().unwrap_or_default(),
+                        t.project_id.clone().unwrap_or_default(),
+                        t.counts.sessions.to_string(),
+                        t.counts.variables.to_string(),
+                        t.counts.ops.to_string(),
+                        t.counts.edges.to_string(),
+                        t.counts.cases.to_string(),
+                    ]
+                })
+                .collect();
+            print!("{}", table::render(&["id", "graph_id", "user_id", "project_id", "sessions", "variables", "ops", "edges", "cases"], &rows, &[4, 5, 6, 7, 8]));
+            println!("({} trace{})", list.len(), if list.len() == 1 { "" } else { "s" });
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn drop_trace(db: &std::path::Path, trace: &str, yes: bool, reason: &str) -> Result<ExitCode> {
+    let db = Database::open_existing(db)?;
+    let info = db.trace(trace)?.info();
+    if !yes {
+        eprintln!("would remove trace #{} {} ({} variables, {} edges); pass --yes to remove it", info.id, info.graph_id, info.counts.variables, info.counts.edges);
+        return Ok(ExitCode::from(1));
+    }
+    let info = db.drop_trace(&format!("#{}", info.id), reason)?;
+    println!("removed trace #{} {} (logged: {reason})", info.id, info.graph_id);
+    Ok(ExitCode::SUCCESS)
+}
+
+fn log(db: &std::path::Path) -> Result<ExitCode> {
+    let db = Database::open_existing(db)?;
+    let rows: Vec<Vec<String>> = db
+        .log()?
+        .into_iter()
+        .map(|e| vec![e.seq.to_string(), e.at_ms.to_string(), e.action, format!("#{}", e.trace), e.graph_id, e.detail])
+        .collect();
+    print!("{}", table::render(&["seq", "at_ms", "action", "trace", "graph_id", "detail"], &rows, &[0]));
+    Ok(ExitCode::SUCCESS)
+}
+
+fn demo(path: &std::path::Path) -> Result<ExitCode> {
+    let db = Database::open(path)?;
+    let sample: serde_json::Value = serde_json::from_str(SAMPLE)?;
+    let graph_id = sample["graph_id"].as_str().unwrap_or_default().to_string();
+    if db.trace(&graph_id).is_ok() {
+        println!("the bundled sample {graph_id} is already in {}", path.display());
+    } else {
+        let t = db.import_reader(SAMPLE.as_bytes(), InputFormat::Json, "bundled sample", &ImportOptions::default())?;
+        println!("imported the bundled sample into {}: trace #{} {}", path.display(), t[0].trace, t[0].graph_id);
+    }
+    println!();
+    stats(&db, Listing::Table)?;
+    println!();
+    traces(&db, Listing::Table)
+}
+
+fn synth(variables: usize, edges: usize, sessions: usize, traces: usize, seed: u64, output: &std::path::Path) -> Result<ExitCode> {
+    let file = std::fs::File::create(output).map_err(io(output.display()))?;
+    let mut w = std::io::BufWriter::new(file);
+    for i in 0..traces {
+        let spec = memtrace_engine::synth::SynthSpec { graph_id: format!("synth-{seed}-{i}"), variables, edges, sessions, seed: seed.wrapping_add(i as u64) };
+        memtrace_engine::synth::write_export(&spec, &mut w).map_err(io(output.display()))?;
+        w.write_all(b"\n").map_err(io(output.display()))?;
+    }
+    w.flush().map_err(io(output.display()))?;
+    Ok(ExitCode::SUCCESS)
+}

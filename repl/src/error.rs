@@ -1,0 +1,34 @@
+//! The command-line tool's error type.
+
+use thiserror::Error;
+
+/// What can end a command with an error.
+#[derive(Debug, Error)]
+pub enum CliError {
+    /// The engine failed.
+    #[error(transparent)]
+    Engine(#[from] memtrace_engine::EngineError),
+    /// A file could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The path involved.
+        path: String,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// Writing JSON failed.
+    #[error("JSON: {0}")]
+    Json(#[from] serde_json::Error),
+    /// A benchmark step failed.
+    #[error("benchmark: {0}")]
+    Bench(String),
+}
+
+/// Result type of the tool.
+pub type Result<T, E = CliError> = std::result::Result<T, E>;
+
+/// Wraps an I/O error with its path.
+pub fn io(path: impl std::fmt::Display) -> impl FnOnce(std::io::Error) -> CliError {
+    let path = path.to_string();
+    move |source| CliError::Io { path, source }
+}
