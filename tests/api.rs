@@ -14,7 +14,12 @@ fn db() -> (tempfile::TempDir, Database) {
 }
 
 fn import(db: &Database, text: &str) -> memtrace::Result<Vec<memtrace::ImportedTrace>> {
-    db.import_reader(text.as_bytes(), InputFormat::Json, "test", &ImportOptions::default())
+    db.import_reader(
+        text.as_bytes(),
+        InputFormat::Json,
+        "test",
+        &ImportOptions::default(),
+    )
 }
 
 fn with_annotations() -> Value {
@@ -40,25 +45,67 @@ fn typed_access_to_variables_ops_edges() {
     let view = db.trace(GRAPH).unwrap();
     assert_eq!(view.variables().unwrap().len(), 9);
     let versions = view.variable_versions("memory_store").unwrap();
-    assert_eq!(versions.iter().map(|v| v.version).collect::<Vec<_>>(), vec![1, 2]);
-    assert_eq!(versions[1].value.as_deref(), Some("['m0: user is a developer', 'FACT: user likes graphs']"));
-    assert_eq!(view.latest("memory_store").unwrap().unwrap().full_node_id, "memory_store@2");
+    assert_eq!(
+        versions.iter().map(|v| v.version).collect::<Vec<_>>(),
+        vec![1, 2]
+    );
+    assert_eq!(
+        versions[1].value.as_deref(),
+        Some("['m0: user is a developer', 'FACT: user likes graphs']")
+    );
+    assert_eq!(
+        view.latest("memory_store").unwrap().unwrap().full_node_id,
+        "memory_store@2"
+    );
     let answer = view.variable(ANSWER).unwrap().unwrap();
     assert_eq!(answer.category.as_deref(), Some("answer"));
     assert_eq!(answer.metadata, json!({"k": 1, "run_id": "demo-run-1"}));
     // Four edges enter the answer; two of them from memory_store@2 through different ops.
     let incoming = view.edges_in(&answer).unwrap();
     assert_eq!(incoming.len(), 4);
-    let from_memory: Vec<_> = incoming.iter().filter(|e| e.source_full_node_id == "memory_store@2").map(|e| e.op_id.as_str()).collect();
-    assert_eq!(from_memory, vec!["op-97c7dc92567a4ea689633a1a6505c5ca", "__none_op__"]);
+    let from_memory: Vec<_> = incoming
+        .iter()
+        .filter(|e| e.source_full_node_id == "memory_store@2")
+        .map(|e| e.op_id.as_str())
+        .collect();
+    assert_eq!(
+        from_memory,
+        vec!["op-97c7dc92567a4ea689633a1a6505c5ca", "__none_op__"]
+    );
     assert!(view.edges_out(&answer).unwrap().is_empty());
-    let llm_output = view.latest("llm_output:str:23bdc09b3c7ac90ce55630f1b5ea7181c74a6e2c").unwrap().unwrap();
-    assert_eq!(view.edges_out(&llm_output).unwrap()[0].target_full_node_id, "memory_store@2");
+    let llm_output = view
+        .latest("llm_output:str:23bdc09b3c7ac90ce55630f1b5ea7181c74a6e2c")
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        view.edges_out(&llm_output).unwrap()[0].target_full_node_id,
+        "memory_store@2"
+    );
     let ops = view.ops().unwrap();
-    assert_eq!(ops.iter().map(|o| o.op_name.clone().unwrap_or_default()).collect::<Vec<_>>(), vec!["llm.generate", "memory.append", "rag.answer", "NONE sentinel"]);
-    assert_eq!(view.op("__none_op__").unwrap().unwrap().session_id.as_deref(), Some("__none__"));
+    assert_eq!(
+        ops.iter()
+            .map(|o| o.op_name.clone().unwrap_or_default())
+            .collect::<Vec<_>>(),
+        vec![
+            "llm.generate",
+            "memory.append",
+            "rag.answer",
+            "NONE sentinel"
+        ]
+    );
+    assert_eq!(
+        view.op("__none_op__")
+            .unwrap()
+            .unwrap()
+            .session_id
+            .as_deref(),
+        Some("__none__")
+    );
     let sessions = view.sessions().unwrap();
-    assert_eq!(sessions.iter().map(|s| s.session_id.as_str()).last(), Some("__none__"));
+    assert_eq!(
+        sessions.last().map(|s| s.session_id.as_str()),
+        Some("__none__")
+    );
     assert_eq!(view.edges().unwrap().len(), 8);
     assert!(view.variable("memory_store@3").unwrap().is_none());
 }
@@ -72,13 +119,34 @@ fn references_resolve_like_the_query_language() {
         Node::Variable(v) => v.full_node_id,
         Node::Operation(o) => o.op_id,
     };
-    assert_eq!(name(view.resolve("memory_store").unwrap()), "memory_store@2");
-    assert_eq!(name(view.resolve("memory_store@1").unwrap()), "memory_store@1");
+    assert_eq!(
+        name(view.resolve("memory_store").unwrap()),
+        "memory_store@2"
+    );
+    assert_eq!(
+        name(view.resolve("memory_store@1").unwrap()),
+        "memory_store@1"
+    );
     assert_eq!(name(view.resolve(&format!("'{ANSWER}'")).unwrap()), ANSWER);
-    assert_eq!(name(view.resolve("retrieved:list:7f3c311ff07f7757a701259feebe1c535d5f8fbc").unwrap()), "retrieved:list:7f3c311ff07f7757a701259feebe1c535d5f8fbc@1");
-    assert_eq!(name(view.resolve("op-97c7dc92567a4ea689633a1a6505c5ca").unwrap()), "op-97c7dc92567a4ea689633a1a6505c5ca");
-    assert!(matches!(view.resolve("answer:42"), Err(EngineError::UnknownNode { .. })));
-    assert!(matches!(view.resolve("answer:42@x"), Err(EngineError::Query(_))));
+    assert_eq!(
+        name(
+            view.resolve("retrieved:list:7f3c311ff07f7757a701259feebe1c535d5f8fbc")
+                .unwrap()
+        ),
+        "retrieved:list:7f3c311ff07f7757a701259feebe1c535d5f8fbc@1"
+    );
+    assert_eq!(
+        name(view.resolve("op-97c7dc92567a4ea689633a1a6505c5ca").unwrap()),
+        "op-97c7dc92567a4ea689633a1a6505c5ca"
+    );
+    assert!(matches!(
+        view.resolve("answer:42"),
+        Err(EngineError::UnknownNode { .. })
+    ));
+    assert!(matches!(
+        view.resolve("answer:42@x"),
+        Err(EngineError::Query(_))
+    ));
 }
 
 #[test]
@@ -86,12 +154,21 @@ fn memtracebench_cases_are_stored_and_exported() {
     let (_d, db) = db();
     let doc = with_annotations();
     let t = import(&db, &doc.to_string()).unwrap();
-    assert_eq!((t[0].counts.cases, t[0].format.as_str()), (1, "memtracebench"));
+    assert_eq!(
+        (t[0].counts.cases, t[0].format.as_str()),
+        (1, "memtracebench")
+    );
     let view = db.trace("bench-case-1").unwrap();
     let cases = view.cases().unwrap();
-    assert_eq!(cases[0].final_error_type.as_deref(), Some("ExtractionError"));
+    assert_eq!(
+        cases[0].final_error_type.as_deref(),
+        Some("ExtractionError")
+    );
     assert_eq!(cases[0].golden_answers, json!(["graph databases"]));
-    assert_eq!(cases[0].source_evidence_ids, vec!["str:f13d2a37b4c41c580bdcb236d3ab10516026af14@1"]);
+    assert_eq!(
+        cases[0].source_evidence_ids,
+        vec!["str:f13d2a37b4c41c580bdcb236d3ab10516026af14@1"]
+    );
     let mut out = Vec::new();
     view.export(ExportFormat::Smartcomment, &mut out).unwrap();
     assert_eq!(serde_json::from_slice::<Value>(&out).unwrap(), doc);
@@ -103,10 +180,19 @@ fn the_sample_round_trips_exactly() {
     let (_d, db) = db();
     import(&db, SAMPLE).unwrap();
     let mut out = Vec::new();
-    db.trace(GRAPH).unwrap().export(ExportFormat::Smartcomment, &mut out).unwrap();
-    assert_eq!(serde_json::from_slice::<Value>(&out).unwrap(), serde_json::from_str::<Value>(SAMPLE).unwrap());
+    db.trace(GRAPH)
+        .unwrap()
+        .export(ExportFormat::Smartcomment, &mut out)
+        .unwrap();
+    assert_eq!(
+        serde_json::from_slice::<Value>(&out).unwrap(),
+        serde_json::from_str::<Value>(SAMPLE).unwrap()
+    );
     // Key order and formatting are kept too: the bytes match but for a final newline.
-    assert_eq!(String::from_utf8(out).unwrap().trim_end(), SAMPLE.trim_end());
+    assert_eq!(
+        String::from_utf8(out).unwrap().trim_end(),
+        SAMPLE.trim_end()
+    );
 }
 
 #[test]
@@ -116,10 +202,17 @@ fn a_snapshot_keeps_reading_while_the_database_changes() {
     let before = db.trace(GRAPH).unwrap();
     db.drop_trace(GRAPH, "test").unwrap();
     assert!(matches!(db.trace(GRAPH), Err(EngineError::UnknownTrace(_))));
-    assert_eq!(before.variables().unwrap().len(), 9, "a view reads its snapshot");
+    assert_eq!(
+        before.variables().unwrap().len(),
+        9,
+        "a view reads its snapshot"
+    );
     assert_eq!(before.edges().unwrap().len(), 8);
     let log = db.log().unwrap();
-    assert_eq!(log.iter().map(|e| e.action.as_str()).collect::<Vec<_>>(), vec!["import", "drop"]);
+    assert_eq!(
+        log.iter().map(|e| e.action.as_str()).collect::<Vec<_>>(),
+        vec!["import", "drop"]
+    );
 }
 
 #[test]
@@ -130,16 +223,43 @@ fn json_lines_readers_are_all_or_nothing() {
     let mut b = a.clone();
     b["graph_id"] = json!("line-2");
     let good = format!("{a}\n\n{b}\n");
-    let t = db.import_reader(good.as_bytes(), InputFormat::JsonLines, "lines", &ImportOptions::default()).unwrap();
+    let t = db
+        .import_reader(
+            good.as_bytes(),
+            InputFormat::JsonLines,
+            "lines",
+            &ImportOptions::default(),
+        )
+        .unwrap();
     assert_eq!(t.len(), 2);
     let mut c = a.clone();
     c["graph_id"] = json!("line-3");
     let bad = format!("{c}\n{{\"graph_id\": 1}}\n");
-    let err = db.import_reader(bad.as_bytes(), InputFormat::JsonLines, "lines", &ImportOptions::default()).unwrap_err();
+    let err = db
+        .import_reader(
+            bad.as_bytes(),
+            InputFormat::JsonLines,
+            "lines",
+            &ImportOptions::default(),
+        )
+        .unwrap_err();
     assert!(err.to_string().contains("lines:2"), "{err}");
-    assert_eq!(db.traces().unwrap().len(), 2, "line 1 of the bad input was not stored");
+    assert_eq!(
+        db.traces().unwrap().len(),
+        2,
+        "line 1 of the bad input was not stored"
+    );
     let dup = format!("{c}\n{c}\n");
-    assert!(db.import_reader(dup.as_bytes(), InputFormat::JsonLines, "dup", &ImportOptions::default()).unwrap_err().to_string().contains("already appears on line 1"));
+    assert!(db
+        .import_reader(
+            dup.as_bytes(),
+            InputFormat::JsonLines,
+            "dup",
+            &ImportOptions::default()
+        )
+        .unwrap_err()
+        .to_string()
+        .contains("already appears on line 1"));
 }
 
 #[test]
@@ -148,7 +268,10 @@ fn stats_count_every_trace() {
     import(&db, SAMPLE).unwrap();
     import(&db, &with_annotations().to_string()).unwrap();
     let s = db.stats().unwrap();
-    assert_eq!((s.traces, s.sessions, s.variables, s.ops, s.edges, s.cases), (2, 6, 18, 8, 16, 1));
+    assert_eq!(
+        (s.traces, s.sessions, s.variables, s.ops, s.edges, s.cases),
+        (2, 6, 18, 8, 16, 1)
+    );
     assert!(s.disk_bytes > 0 && s.imported_json_bytes > 0);
 }
 
@@ -166,10 +289,30 @@ fn values_shared_by_traces_are_stored_once_and_survive_a_drop() {
     import(&db, &big.to_string()).unwrap();
     db.flush().unwrap();
     let two = db.stats().unwrap().disk_bytes;
-    assert!(two - one < snapshot.len() as u64 / 10, "a repeated 2 MB value is not stored again ({one} -> {two})");
+    assert!(
+        two - one < snapshot.len() as u64 / 10,
+        "a repeated 2 MB value is not stored again ({one} -> {two})"
+    );
     db.drop_trace("copy-a", "test").unwrap();
-    assert_eq!(db.trace("copy-b").unwrap().latest("memory_store").unwrap().unwrap().version, 2);
-    assert_eq!(db.trace("copy-b").unwrap().variable("memory_store@1").unwrap().unwrap().value.unwrap(), snapshot);
+    assert_eq!(
+        db.trace("copy-b")
+            .unwrap()
+            .latest("memory_store")
+            .unwrap()
+            .unwrap()
+            .version,
+        2
+    );
+    assert_eq!(
+        db.trace("copy-b")
+            .unwrap()
+            .variable("memory_store@1")
+            .unwrap()
+            .unwrap()
+            .value
+            .unwrap(),
+        snapshot
+    );
     drop(db);
     let reopened = Database::open_existing(dir.path().join("api.db")).unwrap();
     assert_eq!(reopened.traces().unwrap().len(), 1);

@@ -10,9 +10,15 @@ fn help_shows_examples_for_every_subcommand() {
     let dir = tempfile::tempdir().unwrap();
     let top = ok(run(dir.path(), None, &["--help"]));
     assert!(stdout(&top).contains("Examples:"));
-    for sub in ["import", "export", "stats", "traces", "drop", "log", "demo", "bench"] {
+    for sub in [
+        "import", "export", "stats", "traces", "drop", "log", "demo", "bench",
+    ] {
         let o = ok(run(dir.path(), None, &[sub, "--help"]));
-        assert!(stdout(&o).contains("Example"), "{sub} --help has no example:\n{}", stdout(&o));
+        assert!(
+            stdout(&o).contains("Example"),
+            "{sub} --help has no example:\n{}",
+            stdout(&o)
+        );
     }
 }
 
@@ -20,7 +26,10 @@ fn help_shows_examples_for_every_subcommand() {
 fn demo_uses_the_database_in_the_current_folder_and_can_be_repeated() {
     let dir = tempfile::tempdir().unwrap();
     let first = ok(run(dir.path(), None, &["demo"]));
-    assert!(dir.path().join("memtrace.db").join("CURRENT").is_file(), "default database is ./memtrace.db");
+    assert!(
+        dir.path().join("memtrace.db").join("CURRENT").is_file(),
+        "default database is ./memtrace.db"
+    );
     let text = stdout(&first);
     assert!(text.contains("imported the bundled sample"), "{text}");
     assert!(text.contains(SAMPLE_GRAPH));
@@ -34,14 +43,24 @@ fn demo_uses_the_database_in_the_current_folder_and_can_be_repeated() {
 fn import_then_export_gives_back_the_same_json() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("t.db");
-    let out = ok(run(dir.path(), Some(&db), &["import", sample().to_str().unwrap()]));
+    let out = ok(run(
+        dir.path(),
+        Some(&db),
+        &["import", sample().to_str().unwrap()],
+    ));
     assert!(stdout(&out).contains("trace #1 graph-e02a1f3b041740d5b82569831ef2d06e (3 sessions, 9 variables, 4 ops, 8 edges, 0 cases)"), "{}", stdout(&out));
     let exported = json(&ok(run(dir.path(), Some(&db), &["export", SAMPLE_GRAPH])));
-    let original: serde_json::Value = serde_json::from_slice(&std::fs::read(sample()).unwrap()).unwrap();
+    let original: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(sample()).unwrap()).unwrap();
     assert_eq!(exported, original);
     let file = dir.path().join("back.json");
-    ok(run(dir.path(), Some(&db), &["export", "#1", "-o", file.to_str().unwrap()]));
-    let from_file: serde_json::Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    ok(run(
+        dir.path(),
+        Some(&db),
+        &["export", "#1", "-o", file.to_str().unwrap()],
+    ));
+    let from_file: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
     assert_eq!(from_file, original);
 }
 
@@ -49,38 +68,87 @@ fn import_then_export_gives_back_the_same_json() {
 fn dot_and_mermaid_draw_every_edge_with_its_op() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("t.db");
-    ok(run(dir.path(), Some(&db), &["import", sample().to_str().unwrap()]));
-    let dot = stdout(&ok(run(dir.path(), Some(&db), &["export", SAMPLE_GRAPH, "--format", "dot"])));
+    ok(run(
+        dir.path(),
+        Some(&db),
+        &["import", sample().to_str().unwrap()],
+    ));
+    let dot = stdout(&ok(run(
+        dir.path(),
+        Some(&db),
+        &["export", SAMPLE_GRAPH, "--format", "dot"],
+    )));
     assert!(dot.starts_with("digraph"));
     assert_eq!(dot.matches(" -> ").count(), 8);
-    assert!(dot.contains("n4 -> n5 [label=\"memory.append (mutation)\"]"), "{dot}");
+    assert!(
+        dot.contains("n4 -> n5 [label=\"memory.append (mutation)\"]"),
+        "{dot}"
+    );
     assert!(dot.contains("memory_store@2\\n[memory_store]"), "{dot}");
-    let mermaid = stdout(&ok(run(dir.path(), Some(&db), &["export", SAMPLE_GRAPH, "--format", "mermaid"])));
+    let mermaid = stdout(&ok(run(
+        dir.path(),
+        Some(&db),
+        &["export", SAMPLE_GRAPH, "--format", "mermaid"],
+    )));
     assert!(mermaid.starts_with("flowchart LR"));
     assert_eq!(mermaid.matches("-->|").count(), 8);
-    assert!(mermaid.contains("n5 -->|\"rag.answer (generation)\"| n8"), "{mermaid}");
+    assert!(
+        mermaid.contains("n5 -->|\"rag.answer (generation)\"| n8"),
+        "{mermaid}"
+    );
 }
 
 #[test]
 fn stats_and_traces_report_counts_in_table_and_json() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("t.db");
-    ok(run(dir.path(), Some(&db), &["import", sample().to_str().unwrap()]));
-    let s = json(&ok(run(dir.path(), Some(&db), &["stats", "--format", "json"])));
-    for (k, v) in [("traces", 1), ("sessions", 3), ("variables", 9), ("ops", 4), ("edges", 8), ("cases", 0)] {
+    ok(run(
+        dir.path(),
+        Some(&db),
+        &["import", sample().to_str().unwrap()],
+    ));
+    let s = json(&ok(run(
+        dir.path(),
+        Some(&db),
+        &["stats", "--format", "json"],
+    )));
+    for (k, v) in [
+        ("traces", 1),
+        ("sessions", 3),
+        ("variables", 9),
+        ("ops", 4),
+        ("edges", 8),
+        ("cases", 0),
+    ] {
         assert_eq!(s[k], v, "{k}");
     }
     assert!(s["disk_bytes"].as_u64().unwrap() > 0);
-    assert_eq!(s["imported_json_bytes"], std::fs::metadata(sample()).unwrap().len());
-    let t = json(&ok(run(dir.path(), Some(&db), &["traces", "--format", "json"])));
+    assert_eq!(
+        s["imported_json_bytes"],
+        std::fs::metadata(sample()).unwrap().len()
+    );
+    let t = json(&ok(run(
+        dir.path(),
+        Some(&db),
+        &["traces", "--format", "json"],
+    )));
     let t = &t[0];
     assert_eq!(t["graph_id"], SAMPLE_GRAPH);
     assert_eq!(t["project_id"], "memtrace-demo");
-    for (k, v) in [("sessions", 3), ("variables", 9), ("ops", 4), ("edges", 8), ("cases", 0)] {
+    for (k, v) in [
+        ("sessions", 3),
+        ("variables", 9),
+        ("ops", 4),
+        ("edges", 8),
+        ("cases", 0),
+    ] {
         assert_eq!(t[k], v, "{k}");
     }
     let table = stdout(&ok(run(dir.path(), Some(&db), &["traces"])));
-    assert!(table.contains("graph_id") && table.contains("#1") && table.contains("memtrace-demo"), "{table}");
+    assert!(
+        table.contains("graph_id") && table.contains("#1") && table.contains("memtrace-demo"),
+        "{table}"
+    );
     let stats = stdout(&ok(run(dir.path(), Some(&db), &["stats"])));
     assert!(stats.contains("bytes on disk"), "{stats}");
 }
@@ -89,12 +157,21 @@ fn stats_and_traces_report_counts_in_table_and_json() {
 fn the_database_can_be_chosen_by_flag_or_environment() {
     let dir = tempfile::tempdir().unwrap();
     let env_db = dir.path().join("env.db");
-    let o = Command::new(bin()).current_dir(dir.path()).env("MEMTRACE_DB", &env_db).args(["import", sample().to_str().unwrap()]).output().unwrap();
+    let o = Command::new(bin())
+        .current_dir(dir.path())
+        .env("MEMTRACE_DB", &env_db)
+        .args(["import", sample().to_str().unwrap()])
+        .output()
+        .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(env_db.join("CURRENT").is_file());
     assert!(!dir.path().join("memtrace.db").exists());
     let flag_db = dir.path().join("flag.db");
-    ok(run(dir.path(), Some(&flag_db), &["import", sample().to_str().unwrap()]));
+    ok(run(
+        dir.path(),
+        Some(&flag_db),
+        &["import", sample().to_str().unwrap()],
+    ));
     assert!(flag_db.join("CURRENT").is_file());
 }
 
@@ -103,12 +180,24 @@ fn reading_a_missing_database_is_a_clear_error_and_creates_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let o = run(dir.path(), None, &["stats"]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).contains("no memtrace database at memtrace.db"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("no memtrace database at memtrace.db"),
+        "{}",
+        stderr(&o)
+    );
     assert!(!dir.path().join("memtrace.db").exists());
     let not_db = dir.path().join("file.txt");
     std::fs::write(&not_db, "hello").unwrap();
-    let o = run(dir.path(), Some(&not_db), &["import", sample().to_str().unwrap()]);
-    assert!(stderr(&o).contains("is not a memtrace database"), "{}", stderr(&o));
+    let o = run(
+        dir.path(),
+        Some(&not_db),
+        &["import", sample().to_str().unwrap()],
+    );
+    assert!(
+        stderr(&o).contains("is not a memtrace database"),
+        "{}",
+        stderr(&o)
+    );
     assert_eq!(std::fs::read_to_string(&not_db).unwrap(), "hello");
 }
 
@@ -120,13 +209,29 @@ fn duplicates_are_refused_unless_forced_and_selectors_say_which() {
     ok(run(dir.path(), Some(&db), &["import", s.to_str().unwrap()]));
     let again = run(dir.path(), Some(&db), &["import", s.to_str().unwrap()]);
     assert_eq!(again.status.code(), Some(1));
-    assert!(stderr(&again).contains("already stored (as #1); use --force"), "{}", stderr(&again));
-    let forced = ok(run(dir.path(), Some(&db), &["import", "--force", s.to_str().unwrap()]));
+    assert!(
+        stderr(&again).contains("already stored (as #1); use --force"),
+        "{}",
+        stderr(&again)
+    );
+    let forced = ok(run(
+        dir.path(),
+        Some(&db),
+        &["import", "--force", s.to_str().unwrap()],
+    ));
     assert!(stdout(&forced).contains("trace #2"), "{}", stdout(&forced));
     let ambiguous = run(dir.path(), Some(&db), &["export", SAMPLE_GRAPH]);
-    assert!(stderr(&ambiguous).contains("names several traces (#1, #2)"), "{}", stderr(&ambiguous));
+    assert!(
+        stderr(&ambiguous).contains("names several traces (#1, #2)"),
+        "{}",
+        stderr(&ambiguous)
+    );
     let unknown = run(dir.path(), Some(&db), &["export", "graph-nope"]);
-    assert!(stderr(&unknown).contains("no trace graph-nope"), "{}", stderr(&unknown));
+    assert!(
+        stderr(&unknown).contains("no trace graph-nope"),
+        "{}",
+        stderr(&unknown)
+    );
     ok(run(dir.path(), Some(&db), &["export", "#2"]));
 }
 
@@ -134,17 +239,52 @@ fn duplicates_are_refused_unless_forced_and_selectors_say_which() {
 fn dropping_needs_confirmation_and_is_logged() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("t.db");
-    ok(run(dir.path(), Some(&db), &["import", sample().to_str().unwrap()]));
+    ok(run(
+        dir.path(),
+        Some(&db),
+        &["import", sample().to_str().unwrap()],
+    ));
     let unconfirmed = run(dir.path(), Some(&db), &["drop", SAMPLE_GRAPH]);
     assert_eq!(unconfirmed.status.code(), Some(1));
     assert!(stderr(&unconfirmed).contains("pass --yes"));
-    assert_eq!(json(&ok(run(dir.path(), Some(&db), &["traces", "--format", "json"]))).as_array().unwrap().len(), 1);
-    ok(run(dir.path(), Some(&db), &["drop", SAMPLE_GRAPH, "--yes", "--reason", "test cleanup"]));
-    assert_eq!(json(&ok(run(dir.path(), Some(&db), &["traces", "--format", "json"]))).as_array().unwrap().len(), 0);
+    assert_eq!(
+        json(&ok(run(
+            dir.path(),
+            Some(&db),
+            &["traces", "--format", "json"]
+        )))
+        .as_array()
+        .unwrap()
+        .len(),
+        1
+    );
+    ok(run(
+        dir.path(),
+        Some(&db),
+        &["drop", SAMPLE_GRAPH, "--yes", "--reason", "test cleanup"],
+    ));
+    assert_eq!(
+        json(&ok(run(
+            dir.path(),
+            Some(&db),
+            &["traces", "--format", "json"]
+        )))
+        .as_array()
+        .unwrap()
+        .len(),
+        0
+    );
     let log = stdout(&ok(run(dir.path(), Some(&db), &["log"])));
-    assert!(log.contains("import") && log.contains("drop") && log.contains("test cleanup"), "{log}");
+    assert!(
+        log.contains("import") && log.contains("drop") && log.contains("test cleanup"),
+        "{log}"
+    );
     // The same trace can come back after removal, under a new id.
-    let back = ok(run(dir.path(), Some(&db), &["import", sample().to_str().unwrap()]));
+    let back = ok(run(
+        dir.path(),
+        Some(&db),
+        &["import", sample().to_str().unwrap()],
+    ));
     assert!(stdout(&back).contains("trace #2"), "{}", stdout(&back));
 }
 
@@ -153,10 +293,36 @@ fn json_lines_files_import_one_trace_per_line() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("t.db");
     let jsonl = dir.path().join("three.jsonl");
-    ok(run(dir.path(), None, &["synth", "--traces", "3", "--variables", "30", "--edges", "50", "-o", jsonl.to_str().unwrap()]));
-    let out = ok(run(dir.path(), Some(&db), &["import", jsonl.to_str().unwrap()]));
-    assert!(stdout(&out).contains("3 trace(s) stored from 1 file(s)"), "{}", stdout(&out));
-    let t = json(&ok(run(dir.path(), Some(&db), &["traces", "--format", "json"])));
+    ok(run(
+        dir.path(),
+        None,
+        &[
+            "synth",
+            "--traces",
+            "3",
+            "--variables",
+            "30",
+            "--edges",
+            "50",
+            "-o",
+            jsonl.to_str().unwrap(),
+        ],
+    ));
+    let out = ok(run(
+        dir.path(),
+        Some(&db),
+        &["import", jsonl.to_str().unwrap()],
+    ));
+    assert!(
+        stdout(&out).contains("3 trace(s) stored from 1 file(s)"),
+        "{}",
+        stdout(&out)
+    );
+    let t = json(&ok(run(
+        dir.path(),
+        Some(&db),
+        &["traces", "--format", "json"],
+    )));
     assert_eq!(t.as_array().unwrap().len(), 3);
     assert_eq!(t[2]["variables"], 30);
     assert_eq!(t[2]["edges"], 50);

@@ -38,7 +38,12 @@ pub fn stderr(o: &Output) -> String {
 }
 
 pub fn ok(o: Output) -> Output {
-    assert!(o.status.success(), "memtrace failed: {}\n{}", stdout(&o), stderr(&o));
+    assert!(
+        o.status.success(),
+        "memtrace failed: {}\n{}",
+        stdout(&o),
+        stderr(&o)
+    );
     o
 }
 

@@ -7,36 +7,127 @@ use common_cli::*;
 /// (file, JSON path in the message, part of the reason)
 const CORPUS: &[(&str, &str, &str)] = &[
     ("truncated.json", "data.edges[1]", "ends too early"),
-    ("wrong_type_version.json", "data.nodes[2].version", "must be an integer >= 1, found the string \"1\""),
-    ("wrong_type_value.json", "data.nodes[0].value", "must be a string or null, found a number"),
-    ("wrong_type_lineno.json", "data.operations[1].lineno", "must be an integer"),
-    ("missing_name.json", "data.nodes[1].name", "required field is missing"),
-    ("missing_graph_id.json", "at graph_id", "required field is missing"),
-    ("missing_edge_id.json", "data.edges[5].edge_id", "required field is missing"),
-    ("dangling_edge_target.json", "data.edges[3].target_full_node_id", "no node \"nope@1\""),
-    ("dangling_edge_op.json", "data.edges[0].op_id", "no operation \"op-missing\""),
-    ("dangling_edge_session.json", "data.edges[6].session_id", "no session \"session-missing\""),
-    ("duplicate_node.json", "data.nodes[9].full_node_id", "duplicate id"),
-    ("duplicate_op.json", "data.operations[4].op_id", "duplicate id"),
-    ("duplicate_edge.json", "data.edges[8].edge_id", "duplicate id"),
-    ("duplicate_session.json", "data.sessions[3].session_id", "duplicate id"),
-    ("bad_timestamp.json", "data.nodes[4].created_at", "not a valid date"),
-    ("bad_timestamp_text.json", "data.sessions[1].created_at", "not a timestamp"),
+    (
+        "wrong_type_version.json",
+        "data.nodes[2].version",
+        "must be an integer >= 1, found the string \"1\"",
+    ),
+    (
+        "wrong_type_value.json",
+        "data.nodes[0].value",
+        "must be a string or null, found a number",
+    ),
+    (
+        "wrong_type_lineno.json",
+        "data.operations[1].lineno",
+        "must be an integer",
+    ),
+    (
+        "missing_name.json",
+        "data.nodes[1].name",
+        "required field is missing",
+    ),
+    (
+        "missing_graph_id.json",
+        "at graph_id",
+        "required field is missing",
+    ),
+    (
+        "missing_edge_id.json",
+        "data.edges[5].edge_id",
+        "required field is missing",
+    ),
+    (
+        "dangling_edge_target.json",
+        "data.edges[3].target_full_node_id",
+        "no node \"nope@1\"",
+    ),
+    (
+        "dangling_edge_op.json",
+        "data.edges[0].op_id",
+        "no operation \"op-missing\"",
+    ),
+    (
+        "dangling_edge_session.json",
+        "data.edges[6].session_id",
+        "no session \"session-missing\"",
+    ),
+    (
+        "duplicate_node.json",
+        "data.nodes[9].full_node_id",
+        "duplicate id",
+    ),
+    (
+        "duplicate_op.json",
+        "data.operations[4].op_id",
+        "duplicate id",
+    ),
+    (
+        "duplicate_edge.json",
+        "data.edges[8].edge_id",
+        "duplicate id",
+    ),
+    (
+        "duplicate_session.json",
+        "data.sessions[3].session_id",
+        "duplicate id",
+    ),
+    (
+        "bad_timestamp.json",
+        "data.nodes[4].created_at",
+        "not a valid date",
+    ),
+    (
+        "bad_timestamp_text.json",
+        "data.sessions[1].created_at",
+        "not a timestamp",
+    ),
     ("version_zero.json", "data.nodes[3].version", "found 0"),
-    ("computed_mismatch.json", "data.nodes[5].full_node_id", "memory_store@2"),
-    ("nodes_not_a_list.json", "data.nodes", "expected a list of records"),
-    ("record_not_an_object.json", "data.operations[0]", "must be an object, found a string"),
-    ("annotation_bad_query.json", "data.annotations[0].query_id", "no node \"missing@1\""),
-    ("annotation_bad_op.json", "data.annotations[0].final_op_id", "no operation \"op-nowhere\""),
+    (
+        "computed_mismatch.json",
+        "data.nodes[5].full_node_id",
+        "memory_store@2",
+    ),
+    (
+        "nodes_not_a_list.json",
+        "data.nodes",
+        "expected a list of records",
+    ),
+    (
+        "record_not_an_object.json",
+        "data.operations[0]",
+        "expected a record object",
+    ),
+    (
+        "annotation_bad_query.json",
+        "data.annotations[0].query_id",
+        "no node \"missing@1\"",
+    ),
+    (
+        "annotation_bad_op.json",
+        "data.annotations[0].final_op_id",
+        "no operation \"op-nowhere\"",
+    ),
     ("empty.json", "at $", "the input is empty"),
-    ("not_an_object.json", "at $", "expected a smartcomment export object"),
+    (
+        "not_an_object.json",
+        "at $",
+        "expected a smartcomment export object",
+    ),
     ("trailing_garbage.json", "at $", "trailing characters"),
     ("non_utf8.json", "data.nodes[0]", "invalid unicode"),
-    ("bad_second_line.jsonl", "bad_second_line.jsonl:2: invalid at data.edges[2].op_id", "must be a string, found a number"),
+    (
+        "bad_second_line.jsonl",
+        "bad_second_line.jsonl:2: invalid at data.edges[2].op_id",
+        "must be a string, found a number",
+    ),
 ];
 
 /// Everything a user can observe about the stored traces.
-fn state(dir: &std::path::Path, db: &std::path::Path) -> (serde_json::Value, Vec<String>, serde_json::Value, usize) {
+fn state(
+    dir: &std::path::Path,
+    db: &std::path::Path,
+) -> (serde_json::Value, Vec<String>, serde_json::Value, usize) {
     let traces = json(&ok(run(dir, Some(db), &["traces", "--format", "json"])));
     let mut exports = Vec::new();
     for t in traces.as_array().unwrap() {
@@ -53,7 +144,11 @@ fn state(dir: &std::path::Path, db: &std::path::Path) -> (serde_json::Value, Vec
 fn every_malformed_file_is_rejected_clearly_and_changes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("m.db");
-    ok(run(dir.path(), Some(&db), &["import", sample().to_str().unwrap()]));
+    ok(run(
+        dir.path(),
+        Some(&db),
+        &["import", sample().to_str().unwrap()],
+    ));
     let before = state(dir.path(), &db);
     let corpus = fixtures().join("malformed");
     for (file, path, reason) in CORPUS {
@@ -61,11 +156,28 @@ fn every_malformed_file_is_rejected_clearly_and_changes_nothing() {
         let out = run(dir.path(), Some(&db), &["import", f.to_str().unwrap()]);
         let err = stderr(&out);
         assert_eq!(out.status.code(), Some(1), "{file}: {err}");
-        assert!(err.contains(file), "{file}: message does not name the file: {err}");
-        assert!(err.contains(path), "{file}: message does not name {path}: {err}");
-        assert!(err.contains(reason), "{file}: message does not say {reason:?}: {err}");
-        assert!(stdout(&out).contains("0 trace(s) stored"), "{file}: {}", stdout(&out));
-        assert_eq!(state(dir.path(), &db), before, "{file} changed the database");
+        assert!(
+            err.contains(file),
+            "{file}: message does not name the file: {err}"
+        );
+        assert!(
+            err.contains(path),
+            "{file}: message does not name {path}: {err}"
+        );
+        assert!(
+            err.contains(reason),
+            "{file}: message does not say {reason:?}: {err}"
+        );
+        assert!(
+            stdout(&out).contains("0 trace(s) stored"),
+            "{file}: {}",
+            stdout(&out)
+        );
+        assert_eq!(
+            state(dir.path(), &db),
+            before,
+            "{file} changed the database"
+        );
     }
 }
 
@@ -89,18 +201,34 @@ fn a_folder_run_stores_the_good_files_and_reports_the_bad() {
     let input = dir.path().join("in");
     std::fs::create_dir_all(input.join("nested")).unwrap();
     std::fs::copy(sample(), input.join("nested/good.json")).unwrap();
-    for bad in ["truncated.json", "dangling_edge_op.json", "bad_second_line.jsonl"] {
+    for bad in [
+        "truncated.json",
+        "dangling_edge_op.json",
+        "bad_second_line.jsonl",
+    ] {
         std::fs::copy(fixtures().join("malformed").join(bad), input.join(bad)).unwrap();
     }
     std::fs::write(input.join("notes.txt"), "not a trace").unwrap();
     let out = run(dir.path(), Some(&db), &["import", input.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(stdout(&out).contains("1 trace(s) stored from 1 file(s); 3 file(s) failed"), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("1 trace(s) stored from 1 file(s); 3 file(s) failed"),
+        "{}",
+        stdout(&out)
+    );
     let err = stderr(&out);
-    for bad in ["truncated.json", "dangling_edge_op.json", "bad_second_line.jsonl:2"] {
+    for bad in [
+        "truncated.json",
+        "dangling_edge_op.json",
+        "bad_second_line.jsonl:2",
+    ] {
         assert!(err.contains(bad), "{err}");
     }
-    let traces = json(&ok(run(dir.path(), Some(&db), &["traces", "--format", "json"])));
+    let traces = json(&ok(run(
+        dir.path(),
+        Some(&db),
+        &["traces", "--format", "json"],
+    )));
     assert_eq!(traces.as_array().unwrap().len(), 1);
     assert_eq!(traces[0]["graph_id"], SAMPLE_GRAPH);
 }

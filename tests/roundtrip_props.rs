@@ -29,7 +29,8 @@ fn metadata() -> impl Strategy<Value = Value> {
     leaf.prop_recursive(8, 64, 4, |inner| {
         prop_oneof![
             proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
-            proptest::collection::vec(("[a-z]{1,6}", inner), 0..4).prop_map(|kv| Value::Object(kv.into_iter().collect())),
+            proptest::collection::vec(("[a-z]{1,6}", inner), 0..4)
+                .prop_map(|kv| Value::Object(kv.into_iter().collect())),
         ]
     })
 }
@@ -43,15 +44,46 @@ fn value() -> impl Strategy<Value = Option<String>> {
 }
 
 /// Fields every record carries; `own` sometimes differs from the trace's ids.
-fn common(m: &mut Map<String, Value>, graph: &str, meta: Value, own: Option<String>, line: i64, extra: bool) {
-    m.insert("created_at".into(), json!(format!("2026-11-22 01:21:{:02}.{:03}", line % 60, line % 1000)));
+fn common(
+    m: &mut Map<String, Value>,
+    graph: &str,
+    meta: Value,
+    own: Option<String>,
+    line: i64,
+    extra: bool,
+) {
+    m.insert(
+        "created_at".into(),
+        json!(format!(
+            "2026-11-22 01:21:{:02}.{:03}",
+            line % 60,
+            line % 1000
+        )),
+    );
     m.insert("filename".into(), json!("prog.py"));
     m.insert("lineno".into(), json!(line));
     m.insert("graph_id".into(), json!(graph));
-    m.insert("user_id".into(), own.map(Value::String).unwrap_or(json!("u1")));
-    m.insert("project_id".into(), if line % 5 == 0 { Value::Null } else { json!("proj") });
+    m.insert(
+        "user_id".into(),
+        own.map(Value::String).unwrap_or(json!("u1")),
+    );
+    m.insert(
+        "project_id".into(),
+        if line % 5 == 0 {
+            Value::Null
+        } else {
+            json!("proj")
+        },
+    );
     m.insert("metadata".into(), meta);
-    m.insert("trigger_point".into(), json!(if line % 7 == 0 { "elsewhere:1".to_string() } else { format!("prog.py:{line}") }));
+    m.insert(
+        "trigger_point".into(),
+        json!(if line % 7 == 0 {
+            "elsewhere:1".to_string()
+        } else {
+            format!("prog.py:{line}")
+        }),
+    );
     if extra {
         m.insert("x_extra".into(), json!({"kept": [1, 2, 3]}));
     }
@@ -67,7 +99,20 @@ struct NodeSpec {
 }
 
 fn node_spec() -> impl Strategy<Value = NodeSpec> {
-    (text(), proptest::option::of(text()), 1u32..4, value(), metadata()).prop_map(|(name, class, version, value, meta)| NodeSpec { name, class, version, value, meta })
+    (
+        text(),
+        proptest::option::of(text()),
+        1u32..4,
+        value(),
+        metadata(),
+    )
+        .prop_map(|(name, class, version, value, meta)| NodeSpec {
+            name,
+            class,
+            version,
+            value,
+            meta,
+        })
 }
 
 fn graph() -> impl Strategy<Value = Value> {

@@ -5,14 +5,18 @@ use std::path::{Path, PathBuf};
 
 use memtrace_query::{parse_node_ref, NodeRef};
 use memtrace_storage::keys::IdKind;
-use memtrace_storage::records::{CaseRecord, EdgeRecord, OpRecord, SessionRecord, TraceRecord, VarRecord};
+use memtrace_storage::records::{
+    CaseRecord, EdgeRecord, OpRecord, SessionRecord, TraceRecord, VarRecord,
+};
 use memtrace_storage::{LocalId, ReadView, Store, StoreOptions, TraceId};
 use serde_json::Value;
 
 use crate::error::{EngineError, Result};
 use crate::export::{self, ExportFormat};
 use crate::import::{self, FileReport, ImportOptions, ImportedTrace, InputFormat, Progress};
-use crate::model::{metadata, Case, Edge, LogEntry, Node, Operation, Session, Stats, TraceInfo, Variable};
+use crate::model::{
+    metadata, Case, Edge, LogEntry, Node, Operation, Session, Stats, TraceInfo, Variable,
+};
 
 /// An open memtrace database.
 ///
@@ -27,13 +31,20 @@ pub struct Database {
 impl Database {
     /// Opens the database at `path`, creating it when the path does not exist.
     pub fn open(path: impl AsRef<Path>) -> Result<Database> {
-        Ok(Database { store: Store::open(path.as_ref(), &StoreOptions::default())? })
+        Ok(Database {
+            store: Store::open(path.as_ref(), &StoreOptions::default())?,
+        })
     }
 
     /// Opens the database at `path`; fails when there is none.
     pub fn open_existing(path: impl AsRef<Path>) -> Result<Database> {
-        let opts = StoreOptions { create: false, ..StoreOptions::default() };
-        Ok(Database { store: Store::open(path.as_ref(), &opts)? })
+        let opts = StoreOptions {
+            create: false,
+            ..StoreOptions::default()
+        };
+        Ok(Database {
+            store: Store::open(path.as_ref(), &opts)?,
+        })
     }
 
     /// Where the database lives.
@@ -45,9 +56,21 @@ impl Database {
     /// [`InputFormat::JsonLines`], one per line, from a reader. `source`
     /// names the input in messages and in the trace record. Nothing of an
     /// invalid input is stored.
-    pub fn import_reader<R: Read>(&self, reader: R, format: InputFormat, source: &str, opts: &ImportOptions) -> Result<Vec<ImportedTrace>> {
+    pub fn import_reader<R: Read>(
+        &self,
+        reader: R,
+        format: InputFormat,
+        source: &str,
+        opts: &ImportOptions,
+    ) -> Result<Vec<ImportedTrace>> {
         match format {
-            InputFormat::Json => Ok(vec![import::import_json(&self.store, reader, source, opts, None)?]),
+            InputFormat::Json => Ok(vec![import::import_json(
+                &self.store,
+                reader,
+                source,
+                opts,
+                None,
+            )?]),
             InputFormat::JsonLines => {
                 let buffered: Box<dyn BufRead + '_> = Box::new(std::io::BufReader::new(reader));
                 import::import_lines(&self.store, buffered, None, source, opts, None)
@@ -58,28 +81,57 @@ impl Database {
     /// Imports files and folders (searched recursively for `*.json` and
     /// `*.jsonl`). Each file is all-or-nothing; a failed file does not stop
     /// the others. `progress` hears about files and bytes read.
-    pub fn import_paths(&self, paths: &[PathBuf], opts: &ImportOptions, progress: &mut dyn FnMut(Progress)) -> Vec<FileReport> {
+    pub fn import_paths(
+        &self,
+        paths: &[PathBuf],
+        opts: &ImportOptions,
+        progress: &mut dyn FnMut(Progress),
+    ) -> Vec<FileReport> {
         let files = import::collect_files(paths);
-        let total: u64 = files.iter().filter_map(|f| f.as_ref().ok()).filter_map(|p| p.metadata().ok()).map(|m| m.len()).sum();
-        progress(Progress::Planned { files: files.len(), bytes: total });
+        let total: u64 = files
+            .iter()
+            .filter_map(|f| f.as_ref().ok())
+            .filter_map(|p| p.metadata().ok())
+            .map(|m| m.len())
+            .sum();
+        progress(Progress::Planned {
+            files: files.len(),
+            bytes: total,
+        });
         files
             .into_iter()
             .map(|f| match f {
                 Ok(path) => {
                     let bytes = path.metadata().map(|m| m.len()).unwrap_or(0);
-                    progress(Progress::File { path: path.clone(), bytes });
+                    progress(Progress::File {
+                        path: path.clone(),
+                        bytes,
+                    });
                     let result = import::import_file(&self.store, &path, opts, progress);
                     progress(Progress::FileDone);
                     FileReport { path, result }
                 }
-                Err((path, e)) => FileReport { result: Err(EngineError::Io { path: path.display().to_string(), source: e }), path },
+                Err((path, e)) => FileReport {
+                    result: Err(EngineError::Io {
+                        path: path.display().to_string(),
+                        source: e,
+                    }),
+                    path,
+                },
             })
             .collect()
     }
 
     /// Every stored trace, by id.
     pub fn traces(&self) -> Result<Vec<TraceInfo>> {
-        self.store.read().traces().map(|r| r.map(|(id, rec)| TraceInfo::from_record(id, rec)).map_err(EngineError::from)).collect()
+        self.store
+            .read()
+            .traces()
+            .map(|r| {
+                r.map(|(id, rec)| TraceInfo::from_record(id, rec))
+                    .map_err(EngineError::from)
+            })
+            .collect()
     }
 
     /// The trace a selector names: a graph id, or `#ID` for a trace id.
@@ -88,14 +140,24 @@ impl Database {
         let ids = view.traces_with_graph_id(selector)?;
         let id = match ids.as_slice() {
             [one] => *one,
-            [] => match selector.strip_prefix('#').and_then(|n| n.parse::<TraceId>().ok()) {
+            [] => match selector
+                .strip_prefix('#')
+                .and_then(|n| n.parse::<TraceId>().ok())
+            {
                 Some(id) => id,
                 None => return Err(EngineError::UnknownTrace(selector.to_string())),
             },
-            many => return Err(EngineError::AmbiguousTrace { graph_id: selector.to_string(), ids: many.to_vec() }),
+            many => {
+                return Err(EngineError::AmbiguousTrace {
+                    graph_id: selector.to_string(),
+                    ids: many.to_vec(),
+                })
+            }
         };
         self.view(view, id).map_err(|e| match e {
-            EngineError::Storage(memtrace_storage::StorageError::NoSuchTrace(_)) => EngineError::UnknownTrace(selector.to_string()),
+            EngineError::Storage(memtrace_storage::StorageError::NoSuchTrace(_)) => {
+                EngineError::UnknownTrace(selector.to_string())
+            }
             e => e,
         })
     }
@@ -106,13 +168,24 @@ impl Database {
     }
 
     fn view<'a>(&'a self, view: ReadView<'a>, id: TraceId) -> Result<TraceView<'a>> {
-        let record = view.trace(id)?.ok_or(memtrace_storage::StorageError::NoSuchTrace(id))?;
+        let record = view
+            .trace(id)?
+            .ok_or(memtrace_storage::StorageError::NoSuchTrace(id))?;
         Ok(TraceView { view, id, record })
     }
 
     /// Totals over the database.
     pub fn stats(&self) -> Result<Stats> {
-        let mut s = Stats { traces: 0, sessions: 0, variables: 0, ops: 0, edges: 0, cases: 0, disk_bytes: self.store.disk_bytes()?, imported_json_bytes: 0 };
+        let mut s = Stats {
+            traces: 0,
+            sessions: 0,
+            variables: 0,
+            ops: 0,
+            edges: 0,
+            cases: 0,
+            disk_bytes: self.store.disk_bytes()?,
+            imported_json_bytes: 0,
+        };
         for t in self.traces()? {
             s.traces += 1;
             s.sessions += t.counts.sessions as u64;
@@ -138,8 +211,15 @@ impl Database {
             .read()
             .log()
             .map(|r| {
-                r.map(|(seq, e)| LogEntry { seq, at_ms: e.at_ms, action: e.action, trace: e.trace, graph_id: e.graph_id, detail: e.detail })
-                    .map_err(EngineError::from)
+                r.map(|(seq, e)| LogEntry {
+                    seq,
+                    at_ms: e.at_ms,
+                    action: e.action,
+                    trace: e.trace,
+                    graph_id: e.graph_id,
+                    detail: e.detail,
+                })
+                .map_err(EngineError::from)
             })
             .collect()
     }
@@ -207,32 +287,84 @@ impl<'db> TraceView<'db> {
 
     fn to_op(&self, id: LocalId, o: OpRecord) -> Operation {
         let metadata = metadata(&o.common);
-        Operation { trace: self.id, id, op_id: o.op_id, op_name: o.op_name, category: o.category, comment: o.comment, session_id: o.session_id, created_at: o.common.created_at, metadata }
+        Operation {
+            trace: self.id,
+            id,
+            op_id: o.op_id,
+            op_name: o.op_name,
+            category: o.category,
+            comment: o.comment,
+            session_id: o.session_id,
+            created_at: o.common.created_at,
+            metadata,
+        }
     }
 
-    fn to_edge(&self, id: LocalId, e: EdgeRecord, op_id: String, source: String, target: String, session_id: String) -> Edge {
+    fn to_edge(
+        &self,
+        id: LocalId,
+        e: EdgeRecord,
+        op_id: String,
+        source: String,
+        target: String,
+        session_id: String,
+    ) -> Edge {
         let metadata = metadata(&e.common);
-        Edge { trace: self.id, id, edge_id: e.edge_id, op: e.op, op_id, source: e.source, target: e.target, source_full_node_id: source, target_full_node_id: target, category: e.category, comment: e.comment, session_id, metadata }
+        Edge {
+            trace: self.id,
+            id,
+            edge_id: e.edge_id,
+            op: e.op,
+            op_id,
+            source: e.source,
+            target: e.target,
+            source_full_node_id: source,
+            target_full_node_id: target,
+            category: e.category,
+            comment: e.comment,
+            session_id,
+            metadata,
+        }
     }
 
     fn to_session(id: LocalId, s: SessionRecord) -> Session {
         let metadata = metadata(&s.common);
-        Session { id, session_id: s.session_id, session_name: s.session_name, category: s.category, comment: s.comment, created_at: s.common.created_at, metadata }
+        Session {
+            id,
+            session_id: s.session_id,
+            session_name: s.session_name,
+            category: s.category,
+            comment: s.comment,
+            created_at: s.common.created_at,
+            metadata,
+        }
     }
 
     /// All sessions, in recorded order.
     pub fn sessions(&self) -> Result<Vec<Session>> {
-        self.view.sessions(self.id).map(|r| Ok(r.map(|(id, s)| Self::to_session(id, s))?)).collect()
+        self.view
+            .sessions(self.id)
+            .map(|r| Ok(r.map(|(id, s)| Self::to_session(id, s))?))
+            .collect()
     }
 
     /// All variable versions, in recorded order, with their values.
     pub fn variables(&self) -> Result<Vec<Variable>> {
-        self.view.variables(self.id).map(|r| r.map_err(EngineError::from).and_then(|(id, v)| self.to_variable(id, v))).collect()
+        self.view
+            .variables(self.id)
+            .map(|r| {
+                r.map_err(EngineError::from)
+                    .and_then(|(id, v)| self.to_variable(id, v))
+            })
+            .collect()
     }
 
     /// A variable version by local id.
     pub fn variable_by_id(&self, id: LocalId) -> Result<Option<Variable>> {
-        self.view.variable(self.id, id)?.map(|v| self.to_variable(id, v)).transpose()
+        self.view
+            .variable(self.id, id)?
+            .map(|v| self.to_variable(id, v))
+            .transpose()
     }
 
     /// Every version of a full name, oldest first.
@@ -256,8 +388,14 @@ impl<'db> TraceView<'db> {
 
     /// A variable by its full node id (`full_name@version`).
     pub fn variable(&self, full_node_id: &str) -> Result<Option<Variable>> {
-        let Some((name, version)) = split_node_id(full_node_id) else { return Ok(None) };
-        let found = self.view.versions(name, Some(self.id))?.into_iter().find(|(_, v, _)| *v == version);
+        let Some((name, version)) = split_node_id(full_node_id) else {
+            return Ok(None);
+        };
+        let found = self
+            .view
+            .versions(name, Some(self.id))?
+            .into_iter()
+            .find(|(_, v, _)| *v == version);
         match found {
             Some((_, _, local)) => self.variable_by_id(local),
             None => Ok(None),
@@ -266,12 +404,19 @@ impl<'db> TraceView<'db> {
 
     /// All operations, in recorded order.
     pub fn ops(&self) -> Result<Vec<Operation>> {
-        self.view.ops(self.id).map(|r| Ok(r.map(|(id, o)| self.to_op(id, o))?)).collect()
+        self.view
+            .ops(self.id)
+            .map(|r| Ok(r.map(|(id, o)| self.to_op(id, o))?))
+            .collect()
     }
 
     /// An operation by its op id.
     pub fn op(&self, op_id: &str) -> Result<Option<Operation>> {
-        let hit = self.view.string_id(IdKind::Op, op_id)?.into_iter().find(|(t, _)| *t == self.id);
+        let hit = self
+            .view
+            .string_id(IdKind::Op, op_id)?
+            .into_iter()
+            .find(|(t, _)| *t == self.id);
         match hit {
             Some((_, local)) => Ok(self.view.op(self.id, local)?.map(|o| self.to_op(local, o))),
             None => Ok(None),
@@ -280,10 +425,21 @@ impl<'db> TraceView<'db> {
 
     /// Resolves a reference (`answer:42`, `answer:42@2`, `'full node id'`, an op id).
     pub fn resolve(&self, reference: &str) -> Result<Node> {
-        let unknown = || EngineError::UnknownNode { trace: self.record.graph_id.clone(), reference: reference.to_string() };
+        let unknown = || EngineError::UnknownNode {
+            trace: self.record.graph_id.clone(),
+            reference: reference.to_string(),
+        };
         let found = match parse_node_ref(reference)? {
-            NodeRef::Name { full_name, version: Some(v) } => self.variable(&format!("{full_name}@{v}"))?.map(Node::Variable),
-            NodeRef::Name { full_name, version: None } => match self.latest(&full_name)? {
+            NodeRef::Name {
+                full_name,
+                version: Some(v),
+            } => self
+                .variable(&format!("{full_name}@{v}"))?
+                .map(Node::Variable),
+            NodeRef::Name {
+                full_name,
+                version: None,
+            } => match self.latest(&full_name)? {
                 Some(v) => Some(Node::Variable(v)),
                 None => self.op(&full_name)?.map(Node::Operation),
             },
@@ -299,27 +455,56 @@ impl<'db> TraceView<'db> {
     }
 
     fn full_node_id(&self, local: LocalId) -> Result<String> {
-        Ok(self.view.variable(self.id, local)?.map(|v| v.full_node_id()).unwrap_or_default())
+        Ok(self
+            .view
+            .variable(self.id, local)?
+            .map(|v| v.full_node_id())
+            .unwrap_or_default())
     }
 
     fn edge_with_lookups(&self, id: LocalId, e: EdgeRecord) -> Result<Edge> {
-        let op_id = self.view.op(self.id, e.op)?.map(|o| o.op_id).unwrap_or_default();
-        let session = self.view.session(self.id, e.session)?.map(|s| s.session_id).unwrap_or_default();
+        let op_id = self
+            .view
+            .op(self.id, e.op)?
+            .map(|o| o.op_id)
+            .unwrap_or_default();
+        let session = self
+            .view
+            .session(self.id, e.session)?
+            .map(|s| s.session_id)
+            .unwrap_or_default();
         let (s, t) = (self.full_node_id(e.source)?, self.full_node_id(e.target)?);
         Ok(self.to_edge(id, e, op_id, s, t, session))
     }
 
     /// All edges, in recorded order.
     pub fn edges(&self) -> Result<Vec<Edge>> {
-        let names = self.view.variables(self.id).map(|r| r.map(|(_, v)| v.full_node_id())).collect::<std::result::Result<Vec<_>, _>>()?;
-        let ops = self.view.ops(self.id).map(|r| r.map(|(_, o)| o.op_id)).collect::<std::result::Result<Vec<_>, _>>()?;
-        let sessions = self.view.sessions(self.id).map(|r| r.map(|(_, s)| s.session_id)).collect::<std::result::Result<Vec<_>, _>>()?;
+        let names = self
+            .view
+            .variables(self.id)
+            .map(|r| r.map(|(_, v)| v.full_node_id()))
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        let ops = self
+            .view
+            .ops(self.id)
+            .map(|r| r.map(|(_, o)| o.op_id))
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        let sessions = self
+            .view
+            .sessions(self.id)
+            .map(|r| r.map(|(_, s)| s.session_id))
+            .collect::<std::result::Result<Vec<_>, _>>()?;
         let get = |v: &Vec<String>, i: LocalId| v.get(i as usize).cloned().unwrap_or_default();
         self.view
             .edges(self.id)
             .map(|r| {
                 let (id, e) = r?;
-                let (o, s, t, ss) = (get(&ops, e.op), get(&names, e.source), get(&names, e.target), get(&sessions, e.session));
+                let (o, s, t, ss) = (
+                    get(&ops, e.op),
+                    get(&names, e.source),
+                    get(&names, e.target),
+                    get(&sessions, e.session),
+                );
                 Ok(self.to_edge(id, e, o, s, t, ss))
             })
             .collect()
@@ -347,7 +532,15 @@ impl<'db> TraceView<'db> {
     pub(crate) fn to_case(&self, id: LocalId, c: CaseRecord) -> Result<Case> {
         let raw: Value = serde_json::from_str(&c.json)?;
         let s = |k: &str| raw.get(k).and_then(Value::as_str).map(str::to_string);
-        let evidence = raw.get("source_evidence_ids").and_then(Value::as_array).map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect()).unwrap_or_default();
+        let evidence = raw
+            .get("source_evidence_ids")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default();
         Ok(Case {
             trace: self.id,
             id,
@@ -364,7 +557,13 @@ impl<'db> TraceView<'db> {
 
     /// The trace's cases (MemTraceBench annotations), in recorded order.
     pub fn cases(&self) -> Result<Vec<Case>> {
-        self.view.cases(self.id).map(|r| r.map_err(EngineError::from).and_then(|(id, c)| self.to_case(id, c))).collect()
+        self.view
+            .cases(self.id)
+            .map(|r| {
+                r.map_err(EngineError::from)
+                    .and_then(|(id, c)| self.to_case(id, c))
+            })
+            .collect()
     }
 
     /// Writes the trace in `format` (smartcomment JSON, DOT or Mermaid).

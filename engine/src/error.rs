@@ -64,7 +64,10 @@ pub enum EngineError {
 }
 
 fn list_ids(ids: &[u32]) -> String {
-    ids.iter().map(|i| format!("#{i}")).collect::<Vec<_>>().join(", ")
+    ids.iter()
+        .map(|i| format!("#{i}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Result type of the engine.

@@ -33,7 +33,9 @@ impl FromStr for ExportFormat {
             "smartcomment" | "json" => Ok(ExportFormat::Smartcomment),
             "dot" => Ok(ExportFormat::Dot),
             "mermaid" => Ok(ExportFormat::Mermaid),
-            other => Err(format!("unknown export format {other:?} (smartcomment, dot, mermaid)")),
+            other => Err(format!(
+                "unknown export format {other:?} (smartcomment, dot, mermaid)"
+            )),
         }
     }
 }
@@ -50,12 +52,18 @@ struct Ctx<'a, 'db> {
     names: Names,
 }
 
-fn collect<T, I: Iterator<Item = memtrace_storage::Result<(u32, T)>>>(it: I, f: impl Fn(T) -> String) -> Result<Vec<String>> {
-    it.map(|r| r.map(|(_, x)| f(x)).map_err(EngineError::from)).collect()
+fn collect<T, I: Iterator<Item = memtrace_storage::Result<(u32, T)>>>(
+    it: I,
+    f: impl Fn(T) -> String,
+) -> Result<Vec<String>> {
+    it.map(|r| r.map(|(_, x)| f(x)).map_err(EngineError::from))
+        .collect()
 }
 
 fn opt(s: &Option<String>) -> Value {
-    s.as_ref().map(|s| Value::String(s.clone())).unwrap_or(Value::Null)
+    s.as_ref()
+        .map(|s| Value::String(s.clone()))
+        .unwrap_or(Value::Null)
 }
 
 impl<'a, 'db> Ctx<'a, 'db> {
@@ -79,14 +87,20 @@ impl<'a, 'db> Ctx<'a, 'db> {
             "user_id" => c.user_id.resolve(r.user_id.as_deref()),
             _ => c.project_id.resolve(r.project_id.as_deref()),
         };
-        m.insert(key.into(), v.map(|s| Value::String(s.into())).unwrap_or(Value::Null));
+        m.insert(
+            key.into(),
+            v.map(|s| Value::String(s.into())).unwrap_or(Value::Null),
+        );
     }
 
     fn head(&self, c: &Common) -> Map<String, Value> {
         let mut m = Map::new();
         m.insert("created_at".into(), opt(&c.created_at));
         m.insert("filename".into(), opt(&c.filename));
-        m.insert("lineno".into(), c.lineno.map(Value::from).unwrap_or(Value::Null));
+        m.insert(
+            "lineno".into(),
+            c.lineno.map(Value::from).unwrap_or(Value::Null),
+        );
         m
     }
 
@@ -96,7 +110,10 @@ impl<'a, 'db> Ctx<'a, 'db> {
             None => Value::Object(Map::new()),
         };
         m.insert("metadata".into(), meta);
-        let tp = c.trigger_point.clone().unwrap_or_else(|| trigger_point(c.filename.as_deref(), c.lineno));
+        let tp = c
+            .trigger_point
+            .clone()
+            .unwrap_or_else(|| trigger_point(c.filename.as_deref(), c.lineno));
         m.insert("trigger_point".into(), Value::String(tp));
         Ok(())
     }
@@ -115,8 +132,15 @@ impl<'a, 'db> Ctx<'a, 'db> {
         let mut m = self.head(c);
         m.insert("name".into(), Value::String(v.name.clone()));
         m.insert("version".into(), Value::from(v.version));
-        let value = v.value.as_ref().map(|r| self.t.store().value(r)).transpose()?;
-        m.insert("value".into(), value.map(Value::String).unwrap_or(Value::Null));
+        let value = v
+            .value
+            .as_ref()
+            .map(|r| self.t.store().value(r))
+            .transpose()?;
+        m.insert(
+            "value".into(),
+            value.map(Value::String).unwrap_or(Value::Null),
+        );
         m.insert("comment".into(), opt(&v.comment));
         m.insert("category".into(), opt(&v.category));
         self.shared(&mut m, "graph_id", c);
@@ -126,7 +150,10 @@ impl<'a, 'db> Ctx<'a, 'db> {
         m.insert("session_id".into(), opt(&v.session_id));
         self.tail(&mut m, c)?;
         m.insert("full_name".into(), Value::String(v.full_name()));
-        let node_id = v.node_id.clone().unwrap_or_else(|| format!("{}@{}", v.name, v.version));
+        let node_id = v
+            .node_id
+            .clone()
+            .unwrap_or_else(|| format!("{}@{}", v.name, v.version));
         m.insert("node_id".into(), Value::String(node_id));
         m.insert("full_node_id".into(), Value::String(v.full_node_id()));
         self.extra(&mut m, c)?;
@@ -144,11 +171,20 @@ impl<'a, 'db> Ctx<'a, 'db> {
         self.shared(&mut m, "graph_id", c);
         self.shared(&mut m, "user_id", c);
         self.shared(&mut m, "project_id", c);
-        m.insert("session_id".into(), Self::name(&self.names.session_ids, e.session));
+        m.insert(
+            "session_id".into(),
+            Self::name(&self.names.session_ids, e.session),
+        );
         m.insert("op_id".into(), Self::name(&self.names.op_ids, e.op));
         m.insert("category".into(), opt(&e.category));
-        m.insert("source_full_node_id".into(), Self::name(&self.names.node_ids, e.source));
-        m.insert("target_full_node_id".into(), Self::name(&self.names.node_ids, e.target));
+        m.insert(
+            "source_full_node_id".into(),
+            Self::name(&self.names.node_ids, e.source),
+        );
+        m.insert(
+            "target_full_node_id".into(),
+            Self::name(&self.names.node_ids, e.target),
+        );
         m.insert("comment".into(), opt(&e.comment));
         self.tail(&mut m, c)?;
         self.extra(&mut m, c)?;
@@ -201,7 +237,8 @@ struct List<'c, 'a, 'db>(&'c Ctx<'a, 'db>, ListKind);
 
 impl Serialize for Doc<'_, '_, '_> {
     fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-        let header: Map<String, Value> = serde_json::from_str(&self.0.t.record().header_json).map_err(S::Error::custom)?;
+        let header: Map<String, Value> =
+            serde_json::from_str(&self.0.t.record().header_json).map_err(S::Error::custom)?;
         let mut m = s.serialize_map(Some(header.len()))?;
         for (k, v) in &header {
             if k == "data" {
@@ -253,7 +290,11 @@ impl Serialize for List<'_, '_, '_> {
             ListKind::Cases => c.cases,
         };
         let mut seq = s.serialize_seq(Some(len as usize))?;
-        fn emit<S: SerializeSeq, T>(seq: &mut S, it: impl Iterator<Item = memtrace_storage::Result<(u32, T)>>, f: impl Fn(T) -> Result<Map<String, Value>>) -> std::result::Result<(), S::Error> {
+        fn emit<S: SerializeSeq, T>(
+            seq: &mut S,
+            it: impl Iterator<Item = memtrace_storage::Result<(u32, T)>>,
+            f: impl Fn(T) -> Result<Map<String, Value>>,
+        ) -> std::result::Result<(), S::Error> {
             for item in it {
                 let (_, rec) = item.map_err(S::Error::custom)?;
                 seq.serialize_element(&f(rec).map_err(S::Error::custom)?)?;
@@ -265,9 +306,13 @@ impl Serialize for List<'_, '_, '_> {
             ListKind::Edges => emit(&mut seq, v.edges(id), |r| ctx.edge(r))?,
             ListKind::Ops => emit(&mut seq, v.ops(id), |r| ctx.op(r))?,
             ListKind::Sessions => emit(&mut seq, v.sessions(id), |r| ctx.session(r))?,
-            ListKind::Cases => emit(&mut seq, v.cases(id), |r| match serde_json::from_str(&r.json)? {
-                Value::Object(m) => Ok(m),
-                _ => Err(EngineError::Json(serde_json::Error::custom("stored annotation is not an object"))),
+            ListKind::Cases => emit(&mut seq, v.cases(id), |r| {
+                match serde_json::from_str(&r.json)? {
+                    Value::Object(m) => Ok(m),
+                    _ => Err(EngineError::Json(serde_json::Error::custom(
+                        "stored annotation is not an object",
+                    ))),
+                }
             })?,
         }
         seq.end()
@@ -275,7 +320,9 @@ impl Serialize for List<'_, '_, '_> {
 }
 
 fn dot_escape(s: &str) -> String {
-    s.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+    s.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
 }
 
 fn mermaid_escape(s: &str) -> String {
@@ -292,11 +339,17 @@ fn op_label(o: &OpRecord) -> String {
 }
 
 pub(crate) fn write(t: &TraceView<'_>, format: ExportFormat, out: &mut dyn Write) -> Result<()> {
-    let io = |e: std::io::Error| EngineError::Io { path: "output".into(), source: e };
+    let io = |e: std::io::Error| EngineError::Io {
+        path: "output".into(),
+        source: e,
+    };
     match format {
         ExportFormat::Smartcomment => {
             let ctx = Ctx::new(t)?;
-            let mut ser = serde_json::Serializer::with_formatter(&mut *out, serde_json::ser::PrettyFormatter::with_indent(b"  "));
+            let mut ser = serde_json::Serializer::with_formatter(
+                &mut *out,
+                serde_json::ser::PrettyFormatter::with_indent(b"  "),
+            );
             Doc(&ctx).serialize(&mut ser)?;
             out.write_all(b"\n").map_err(io)?;
         }
@@ -306,7 +359,12 @@ pub(crate) fn write(t: &TraceView<'_>, format: ExportFormat, out: &mut dyn Write
             let ops = collect(v.ops(id), |o: OpRecord| op_label(&o))?;
             let dot = format == ExportFormat::Dot;
             if dot {
-                writeln!(out, "digraph \"{}\" {{\n  rankdir=LR;\n  node [shape=box, fontname=\"monospace\"];", dot_escape(&t.record().graph_id)).map_err(io)?;
+                writeln!(
+                    out,
+                    "digraph \"{}\" {{\n  rankdir=LR;\n  node [shape=box, fontname=\"monospace\"];",
+                    dot_escape(&t.record().graph_id)
+                )
+                .map_err(io)?;
             } else {
                 writeln!(out, "flowchart LR").map_err(io)?;
             }
@@ -319,16 +377,35 @@ pub(crate) fn write(t: &TraceView<'_>, format: ExportFormat, out: &mut dyn Write
                 if dot {
                     writeln!(out, "  n{local} [label=\"{}\"];", dot_escape(&label)).map_err(io)?;
                 } else {
-                    writeln!(out, "  n{local}[\"{}\"]", mermaid_escape(&label.replace('\n', " "))).map_err(io)?;
+                    writeln!(
+                        out,
+                        "  n{local}[\"{}\"]",
+                        mermaid_escape(&label.replace('\n', " "))
+                    )
+                    .map_err(io)?;
                 }
             }
             for item in v.edges(id) {
                 let (_, e) = item?;
                 let label = ops.get(e.op as usize).cloned().unwrap_or_default();
                 if dot {
-                    writeln!(out, "  n{} -> n{} [label=\"{}\"];", e.source, e.target, dot_escape(&label)).map_err(io)?;
+                    writeln!(
+                        out,
+                        "  n{} -> n{} [label=\"{}\"];",
+                        e.source,
+                        e.target,
+                        dot_escape(&label)
+                    )
+                    .map_err(io)?;
                 } else {
-                    writeln!(out, "  n{} -->|\"{}\"| n{}", e.source, mermaid_escape(&label), e.target).map_err(io)?;
+                    writeln!(
+                        out,
+                        "  n{} -->|\"{}\"| n{}",
+                        e.source,
+                        mermaid_escape(&label),
+                        e.target
+                    )
+                    .map_err(io)?;
                 }
             }
             if dot {

@@ -122,18 +122,42 @@ fn invalid(source: &str, inv: Invalid) -> EngineError {
 }
 
 /// Parses and validates one export object from a reader.
-fn parse_reader<R: Read>(reader: R, source: &str, progress: Option<&mut dyn FnMut(Progress)>) -> Result<(ParsedTrace, Resolved, u64)> {
+fn parse_reader<R: Read>(
+    reader: R,
+    source: &str,
+    progress: Option<&mut dyn FnMut(Progress)>,
+) -> Result<(ParsedTrace, Resolved, u64)> {
     let count = Rc::new(Cell::new(0));
-    let counting = Counting { inner: reader, count: count.clone(), last_report: 0, progress };
+    let counting = Counting {
+        inner: reader,
+        count: count.clone(),
+        last_report: 0,
+        progress,
+    };
+    // The buffer sits outside the counter: the parser reads byte by byte.
+    let buffered = BufReader::with_capacity(1 << 16, counting);
     let ctx = Ctx::default();
-    let mut de = serde_json::Deserializer::from_reader(counting);
-    let top = TopSeed(&ctx).deserialize(&mut de).and_then(|top| de.end().map(|_| top));
+    let mut de = serde_json::Deserializer::from_reader(buffered);
+    let top = TopSeed(&ctx)
+        .deserialize(&mut de)
+        .and_then(|top| de.end().map(|_| top));
     let (header, data) = match top {
         Ok(top) => top,
         Err(e) if e.is_io() => {
-            return Err(EngineError::Io { path: source.to_string(), source: std::io::Error::other(e.to_string()) })
+            return Err(EngineError::Io {
+                path: source.to_string(),
+                source: std::io::Error::other(e.to_string()),
+            })
         }
-        Err(_) if count.get() == 0 => return Err(invalid(source, Invalid { path: "$".into(), reason: "the input is empty".into() })),
+        Err(_) if count.get() == 0 => {
+            return Err(invalid(
+                source,
+                Invalid {
+                    path: "$".into(),
+                    reason: "the input is empty".into(),
+                },
+            ))
+        }
         Err(e) => return Err(invalid(source, ctx.into_invalid(e))),
     };
     let parsed = parse::assemble(header, data).map_err(|i| invalid(source, i))?;
@@ -177,12 +201,27 @@ fn now_ms() -> u64 {
 }
 
 /// Writes a validated trace in one batch.
-fn store_trace(store: &Store, t: ParsedTrace, r: Resolved, opts: &ImportOptions, source: &str, bytes: u64) -> Result<ImportedTrace> {
+fn store_trace(
+    store: &Store,
+    t: ParsedTrace,
+    r: Resolved,
+    opts: &ImportOptions,
+    source: &str,
+    bytes: u64,
+) -> Result<ImportedTrace> {
     let graph_id = t.graph_id.clone();
     let user_id = t.user_id.clone();
     let project_id = t.project_id.clone();
-    let ids = TraceIds { graph_id: &graph_id, user_id: user_id.as_deref(), project_id: project_id.as_deref() };
-    let format = if t.annotations.is_some() { "memtracebench" } else { "smartcomment" };
+    let ids = TraceIds {
+        graph_id: &graph_id,
+        user_id: user_id.as_deref(),
+        project_id: project_id.as_deref(),
+    };
+    let format = if t.annotations.is_some() {
+        "memtracebench"
+    } else {
+        "smartcomment"
+    };
     let mut w = store.begin_trace()?;
     for s in t.sessions {
         w.put_session(&SessionRecord {
@@ -232,7 +271,12 @@ fn store_trace(store: &Store, t: ParsedTrace, r: Resolved, opts: &ImportOptions,
         })?;
     }
     for (a, (query, evidence, op)) in t.annotations.into_iter().flatten().zip(r.cases) {
-        w.put_case(&CaseRecord { query, evidence, op, json: serde_json::Value::Object(a).to_string() })?;
+        w.put_case(&CaseRecord {
+            query,
+            evidence,
+            op,
+            json: serde_json::Value::Object(a).to_string(),
+        })?;
     }
     let record = TraceRecord {
         graph_id: graph_id.clone(),
@@ -241,7 +285,8 @@ fn store_trace(store: &Store, t: ParsedTrace, r: Resolved, opts: &ImportOptions,
         created_at: t.created_at,
         header_json: serde_json::Value::Object(t.header).to_string(),
         data_keys: t.data_keys,
-        data_extra: (!t.data_extra.is_empty()).then(|| serde_json::Value::Object(t.data_extra).to_string()),
+        data_extra: (!t.data_extra.is_empty())
+            .then(|| serde_json::Value::Object(t.data_extra).to_string()),
         counts: Counts::default(),
         source: source.to_string(),
         source_bytes: bytes,
@@ -250,13 +295,28 @@ fn store_trace(store: &Store, t: ParsedTrace, r: Resolved, opts: &ImportOptions,
     };
     let counts = w.counts();
     match w.commit(record, !opts.force)? {
-        Ok(trace) => Ok(ImportedTrace { trace, graph_id, counts, format: format.to_string() }),
-        Err(existing) => Err(EngineError::AlreadyStored { source_name: source.to_string(), graph_id, existing }),
+        Ok(trace) => Ok(ImportedTrace {
+            trace,
+            graph_id,
+            counts,
+            format: format.to_string(),
+        }),
+        Err(existing) => Err(EngineError::AlreadyStored {
+            source_name: source.to_string(),
+            graph_id,
+            existing,
+        }),
     }
 }
 
 /// Imports one export object from a reader.
-pub(crate) fn import_json<R: Read>(store: &Store, reader: R, source: &str, opts: &ImportOptions, progress: Option<&mut dyn FnMut(Progress)>) -> Result<ImportedTrace> {
+pub(crate) fn import_json<R: Read>(
+    store: &Store,
+    reader: R,
+    source: &str,
+    opts: &ImportOptions,
+    progress: Option<&mut dyn FnMut(Progress)>,
+) -> Result<ImportedTrace> {
     let (t, r, bytes) = parse_reader(reader, source, progress)?;
     store_trace(store, t, r, opts, source, bytes)
 }
@@ -272,7 +332,10 @@ pub(crate) fn import_lines(
     opts: &ImportOptions,
     mut progress: Option<&mut dyn FnMut(Progress)>,
 ) -> Result<Vec<ImportedTrace>> {
-    let io = |e: std::io::Error| EngineError::Io { path: source.to_string(), source: e };
+    let io = |e: std::io::Error| EngineError::Io {
+        path: source.to_string(),
+        source: e,
+    };
     let mut kept: Vec<(usize, String)> = Vec::new();
     let mut graph_ids: Vec<(String, usize)> = Vec::new();
     let mut line = String::new();
@@ -282,7 +345,13 @@ pub(crate) fn import_lines(
         line.clear();
         let got = read_line(&mut first, &mut line).map_err(|e| match e {
             LineError::Io(e) => io(e),
-            LineError::Utf8 => invalid(&format!("{source}:{}", n + 1), Invalid { path: "$".into(), reason: "the line is not valid UTF-8".into() }),
+            LineError::Utf8 => invalid(
+                &format!("{source}:{}", n + 1),
+                Invalid {
+                    path: "$".into(),
+                    reason: "the line is not valid UTF-8".into(),
+                },
+            ),
         })?;
         if got == 0 {
             break;
@@ -299,13 +368,23 @@ pub(crate) fn import_lines(
         let (t, _, _) = parse_reader(line.as_bytes(), &at, None)?;
         if let Some((_, first_line)) = graph_ids.iter().find(|(g, _)| *g == t.graph_id) {
             if !opts.force {
-                return Err(invalid(&at, Invalid { path: "graph_id".into(), reason: format!("{:?} already appears on line {first_line}", t.graph_id) }));
+                return Err(invalid(
+                    &at,
+                    Invalid {
+                        path: "graph_id".into(),
+                        reason: format!("{:?} already appears on line {first_line}", t.graph_id),
+                    },
+                ));
             }
         }
         if !opts.force {
             let existing = store.read().traces_with_graph_id(&t.graph_id)?;
             if !existing.is_empty() {
-                return Err(EngineError::AlreadyStored { source_name: at, graph_id: t.graph_id, existing });
+                return Err(EngineError::AlreadyStored {
+                    source_name: at,
+                    graph_id: t.graph_id,
+                    existing,
+                });
             }
         }
         graph_ids.push((t.graph_id, n));
@@ -320,7 +399,11 @@ pub(crate) fn import_lines(
             let mut n = 0;
             loop {
                 line.clear();
-                let got = read_line(&mut again, &mut line).map_err(|_| io(std::io::Error::other("the file changed while it was imported")))?;
+                let got = read_line(&mut again, &mut line).map_err(|_| {
+                    io(std::io::Error::other(
+                        "the file changed while it was imported",
+                    ))
+                })?;
                 if got == 0 {
                     break;
                 }
@@ -334,7 +417,13 @@ pub(crate) fn import_lines(
         }
         None => {
             for (n, text) in kept {
-                out.push(import_json(store, text.as_bytes(), &format!("{source}:{n}"), opts, None)?);
+                out.push(import_json(
+                    store,
+                    text.as_bytes(),
+                    &format!("{source}:{n}"),
+                    opts,
+                    None,
+                )?);
             }
         }
     }
@@ -355,7 +444,9 @@ fn read_line(r: &mut dyn BufRead, line: &mut String) -> std::result::Result<usiz
 
 /// The files an import of `paths` reads: files as given, folders searched
 /// recursively for `*.json` and `*.jsonl`, in name order.
-pub(crate) fn collect_files(paths: &[PathBuf]) -> Vec<std::result::Result<PathBuf, (PathBuf, std::io::Error)>> {
+pub(crate) fn collect_files(
+    paths: &[PathBuf],
+) -> Vec<std::result::Result<PathBuf, (PathBuf, std::io::Error)>> {
     fn walk(dir: &Path, out: &mut Vec<std::result::Result<PathBuf, (PathBuf, std::io::Error)>>) {
         let mut entries: Vec<PathBuf> = match std::fs::read_dir(dir) {
             Ok(rd) => rd.filter_map(|e| e.ok().map(|e| e.path())).collect(),
@@ -368,7 +459,13 @@ pub(crate) fn collect_files(paths: &[PathBuf]) -> Vec<std::result::Result<PathBu
         for p in entries {
             if p.is_dir() {
                 walk(&p, out);
-            } else if matches!(p.extension().and_then(|e| e.to_str()).map(|e| e.to_ascii_lowercase()).as_deref(), Some("json" | "jsonl")) {
+            } else if matches!(
+                p.extension()
+                    .and_then(|e| e.to_str())
+                    .map(|e| e.to_ascii_lowercase())
+                    .as_deref(),
+                Some("json" | "jsonl")
+            ) {
                 out.push(Ok(p));
             }
         }
@@ -380,23 +477,49 @@ pub(crate) fn collect_files(paths: &[PathBuf]) -> Vec<std::result::Result<PathBu
         } else if p.exists() {
             out.push(Ok(p.clone()));
         } else {
-            out.push(Err((p.clone(), std::io::Error::new(std::io::ErrorKind::NotFound, "no such file or folder"))));
+            out.push(Err((
+                p.clone(),
+                std::io::Error::new(std::io::ErrorKind::NotFound, "no such file or folder"),
+            )));
         }
     }
     out
 }
 
 /// Imports one file.
-pub(crate) fn import_file(store: &Store, path: &Path, opts: &ImportOptions, progress: &mut dyn FnMut(Progress)) -> Result<Vec<ImportedTrace>> {
+pub(crate) fn import_file(
+    store: &Store,
+    path: &Path,
+    opts: &ImportOptions,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Vec<ImportedTrace>> {
     let source = path.display().to_string();
-    let io = |e: std::io::Error| EngineError::Io { path: source.clone(), source: e };
+    let io = |e: std::io::Error| EngineError::Io {
+        path: source.clone(),
+        source: e,
+    };
     let file = File::open(path).map_err(io)?;
     match InputFormat::for_path(path) {
-        InputFormat::Json => Ok(vec![import_json(store, BufReader::with_capacity(1 << 16, file), &source, opts, Some(progress))?]),
+        InputFormat::Json => Ok(vec![import_json(
+            store,
+            file,
+            &source,
+            opts,
+            Some(progress),
+        )?]),
         InputFormat::JsonLines => {
             let owned = path.to_path_buf();
-            let reopen = move || -> std::io::Result<Box<dyn BufRead>> { Ok(Box::new(BufReader::new(File::open(&owned)?))) };
-            import_lines(store, Box::new(BufReader::new(file)), Some(&reopen), &source, opts, Some(progress))
+            let reopen = move || -> std::io::Result<Box<dyn BufRead>> {
+                Ok(Box::new(BufReader::new(File::open(&owned)?)))
+            };
+            import_lines(
+                store,
+                Box::new(BufReader::new(file)),
+                Some(&reopen),
+                &source,
+                opts,
+                Some(progress),
+            )
         }
     }
 }

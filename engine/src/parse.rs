@@ -132,16 +132,66 @@ fn kind(v: &Value) -> &'static str {
     }
 }
 
+/// The fields of one JSON object in their order, read without building a map.
+pub(crate) struct Fields(Vec<(String, Option<Value>)>);
+
+impl<'de> serde::Deserialize<'de> for Fields {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Fields, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Fields;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a record object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Fields, A::Error> {
+                let mut out = Vec::with_capacity(map.size_hint().unwrap_or(20));
+                while let Some((k, v)) = map.next_entry::<String, Value>()? {
+                    out.push((k, Some(v)));
+                }
+                Ok(Fields(out))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
 /// A JSON object whose known fields are taken out one by one; what is left
-/// are the extra keys.
+/// are the extra keys, in their order.
 pub(crate) struct Obj<'p> {
-    map: Map<String, Value>,
+    fields: Vec<(String, Option<Value>)>,
     path: &'p str,
+    duplicate: Option<String>,
 }
 
 impl<'p> Obj<'p> {
     pub(crate) fn new(map: Map<String, Value>, path: &'p str) -> Self {
-        Obj { map, path }
+        Obj {
+            fields: map.into_iter().map(|(k, v)| (k, Some(v))).collect(),
+            path,
+            duplicate: None,
+        }
+    }
+
+    fn from_fields(fields: Fields, path: &'p str) -> Self {
+        Obj {
+            fields: fields.0,
+            path,
+            duplicate: None,
+        }
+    }
+
+    /// What is left, as a map (for annotations, kept whole).
+    fn into_map(self) -> Result<Map<String, Value>, Invalid> {
+        let mut m = Map::new();
+        for (k, v) in self.fields {
+            if let Some(v) = v {
+                if m.contains_key(&k) {
+                    return Err(Invalid::at(format!("{}.{k}", self.path), "appears twice"));
+                }
+                m.insert(k, v);
+            }
+        }
+        Ok(m)
     }
 
     fn err(&self, key: &str, reason: impl Into<String>) -> Invalid {
@@ -153,7 +203,17 @@ impl<'p> Obj<'p> {
     }
 
     fn take(&mut self, key: &str) -> Option<Value> {
-        self.map.shift_remove(key)
+        let mut found = None;
+        for (k, v) in self.fields.iter_mut() {
+            if k == key {
+                if found.is_some() {
+                    self.duplicate = Some(key.to_string());
+                } else {
+                    found = v.take();
+                }
+            }
+        }
+        found
     }
 
     pub(crate) fn req_str(&mut self, key: &str) -> Result<String, Invalid> {
@@ -185,7 +245,10 @@ impl<'p> Obj<'p> {
         match self.take(key) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::Number(n)) if n.as_i64().is_some() => Ok(n.as_i64()),
-            Some(v) => Err(self.err(key, format!("must be an integer or null, found {}", describe(&v)))),
+            Some(v) => Err(self.err(
+                key,
+                format!("must be an integer or null, found {}", describe(&v)),
+            )),
         }
     }
 
@@ -196,7 +259,10 @@ impl<'p> Obj<'p> {
                 Some(v) if v >= 1 && v <= u32::MAX as u64 => Ok(v as u32),
                 _ => Err(self.err("version", format!("must be an integer >= 1, found {n}"))),
             },
-            Some(v) => Err(self.err("version", format!("must be an integer >= 1, found {}", describe(&v)))),
+            Some(v) => Err(self.err(
+                "version",
+                format!("must be an integer >= 1, found {}", describe(&v)),
+            )),
         }
     }
 
@@ -226,8 +292,12 @@ impl<'p> Obj<'p> {
         })
     }
 
-    fn rest(self) -> Option<String> {
-        (!self.map.is_empty()).then(|| Value::Object(self.map).to_string())
+    fn rest(self) -> Result<Option<String>, Invalid> {
+        if let Some(key) = &self.duplicate {
+            return Err(self.err(key, "appears twice"));
+        }
+        let map = self.into_map()?;
+        Ok((!map.is_empty()).then(|| Value::Object(map).to_string()))
     }
 }
 
@@ -242,7 +312,11 @@ fn describe(v: &Value) -> String {
 /// `filename:lineno`, as smartcomment computes `trigger_point`.
 pub(crate) fn trigger_point(filename: Option<&str>, lineno: Option<i64>) -> String {
     let l = lineno.map(|l| l.to_string());
-    format!("{}:{}", filename.unwrap_or("None"), l.as_deref().unwrap_or("None"))
+    format!(
+        "{}:{}",
+        filename.unwrap_or("None"),
+        l.as_deref().unwrap_or("None")
+    )
 }
 
 fn finish_common(mut c: InCommon, extra: Option<String>) -> InCommon {
@@ -259,7 +333,13 @@ pub(crate) fn session(mut o: Obj<'_>) -> Result<InSession, Invalid> {
     let comment = o.opt_str("comment")?;
     let category = o.opt_str("category")?;
     let common = o.common()?;
-    Ok(InSession { session_id, session_name, comment, category, common: finish_common(common, o.rest()) })
+    Ok(InSession {
+        session_id,
+        session_name,
+        comment,
+        category,
+        common: finish_common(common, o.rest()?),
+    })
 }
 
 pub(crate) fn variable(mut o: Obj<'_>) -> Result<InVar, Invalid> {
@@ -278,16 +358,35 @@ pub(crate) fn variable(mut o: Obj<'_>) -> Result<InVar, Invalid> {
     let full_node_id = format!("{full_name}@{version}");
     if let Some(given) = o.opt_str("full_name")? {
         if given != full_name {
-            return Err(o.err("full_name", format!("is {given:?} but class_name and name make {full_name:?}")));
+            return Err(o.err(
+                "full_name",
+                format!("is {given:?} but class_name and name make {full_name:?}"),
+            ));
         }
     }
     if let Some(given) = o.opt_str("full_node_id")? {
         if given != full_node_id {
-            return Err(o.err("full_node_id", format!("is {given:?} but full_name and version make {full_node_id:?}")));
+            return Err(o.err(
+                "full_node_id",
+                format!("is {given:?} but full_name and version make {full_node_id:?}"),
+            ));
         }
     }
-    let node_id = o.opt_str("node_id")?.filter(|n| *n != format!("{name}@{version}"));
-    Ok(InVar { name, class_name, version, value, comment, category, session_id, node_id, full_node_id, common: finish_common(common, o.rest()) })
+    let node_id = o
+        .opt_str("node_id")?
+        .filter(|n| *n != format!("{name}@{version}"));
+    Ok(InVar {
+        name,
+        class_name,
+        version,
+        value,
+        comment,
+        category,
+        session_id,
+        node_id,
+        full_node_id,
+        common: finish_common(common, o.rest()?),
+    })
 }
 
 pub(crate) fn op(mut o: Obj<'_>) -> Result<InOp, Invalid> {
@@ -297,7 +396,14 @@ pub(crate) fn op(mut o: Obj<'_>) -> Result<InOp, Invalid> {
     let category = o.opt_str("category")?;
     let session_id = o.opt_str("session_id")?;
     let common = o.common()?;
-    Ok(InOp { op_id, op_name, comment, category, session_id, common: finish_common(common, o.rest()) })
+    Ok(InOp {
+        op_id,
+        op_name,
+        comment,
+        category,
+        session_id,
+        common: finish_common(common, o.rest()?),
+    })
 }
 
 pub(crate) fn edge(mut o: Obj<'_>) -> Result<InEdge, Invalid> {
@@ -309,7 +415,16 @@ pub(crate) fn edge(mut o: Obj<'_>) -> Result<InEdge, Invalid> {
     let target = o.req_str("target_full_node_id")?;
     let session_id = o.req_str("session_id")?;
     let common = o.common()?;
-    Ok(InEdge { edge_id, op_id, category, comment, source, target, session_id, common: finish_common(common, o.rest()) })
+    Ok(InEdge {
+        edge_id,
+        op_id,
+        category,
+        comment,
+        source,
+        target,
+        session_id,
+        common: finish_common(common, o.rest()?),
+    })
 }
 
 /// Shared state of one parse: where the reader is, and a validation error
@@ -421,12 +536,40 @@ impl<'de, 'c> Visitor<'de> for DataSeed<'c> {
                 return Err(ctx.fail(Invalid::at(path, "appears twice")));
             }
             match key.as_str() {
-                "nodes" => parts.nodes = map.next_value_seed(ListSeed { ctx, name: "data.nodes", conv: variable })?,
-                "edges" => parts.edges = map.next_value_seed(ListSeed { ctx, name: "data.edges", conv: edge })?,
-                "operations" => parts.ops = map.next_value_seed(ListSeed { ctx, name: "data.operations", conv: op })?,
-                "sessions" => parts.sessions = map.next_value_seed(ListSeed { ctx, name: "data.sessions", conv: session })?,
+                "nodes" => {
+                    parts.nodes = map.next_value_seed(ListSeed {
+                        ctx,
+                        name: "data.nodes",
+                        conv: variable,
+                    })?
+                }
+                "edges" => {
+                    parts.edges = map.next_value_seed(ListSeed {
+                        ctx,
+                        name: "data.edges",
+                        conv: edge,
+                    })?
+                }
+                "operations" => {
+                    parts.ops = map.next_value_seed(ListSeed {
+                        ctx,
+                        name: "data.operations",
+                        conv: op,
+                    })?
+                }
+                "sessions" => {
+                    parts.sessions = map.next_value_seed(ListSeed {
+                        ctx,
+                        name: "data.sessions",
+                        conv: session,
+                    })?
+                }
                 "annotations" => {
-                    parts.annotations = Some(map.next_value_seed(ListSeed { ctx, name: "data.annotations", conv: |o: Obj<'_>| Ok(o.map) })?)
+                    parts.annotations = Some(map.next_value_seed(ListSeed {
+                        ctx,
+                        name: "data.annotations",
+                        conv: |o: Obj<'_>| o.into_map(),
+                    })?)
                 }
                 _ => {
                     let v: Value = map.next_value()?;
@@ -462,13 +605,12 @@ impl<'de, 'c, T> Visitor<'de> for ListSeed<'c, T> {
         loop {
             let path = format!("{}[{}]", self.name, out.len());
             self.ctx.set(path.clone());
-            match seq.next_element::<Value>()? {
+            match seq.next_element::<Fields>()? {
                 None => break,
-                Some(Value::Object(m)) => match (self.conv)(Obj::new(m, &path)) {
+                Some(fields) => match (self.conv)(Obj::from_fields(fields, &path)) {
                     Ok(t) => out.push(t),
                     Err(inv) => return Err(self.ctx.fail(inv)),
                 },
-                Some(v) => return Err(self.ctx.fail(Invalid::at(path, format!("must be an object, found {}", kind(&v))))),
             }
         }
         self.ctx.set(self.name);
@@ -477,7 +619,10 @@ impl<'de, 'c, T> Visitor<'de> for ListSeed<'c, T> {
 }
 
 /// Checks the header and assembles the parsed trace.
-pub(crate) fn assemble(header: Map<String, Value>, data: Option<DataParts>) -> Result<ParsedTrace, Invalid> {
+pub(crate) fn assemble(
+    header: Map<String, Value>,
+    data: Option<DataParts>,
+) -> Result<ParsedTrace, Invalid> {
     let data = data.ok_or_else(|| Invalid::at("data", "required field is missing"))?;
     let mut h = Obj::new(header.clone(), "");
     let graph_id = h.req_str("graph_id")?;
@@ -500,11 +645,18 @@ pub(crate) fn assemble(header: Map<String, Value>, data: Option<DataParts>) -> R
     })
 }
 
-fn index<'a, I: Iterator<Item = &'a str>>(ids: I, list: &str, field: &str) -> Result<HashMap<&'a str, u32>, Invalid> {
+fn index<'a, I: Iterator<Item = &'a str>>(
+    ids: I,
+    list: &str,
+    field: &str,
+) -> Result<HashMap<&'a str, u32>, Invalid> {
     let mut map = HashMap::new();
     for (i, id) in ids.enumerate() {
         if let Some(first) = map.insert(id, i as u32) {
-            return Err(Invalid::at(format!("{list}[{i}].{field}"), format!("duplicate id {id:?} (first at {list}[{first}])")));
+            return Err(Invalid::at(
+                format!("{list}[{i}].{field}"),
+                format!("duplicate id {id:?} (first at {list}[{first}])"),
+            ));
         }
     }
     Ok(map)
@@ -513,19 +665,71 @@ fn index<'a, I: Iterator<Item = &'a str>>(ids: I, list: &str, field: &str) -> Re
 /// Validates references as smartcomment does (unique ids; every edge's
 /// session, op, source and target exist) and the annotations' references.
 pub(crate) fn validate(t: &ParsedTrace) -> Result<Resolved, Invalid> {
-    let sessions = index(t.sessions.iter().map(|s| s.session_id.as_str()), "data.sessions", "session_id")?;
-    let vars = index(t.nodes.iter().map(|v| v.full_node_id.as_str()), "data.nodes", "full_node_id")?;
-    let ops = index(t.ops.iter().map(|o| o.op_id.as_str()), "data.operations", "op_id")?;
-    index(t.edges.iter().map(|e| e.edge_id.as_str()), "data.edges", "edge_id")?;
-    let var_sessions = t.nodes.iter().map(|v| v.session_id.as_deref().and_then(|s| sessions.get(s).copied())).collect();
-    let op_sessions = t.ops.iter().map(|o| o.session_id.as_deref().and_then(|s| sessions.get(s).copied())).collect();
+    let sessions = index(
+        t.sessions.iter().map(|s| s.session_id.as_str()),
+        "data.sessions",
+        "session_id",
+    )?;
+    let vars = index(
+        t.nodes.iter().map(|v| v.full_node_id.as_str()),
+        "data.nodes",
+        "full_node_id",
+    )?;
+    let ops = index(
+        t.ops.iter().map(|o| o.op_id.as_str()),
+        "data.operations",
+        "op_id",
+    )?;
+    index(
+        t.edges.iter().map(|e| e.edge_id.as_str()),
+        "data.edges",
+        "edge_id",
+    )?;
+    let var_sessions = t
+        .nodes
+        .iter()
+        .map(|v| {
+            v.session_id
+                .as_deref()
+                .and_then(|s| sessions.get(s).copied())
+        })
+        .collect();
+    let op_sessions = t
+        .ops
+        .iter()
+        .map(|o| {
+            o.session_id
+                .as_deref()
+                .and_then(|s| sessions.get(s).copied())
+        })
+        .collect();
     let mut edges = Vec::with_capacity(t.edges.len());
     for (i, e) in t.edges.iter().enumerate() {
         let at = |field: &str| format!("data.edges[{i}].{field}");
-        let op = *ops.get(e.op_id.as_str()).ok_or_else(|| Invalid::at(at("op_id"), format!("no operation {:?} in the trace", e.op_id)))?;
-        let source = *vars.get(e.source.as_str()).ok_or_else(|| Invalid::at(at("source_full_node_id"), format!("no node {:?} in the trace", e.source)))?;
-        let target = *vars.get(e.target.as_str()).ok_or_else(|| Invalid::at(at("target_full_node_id"), format!("no node {:?} in the trace", e.target)))?;
-        let session = *sessions.get(e.session_id.as_str()).ok_or_else(|| Invalid::at(at("session_id"), format!("no session {:?} in the trace", e.session_id)))?;
+        let op = *ops.get(e.op_id.as_str()).ok_or_else(|| {
+            Invalid::at(
+                at("op_id"),
+                format!("no operation {:?} in the trace", e.op_id),
+            )
+        })?;
+        let source = *vars.get(e.source.as_str()).ok_or_else(|| {
+            Invalid::at(
+                at("source_full_node_id"),
+                format!("no node {:?} in the trace", e.source),
+            )
+        })?;
+        let target = *vars.get(e.target.as_str()).ok_or_else(|| {
+            Invalid::at(
+                at("target_full_node_id"),
+                format!("no node {:?} in the trace", e.target),
+            )
+        })?;
+        let session = *sessions.get(e.session_id.as_str()).ok_or_else(|| {
+            Invalid::at(
+                at("session_id"),
+                format!("no session {:?} in the trace", e.session_id),
+            )
+        })?;
         edges.push((op, source, target, session));
     }
     let mut cases = Vec::new();
@@ -533,8 +737,14 @@ pub(crate) fn validate(t: &ParsedTrace) -> Result<Resolved, Invalid> {
         let at = |field: &str| format!("data.annotations[{i}].{field}");
         let node = |field: &str, v: &Value| -> Result<u32, Invalid> {
             match v {
-                Value::String(s) => vars.get(s.as_str()).copied().ok_or_else(|| Invalid::at(at(field), format!("no node {s:?} in the trace"))),
-                other => Err(Invalid::at(at(field), format!("must be a full node id string, found {}", kind(other)))),
+                Value::String(s) => vars
+                    .get(s.as_str())
+                    .copied()
+                    .ok_or_else(|| Invalid::at(at(field), format!("no node {s:?} in the trace"))),
+                other => Err(Invalid::at(
+                    at(field),
+                    format!("must be a full node id string, found {}", kind(other)),
+                )),
             }
         };
         let query = match a.get("query_id") {
@@ -549,26 +759,56 @@ pub(crate) fn validate(t: &ParsedTrace) -> Result<Resolved, Invalid> {
                     evidence.push(node(&format!("source_evidence_ids[{j}]"), v)?);
                 }
             }
-            Some(other) => return Err(Invalid::at(at("source_evidence_ids"), format!("must be a list of full node ids, found {}", kind(other)))),
+            Some(other) => {
+                return Err(Invalid::at(
+                    at("source_evidence_ids"),
+                    format!("must be a list of full node ids, found {}", kind(other)),
+                ))
+            }
         }
         let op = match a.get("final_op_id") {
             None | Some(Value::Null) => None,
-            Some(Value::String(s)) => Some(*ops.get(s.as_str()).ok_or_else(|| Invalid::at(at("final_op_id"), format!("no operation {s:?} in the trace")))?),
-            Some(other) => return Err(Invalid::at(at("final_op_id"), format!("must be an op id string or null, found {}", kind(other)))),
+            Some(Value::String(s)) => Some(*ops.get(s.as_str()).ok_or_else(|| {
+                Invalid::at(
+                    at("final_op_id"),
+                    format!("no operation {s:?} in the trace"),
+                )
+            })?),
+            Some(other) => {
+                return Err(Invalid::at(
+                    at("final_op_id"),
+                    format!("must be an op id string or null, found {}", kind(other)),
+                ))
+            }
         };
         for field in ["query", "prediction", "final_error_type"] {
             match a.get(field) {
                 None | Some(Value::Null) | Some(Value::String(_)) => {}
-                Some(other) => return Err(Invalid::at(at(field), format!("must be a string or null, found {}", kind(other)))),
+                Some(other) => {
+                    return Err(Invalid::at(
+                        at(field),
+                        format!("must be a string or null, found {}", kind(other)),
+                    ))
+                }
             }
         }
         match a.get("golden_answers") {
             None | Some(Value::Null) | Some(Value::String(_)) | Some(Value::Array(_)) => {}
-            Some(other) => return Err(Invalid::at(at("golden_answers"), format!("must be a string or a list, found {}", kind(other)))),
+            Some(other) => {
+                return Err(Invalid::at(
+                    at("golden_answers"),
+                    format!("must be a string or a list, found {}", kind(other)),
+                ))
+            }
         }
         cases.push((query, evidence, op));
     }
-    Ok(Resolved { var_sessions, op_sessions, edges, cases })
+    Ok(Resolved {
+        var_sessions,
+        op_sessions,
+        edges,
+        cases,
+    })
 }
 
 #[cfg(test)]
@@ -588,17 +828,23 @@ mod tests {
         Ok(t)
     }
 
-    const NODE: &str = r#"{"name":"42","class_name":"answer","version":1,"value":"'x'","session_id":"s1"}"#;
+    const NODE: &str =
+        r#"{"name":"42","class_name":"answer","version":1,"value":"'x'","session_id":"s1"}"#;
 
     fn doc(nodes: &str, edges: &str) -> String {
-        format!(r#"{{"graph_id":"g","data":{{"nodes":[{nodes}],"edges":[{edges}],"operations":[{{"op_id":"op-1","session_id":"s1"}}],"sessions":[{{"session_id":"s1"}}]}}}}"#)
+        format!(
+            r#"{{"graph_id":"g","data":{{"nodes":[{nodes}],"edges":[{edges}],"operations":[{{"op_id":"op-1","session_id":"s1"}}],"sessions":[{{"session_id":"s1"}}]}}}}"#
+        )
     }
 
     #[test]
     fn a_minimal_export_parses() {
         let t = parse(&doc(NODE, "")).unwrap();
         assert_eq!(t.nodes[0].full_node_id, "answer:42@1");
-        assert_eq!(t.data_keys, vec!["nodes", "edges", "operations", "sessions"]);
+        assert_eq!(
+            t.data_keys,
+            vec!["nodes", "edges", "operations", "sessions"]
+        );
     }
 
     #[test]
@@ -606,7 +852,10 @@ mod tests {
         let e = parse(&doc(r#"{"name":"a","version":"1"}"#, "")).unwrap_err();
         assert_eq!(e.path, "data.nodes[0].version");
         let e = parse(&doc(NODE, r#"{"edge_id":"e","op_id":"op-2","source_full_node_id":"answer:42@1","target_full_node_id":"answer:42@1","session_id":"s1"}"#)).unwrap_err();
-        assert_eq!((e.path.as_str(), e.reason.contains("op-2")), ("data.edges[0].op_id", true));
+        assert_eq!(
+            (e.path.as_str(), e.reason.contains("op-2")),
+            ("data.edges[0].op_id", true)
+        );
         let e = parse(&doc(&format!("{NODE},{NODE}"), "")).unwrap_err();
         assert_eq!(e.path, "data.nodes[1].full_node_id");
         let e = parse(r#"{"graph_id":"g","data":{"nodes":[{"name":"a","version":1,"created_at":"2026-02-30 00:00:00"}]}}"#).unwrap_err();
@@ -621,9 +870,17 @@ mod tests {
 
     #[test]
     fn computed_keys_are_checked() {
-        let e = parse(&doc(r#"{"name":"42","class_name":"answer","version":1,"full_node_id":"answer:42@2"}"#, "")).unwrap_err();
+        let e = parse(&doc(
+            r#"{"name":"42","class_name":"answer","version":1,"full_node_id":"answer:42@2"}"#,
+            "",
+        ))
+        .unwrap_err();
         assert_eq!(e.path, "data.nodes[0].full_node_id");
-        let t = parse(&doc(r#"{"name":"42","version":1,"node_id":"42@1","trigger_point":"None:None"}"#, "")).unwrap();
+        let t = parse(&doc(
+            r#"{"name":"42","version":1,"node_id":"42@1","trigger_point":"None:None"}"#,
+            "",
+        ))
+        .unwrap();
         assert!(t.nodes[0].node_id.is_none() && t.nodes[0].common.trigger_point.is_none());
     }
 }

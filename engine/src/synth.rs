@@ -64,12 +64,56 @@ impl Rng {
 }
 
 const WORDS: &[&str] = &[
-    "the", "user", "said", "she", "moved", "to", "Paris", "in", "May", "and", "likes", "hiking", "with", "her", "dog",
-    "memory", "fact", "updated", "retrieved", "answer", "question", "about", "job", "at", "a", "bakery", "since", "2021",
-    "Caroline", "Melanie", "painting", "camping", "last", "week", "birthday", "gift", "book", "café", "über", "naïve",
+    "the",
+    "user",
+    "said",
+    "she",
+    "moved",
+    "to",
+    "Paris",
+    "in",
+    "May",
+    "and",
+    "likes",
+    "hiking",
+    "with",
+    "her",
+    "dog",
+    "memory",
+    "fact",
+    "updated",
+    "retrieved",
+    "answer",
+    "question",
+    "about",
+    "job",
+    "at",
+    "a",
+    "bakery",
+    "since",
+    "2021",
+    "Caroline",
+    "Melanie",
+    "painting",
+    "camping",
+    "last",
+    "week",
+    "birthday",
+    "gift",
+    "book",
+    "café",
+    "über",
+    "naïve",
 ];
 
-const CLASSES: &[&str] = &["message", "memory", "prompt", "llm_output", "query", "answer"];
+const CLASSES: &[&str] = &[
+    "message",
+    "memory",
+    "prompt",
+    "llm_output",
+    "query",
+    "answer",
+];
 
 fn sentence(rng: &mut Rng, words: usize) -> String {
     let mut s = String::new();
@@ -89,7 +133,13 @@ fn json(s: &str) -> String {
 
 fn stamp(ms: u64) -> String {
     let s = ms / 1000;
-    format!("2026-11-22 {:02}:{:02}:{:02}.{:03}", (s / 3600) % 24, (s / 60) % 60, s % 60, ms % 1000)
+    format!(
+        "2026-11-22 {:02}:{:02}:{:02}.{:03}",
+        (s / 3600) % 24,
+        (s / 60) % 60,
+        s % 60,
+        ms % 1000
+    )
 }
 
 /// Writes one export object (no trailing newline).
@@ -99,20 +149,31 @@ pub fn write_export(spec: &SynthSpec, out: &mut dyn Write) -> io::Result<SynthCo
     let sessions = spec.sessions.max(1);
     let variables = spec.variables.max(1);
     let ops = (spec.edges / 2).max(1);
-    let snapshots: Vec<String> = (0..4).map(|i| format!("[snapshot {i}] {}", sentence(&mut rng, 600))).collect();
+    let snapshots: Vec<String> = (0..4)
+        .map(|i| format!("[snapshot {i}] {}", sentence(&mut rng, 600)))
+        .collect();
     let mut ms = 0u64;
     let common = |kind: &str, ms: u64, session: usize| {
         format!("\"created_at\":\"{}\",\"filename\":\"synth.py\",\"lineno\":{},\"graph_id\":{g},\"user_id\":\"bench\",\"project_id\":\"synthetic\",\"session_id\":\"session-{session:08x}\",\"metadata\":{{\"kind\":\"{kind}\",\"n\":{ms}}},\"trigger_point\":\"synth.py:{}\"", stamp(ms), ms % 500 + 1, ms % 500 + 1)
     };
     write!(out, "{{\"graph_id\":{g},\"user_id\":\"bench\",\"project_id\":\"synthetic\",\"storage_path\":null,\"strict\":false,\"driver_type\":\"in_memory\",\"created_at\":\"{}\",\"metadata\":{{\"seed\":{}}},\"data\":{{\"nodes\":[", stamp(0), spec.seed)?;
-    let full_id = |i: usize| format!("{}:v{}@{}", CLASSES[(i / 3) % CLASSES.len()], i / 3, i % 3 + 1);
+    let full_id = |i: usize| {
+        format!(
+            "{}:v{}@{}",
+            CLASSES[(i / 3) % CLASSES.len()],
+            i / 3,
+            i % 3 + 1
+        )
+    };
     for i in 0..variables {
         if i > 0 {
             out.write_all(b",")?;
         }
         ms += 1;
         let class = CLASSES[(i / 3) % CLASSES.len()];
-        let value = if i % 50 == 49 { snapshots[rng.below(snapshots.len())].clone() } else {
+        let value = if i % 50 == 49 {
+            snapshots[rng.below(snapshots.len())].clone()
+        } else {
             let n = 5 + rng.below(40);
             sentence(&mut rng, n)
         };
@@ -125,7 +186,11 @@ pub fn write_export(spec: &SynthSpec, out: &mut dyn Write) -> io::Result<SynthCo
             out.write_all(b",")?;
         }
         ms += 1;
-        let (s, t) = if j % 10 == 9 { (last_s, last_t) } else { (rng.below(variables), rng.below(variables)) };
+        let (s, t) = if j % 10 == 9 {
+            (last_s, last_t)
+        } else {
+            (rng.below(variables), rng.below(variables))
+        };
         (last_s, last_t) = (s, t);
         let op = (j / 2) % ops;
         write!(out, "{{\"edge_id\":\"edge-{j:08x}\",\"op_id\":\"op-{op:08x}\",\"category\":\"update\",\"comment\":null,\"source_full_node_id\":{},\"target_full_node_id\":{},{}}}", json(&full_id(s)), json(&full_id(t)), common("edge", ms, op % sessions))?;
@@ -146,7 +211,12 @@ pub fn write_export(spec: &SynthSpec, out: &mut dyn Write) -> io::Result<SynthCo
         write!(out, "{{\"session_id\":\"session-{s:08x}\",\"session_name\":\"memory_construction\",\"comment\":null,\"category\":\"session\",{}}}", common("session", s as u64, s).replacen(&format!("\"session_id\":\"session-{s:08x}\","), "", 1))?;
     }
     out.write_all(b"]}}")?;
-    Ok(SynthCounts { sessions, variables, ops, edges: spec.edges })
+    Ok(SynthCounts {
+        sessions,
+        variables,
+        ops,
+        edges: spec.edges,
+    })
 }
 
 #[cfg(test)]
@@ -155,7 +225,13 @@ mod tests {
 
     #[test]
     fn same_seed_same_bytes_and_valid_json() {
-        let spec = SynthSpec { graph_id: "g".into(), variables: 200, edges: 400, sessions: 3, seed: 7 };
+        let spec = SynthSpec {
+            graph_id: "g".into(),
+            variables: 200,
+            edges: 400,
+            sessions: 3,
+            seed: 7,
+        };
         let (mut a, mut b) = (Vec::new(), Vec::new());
         write_export(&spec, &mut a).unwrap();
         write_export(&spec, &mut b).unwrap();

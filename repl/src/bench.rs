@@ -64,13 +64,28 @@ pub struct StepResult {
 fn peak_rss_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)).and_then(|n| n.parse().ok()))
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|n| n.parse().ok())
+        })
         .unwrap_or(0)
 }
 
 fn dir_bytes(dir: &Path) -> u64 {
     std::fs::read_dir(dir)
-        .map(|rd| rd.filter_map(|e| e.ok()).map(|e| if e.path().is_dir() { dir_bytes(&e.path()) } else { e.metadata().map(|m| m.len()).unwrap_or(0) }).sum())
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .map(|e| {
+                    if e.path().is_dir() {
+                        dir_bytes(&e.path())
+                    } else {
+                        e.metadata().map(|m| m.len()).unwrap_or(0)
+                    }
+                })
+                .sum()
+        })
         .unwrap_or(0)
 }
 
@@ -80,23 +95,40 @@ fn step(which: &str, file: &Path, db: &Path, records: u64) -> Result<StepResult>
             let start = Instant::now();
             let database = Database::open(db)?;
             let f = std::fs::File::open(file).map_err(io(file.display()))?;
-            let t = database.import_reader(std::io::BufReader::with_capacity(1 << 16, f), InputFormat::Json, &file.display().to_string(), &ImportOptions::default())?;
+            let t = database.import_reader(
+                std::io::BufReader::with_capacity(1 << 16, f),
+                InputFormat::Json,
+                &file.display().to_string(),
+                &ImportOptions::default(),
+            )?;
             let seconds = start.elapsed().as_secs_f64();
             let c = t[0].counts;
             database.flush()?;
             drop(database);
-            Ok(StepResult { seconds, peak_rss_kib: peak_rss_kib(), disk_bytes: dir_bytes(db), records: (c.sessions + c.variables + c.ops + c.edges) as u64 })
+            Ok(StepResult {
+                seconds,
+                peak_rss_kib: peak_rss_kib(),
+                disk_bytes: dir_bytes(db),
+                records: (c.sessions + c.variables + c.ops + c.edges) as u64,
+            })
         }
         "raw" => {
             let start = Instant::now();
             let bytes = std::fs::read(file).map_err(io(file.display()))?;
             let per = (bytes.len() as u64 / records.max(1)).max(1) as usize;
             let peer = RawPeer::open(db).map_err(memtrace_engine::EngineError::from)?;
-            let n = peer.put_all(bytes.chunks(per), usize::MAX).map_err(memtrace_engine::EngineError::from)?;
+            let n = peer
+                .put_all(bytes.chunks(per), usize::MAX)
+                .map_err(memtrace_engine::EngineError::from)?;
             let seconds = start.elapsed().as_secs_f64();
             peer.flush().map_err(memtrace_engine::EngineError::from)?;
             drop(peer);
-            Ok(StepResult { seconds, peak_rss_kib: peak_rss_kib(), disk_bytes: dir_bytes(db), records: n })
+            Ok(StepResult {
+                seconds,
+                peak_rss_kib: peak_rss_kib(),
+                disk_bytes: dir_bytes(db),
+                records: n,
+            })
         }
         other => Err(CliError::Bench(format!("unknown step {other}"))),
     }
@@ -112,7 +144,10 @@ fn child(which: &str, file: &Path, db: &Path, records: u64) -> Result<StepResult
         .output()
         .map_err(io("benchmark child"))?;
     if !out.status.success() {
-        return Err(CliError::Bench(format!("{which} step failed: {}", String::from_utf8_lossy(&out.stderr))));
+        return Err(CliError::Bench(format!(
+            "{which} step failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )));
     }
     Ok(serde_json::from_slice(&out.stdout)?)
 }
@@ -125,26 +160,56 @@ fn median(mut v: Vec<StepResult>) -> StepResult {
 /// Runs a benchmark command.
 pub fn run(cmd: BenchCommand) -> Result<ExitCode> {
     match cmd {
-        BenchCommand::Step { which, file, db, records } => {
+        BenchCommand::Step {
+            which,
+            file,
+            db,
+            records,
+        } => {
             let r = step(&which, &file, &db, records)?;
             println!("{}", serde_json::to_string(&r)?);
             Ok(ExitCode::SUCCESS)
         }
-        BenchCommand::Import { variables, edges, sessions, runs, dir } => {
+        BenchCommand::Import {
+            variables,
+            edges,
+            sessions,
+            runs,
+            dir,
+        } => {
             if cfg!(debug_assertions) {
-                eprintln!("warning: this is a debug build; figures mean little (use cargo run --release)");
+                eprintln!(
+                    "warning: this is a debug build; figures mean little (use cargo run --release)"
+                );
             }
-            let dir = dir.unwrap_or_else(|| std::env::temp_dir().join(format!("memtrace-bench-{}", std::process::id())));
+            let dir = dir.unwrap_or_else(|| {
+                std::env::temp_dir().join(format!("memtrace-bench-{}", std::process::id()))
+            });
             std::fs::create_dir_all(&dir).map_err(io(dir.display()))?;
             let file = dir.join("export.json");
-            let spec = SynthSpec { graph_id: "bench".into(), variables, edges, sessions, seed: 42 };
-            let mut w = std::io::BufWriter::new(std::fs::File::create(&file).map_err(io(file.display()))?);
+            let spec = SynthSpec {
+                graph_id: "bench".into(),
+                variables,
+                edges,
+                sessions,
+                seed: 42,
+            };
+            let mut w =
+                std::io::BufWriter::new(std::fs::File::create(&file).map_err(io(file.display()))?);
             let counts = write_export(&spec, &mut w).map_err(io(file.display()))?;
             std::io::Write::flush(&mut w).map_err(io(file.display()))?;
             drop(w);
             let size = std::fs::metadata(&file).map_err(io(file.display()))?.len();
             let records = (counts.sessions + counts.variables + counts.ops + counts.edges) as u64;
-            eprintln!("generated {} ({}): {} variables, {} edges, {} ops, {} sessions", file.display(), table::bytes(size), counts.variables, counts.edges, counts.ops, counts.sessions);
+            eprintln!(
+                "generated {} ({}): {} variables, {} edges, {} ops, {} sessions",
+                file.display(),
+                table::bytes(size),
+                counts.variables,
+                counts.edges,
+                counts.ops,
+                counts.sessions
+            );
             let (mut ours, mut raw) = (Vec::new(), Vec::new());
             for i in 0..runs.max(1) {
                 for (which, out) in [("memtrace", &mut ours), ("raw", &mut raw)] {
@@ -172,11 +237,17 @@ pub fn run(cmd: BenchCommand) -> Result<ExitCode> {
             println!();
             println!("| step | seconds | records/s | MB/s | peak RSS | on disk |");
             println!("|---|---:|---:|---:|---:|---:|");
-            for r in [row("memtrace import (parse, validate, index, one batch)", &ours), row("raw RocksDB batched puts of the same bytes", &raw)] {
+            for r in [
+                row("memtrace import (parse, validate, index, one batch)", &ours),
+                row("raw RocksDB batched puts of the same bytes", &raw),
+            ] {
                 println!("| {} |", r.join(" | "));
             }
             println!();
-            println!("memtrace import takes {:.2}x the time of the raw puts", ours.seconds / raw.seconds);
+            println!(
+                "memtrace import takes {:.2}x the time of the raw puts",
+                ours.seconds / raw.seconds
+            );
             let _ = std::fs::remove_file(&file);
             let _ = std::fs::remove_dir(&dir);
             Ok(ExitCode::SUCCESS)

@@ -27,7 +27,12 @@ Examples:
 #[command(name = "memtrace", version, about, after_help = AFTER_HELP)]
 pub struct Cli {
     /// The database folder.
-    #[arg(long, global = true, env = "MEMTRACE_DB", default_value = "memtrace.db")]
+    #[arg(
+        long,
+        global = true,
+        env = "MEMTRACE_DB",
+        default_value = "memtrace.db"
+    )]
     pub db: PathBuf,
     /// What to do.
     #[command(subcommand)]
@@ -58,7 +63,9 @@ pub enum ExportAs {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Import smartcomment exports, MemTraceBench files and JSON Lines, or folders of them.
-    #[command(after_help = "Examples:\n  memtrace import trace.json\n  memtrace import memtracebench/ --force\n  memtrace --db runs.db import day1.jsonl day2.jsonl\n\nEach file is stored whole or not at all; the exit status is 1 when any file failed.")]
+    #[command(
+        after_help = "Examples:\n  memtrace import trace.json\n  memtrace import memtracebench/ --force\n  memtrace --db runs.db import day1.jsonl day2.jsonl\n\nEach file is stored whole or not at all; the exit status is 1 when any file failed."
+    )]
     Import {
         /// Files or folders (searched recursively for *.json and *.jsonl).
         #[arg(required = true)]
@@ -68,7 +75,9 @@ pub enum Command {
         force: bool,
     },
     /// Write a trace back as smartcomment JSON, or draw it as DOT or Mermaid.
-    #[command(after_help = "Examples:\n  memtrace export graph-e02a1f3b041740d5b82569831ef2d06e > back.json\n  memtrace export '#1' --format mermaid -o trace.mmd")]
+    #[command(
+        after_help = "Examples:\n  memtrace export graph-e02a1f3b041740d5b82569831ef2d06e > back.json\n  memtrace export '#1' --format mermaid -o trace.mmd"
+    )]
     Export {
         /// The trace: its graph id, or #ID.
         trace: String,
@@ -112,7 +121,9 @@ pub enum Command {
     #[command(after_help = "Example:\n  memtrace demo\n  memtrace --db /tmp/demo.db demo")]
     Demo,
     /// Benchmarks; build with --release.
-    #[command(after_help = "Example:\n  cargo run --release -p memtrace-repl -- bench import --variables 100000 --edges 200000")]
+    #[command(
+        after_help = "Example:\n  cargo run --release -p memtrace-repl -- bench import --variables 100000 --edges 200000"
+    )]
     Bench {
         /// Which benchmark.
         #[command(subcommand)]
@@ -146,20 +157,36 @@ pub enum Command {
 pub fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Import { paths, force } => import(&cli.db, &paths, force),
-        Command::Export { trace, format, output } => export(&cli.db, &trace, format, output),
+        Command::Export {
+            trace,
+            format,
+            output,
+        } => export(&cli.db, &trace, format, output),
         Command::Stats { format } => stats(&Database::open_existing(&cli.db)?, format),
         Command::Traces { format } => traces(&Database::open_existing(&cli.db)?, format),
         Command::Drop { trace, yes, reason } => drop_trace(&cli.db, &trace, yes, &reason),
         Command::Log => log(&cli.db),
         Command::Demo => demo(&cli.db),
         Command::Bench { which } => crate::bench::run(which),
-        Command::Synth { variables, edges, sessions, traces, seed, output } => synth(variables, edges, sessions, traces, seed, &output),
+        Command::Synth {
+            variables,
+            edges,
+            sessions,
+            traces,
+            seed,
+            output,
+        } => synth(variables, edges, sessions, traces, seed, &output),
     }
 }
 
 fn progress_bar() -> ProgressBar {
     let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
-    bar.set_style(ProgressStyle::with_template("{spinner} [{elapsed_precise}] {wide_bar} {bytes}/{total_bytes} {msg}").unwrap_or_else(|_| ProgressStyle::default_bar()));
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{spinner} [{elapsed_precise}] {wide_bar} {bytes}/{total_bytes} {msg}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
     bar
 }
 
@@ -198,11 +225,23 @@ fn import(db: &std::path::Path, paths: &[PathBuf], force: bool) -> Result<ExitCo
             }
         }
     }
-    println!("{stored} trace(s) stored from {} file(s); {failed} file(s) failed", reports.len() - failed);
-    Ok(if failed > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS })
+    println!(
+        "{stored} trace(s) stored from {} file(s); {failed} file(s) failed",
+        reports.len() - failed
+    );
+    Ok(if failed > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
-fn export(db: &std::path::Path, trace: &str, format: ExportAs, output: Option<PathBuf>) -> Result<ExitCode> {
+fn export(
+    db: &std::path::Path,
+    trace: &str,
+    format: ExportAs,
+    output: Option<PathBuf>,
+) -> Result<ExitCode> {
     let db = Database::open_existing(db)?;
     let view = db.trace(trace)?;
     let format = match format {
@@ -244,7 +283,10 @@ fn stats(db: &Database, format: Listing) -> Result<ExitCode> {
                 vec!["edges".into(), s.edges.to_string()],
                 vec!["cases".into(), s.cases.to_string()],
                 vec!["bytes on disk".into(), table::bytes(s.disk_bytes)],
-                vec!["bytes of imported JSON".into(), table::bytes(s.imported_json_bytes)],
+                vec![
+                    "bytes of imported JSON".into(),
+                    table::bytes(s.imported_json_bytes),
+                ],
             ];
             print!("{}", table::render(&["stat", "value"], &rows, &[]));
         }
@@ -273,7 +315,10 @@ fn trace_json(t: &TraceInfo) -> serde_json::Value {
 fn traces(db: &Database, format: Listing) -> Result<ExitCode> {
     let list = db.traces()?;
     match format {
-        Listing::Json => println!("{}", serde_json::to_string_pretty(&list.iter().map(trace_json).collect::<Vec<_>>())?),
+        Listing::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(&list.iter().map(trace_json).collect::<Vec<_>>())?
+        ),
         Listing::Table => {
             let rows: Vec<Vec<String>> = list
                 .iter()
@@ -291,8 +336,29 @@ fn traces(db: &Database, format: Listing) -> Result<ExitCode> {
                     ]
                 })
                 .collect();
-            print!("{}", table::render(&["id", "graph_id", "user_id", "project_id", "sessions", "variables", "ops", "edges", "cases"], &rows, &[4, 5, 6, 7, 8]));
-            println!("({} trace{})", list.len(), if list.len() == 1 { "" } else { "s" });
+            print!(
+                "{}",
+                table::render(
+                    &[
+                        "id",
+                        "graph_id",
+                        "user_id",
+                        "project_id",
+                        "sessions",
+                        "variables",
+                        "ops",
+                        "edges",
+                        "cases"
+                    ],
+                    &rows,
+                    &[4, 5, 6, 7, 8]
+                )
+            );
+            println!(
+                "({} trace{})",
+                list.len(),
+                if list.len() == 1 { "" } else { "s" }
+            );
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -302,11 +368,17 @@ fn drop_trace(db: &std::path::Path, trace: &str, yes: bool, reason: &str) -> Res
     let db = Database::open_existing(db)?;
     let info = db.trace(trace)?.info();
     if !yes {
-        eprintln!("would remove trace #{} {} ({} variables, {} edges); pass --yes to remove it", info.id, info.graph_id, info.counts.variables, info.counts.edges);
+        eprintln!(
+            "would remove trace #{} {} ({} variables, {} edges); pass --yes to remove it",
+            info.id, info.graph_id, info.counts.variables, info.counts.edges
+        );
         return Ok(ExitCode::from(1));
     }
     let info = db.drop_trace(&format!("#{}", info.id), reason)?;
-    println!("removed trace #{} {} (logged: {reason})", info.id, info.graph_id);
+    println!(
+        "removed trace #{} {} (logged: {reason})",
+        info.id, info.graph_id
+    );
     Ok(ExitCode::SUCCESS)
 }
 
@@ -315,9 +387,25 @@ fn log(db: &std::path::Path) -> Result<ExitCode> {
     let rows: Vec<Vec<String>> = db
         .log()?
         .into_iter()
-        .map(|e| vec![e.seq.to_string(), e.at_ms.to_string(), e.action, format!("#{}", e.trace), e.graph_id, e.detail])
+        .map(|e| {
+            vec![
+                e.seq.to_string(),
+                e.at_ms.to_string(),
+                e.action,
+                format!("#{}", e.trace),
+                e.graph_id,
+                e.detail,
+            ]
+        })
         .collect();
-    print!("{}", table::render(&["seq", "at_ms", "action", "trace", "graph_id", "detail"], &rows, &[0]));
+    print!(
+        "{}",
+        table::render(
+            &["seq", "at_ms", "action", "trace", "graph_id", "detail"],
+            &rows,
+            &[0]
+        )
+    );
     Ok(ExitCode::SUCCESS)
 }
 
@@ -326,10 +414,23 @@ fn demo(path: &std::path::Path) -> Result<ExitCode> {
     let sample: serde_json::Value = serde_json::from_str(SAMPLE)?;
     let graph_id = sample["graph_id"].as_str().unwrap_or_default().to_string();
     if db.trace(&graph_id).is_ok() {
-        println!("the bundled sample {graph_id} is already in {}", path.display());
+        println!(
+            "the bundled sample {graph_id} is already in {}",
+            path.display()
+        );
     } else {
-        let t = db.import_reader(SAMPLE.as_bytes(), InputFormat::Json, "bundled sample", &ImportOptions::default())?;
-        println!("imported the bundled sample into {}: trace #{} {}", path.display(), t[0].trace, t[0].graph_id);
+        let t = db.import_reader(
+            SAMPLE.as_bytes(),
+            InputFormat::Json,
+            "bundled sample",
+            &ImportOptions::default(),
+        )?;
+        println!(
+            "imported the bundled sample into {}: trace #{} {}",
+            path.display(),
+            t[0].trace,
+            t[0].graph_id
+        );
     }
     println!();
     stats(&db, Listing::Table)?;
@@ -337,11 +438,24 @@ fn demo(path: &std::path::Path) -> Result<ExitCode> {
     traces(&db, Listing::Table)
 }
 
-fn synth(variables: usize, edges: usize, sessions: usize, traces: usize, seed: u64, output: &std::path::Path) -> Result<ExitCode> {
+fn synth(
+    variables: usize,
+    edges: usize,
+    sessions: usize,
+    traces: usize,
+    seed: u64,
+    output: &std::path::Path,
+) -> Result<ExitCode> {
     let file = std::fs::File::create(output).map_err(io(output.display()))?;
     let mut w = std::io::BufWriter::new(file);
     for i in 0..traces {
-        let spec = memtrace_engine::synth::SynthSpec { graph_id: format!("synth-{seed}-{i}"), variables, edges, sessions, seed: seed.wrapping_add(i as u64) };
+        let spec = memtrace_engine::synth::SynthSpec {
+            graph_id: format!("synth-{seed}-{i}"),
+            variables,
+            edges,
+            sessions,
+            seed: seed.wrapping_add(i as u64),
+        };
         memtrace_engine::synth::write_export(&spec, &mut w).map_err(io(output.display()))?;
         w.write_all(b"\n").map_err(io(output.display()))?;
     }

@@ -28,7 +28,15 @@ pub fn render(header: &[&str], rows: &[Vec<String>], right: &[usize]) -> String 
     };
     let mut out = line(header.to_vec());
     out.push('\n');
-    out.push_str(&line(widths.iter().map(|w| "-".repeat(*w)).collect::<Vec<_>>().iter().map(String::as_str).collect()));
+    out.push_str(&line(
+        widths
+            .iter()
+            .map(|w| "-".repeat(*w))
+            .collect::<Vec<_>>()
+            .iter()
+            .map(String::as_str)
+            .collect(),
+    ));
     out.push('\n');
     for row in rows {
         out.push_str(&line(row.iter().map(String::as_str).collect()));
@@ -59,8 +67,18 @@ mod tests {
 
     #[test]
     fn columns_align() {
-        let t = render(&["a", "count"], &[vec!["long cell".into(), "3".into()], vec!["x".into(), "12".into()]], &[1]);
-        assert_eq!(t, "a          count\n---------  -----\nlong cell      3\nx             12\n");
+        let t = render(
+            &["a", "count"],
+            &[
+                vec!["long cell".into(), "3".into()],
+                vec!["x".into(), "12".into()],
+            ],
+            &[1],
+        );
+        assert_eq!(
+            t,
+            "a          count\n---------  -----\nlong cell      3\nx             12\n"
+        );
     }
 
     #[test]

@@ -19,19 +19,26 @@ impl RawPeer {
     pub fn open(path: &Path) -> Result<RawPeer> {
         let mut opts = base_options();
         opts.create_if_missing(true);
-        Ok(RawPeer { db: DB::open(&opts, path)? })
+        Ok(RawPeer {
+            db: DB::open(&opts, path)?,
+        })
     }
 
     /// Writes `chunks` as values under 8-byte big-endian keys, `per_batch`
     /// puts per write batch, syncing the last batch. Returns the number of puts.
-    pub fn put_all<'a>(&self, chunks: impl IntoIterator<Item = &'a [u8]>, per_batch: usize) -> Result<u64> {
+    pub fn put_all<'a>(
+        &self,
+        chunks: impl IntoIterator<Item = &'a [u8]>,
+        per_batch: usize,
+    ) -> Result<u64> {
         let mut batch = WriteBatch::default();
         let mut n: u64 = 0;
         for chunk in chunks {
             batch.put(n.to_be_bytes(), chunk);
             n += 1;
             if batch.len() >= per_batch.max(1) {
-                self.db.write_opt(std::mem::take(&mut batch), &WriteOptions::default())?;
+                self.db
+                    .write_opt(std::mem::take(&mut batch), &WriteOptions::default())?;
             }
         }
         let mut last = WriteOptions::default();

@@ -365,14 +365,13 @@ impl Store {
         }
         for hash in &hashes {
             batch.delete_cf(self.cf(cf::VALUE_REFS), keys::value_ref_key(hash, trace));
+            let own = keys::value_ref_key(hash, trace);
             let shared = view
                 .scan(cf::VALUE_REFS, hash)
-                .map(|item| item.map(|(k, _)| k))
-                .filter(|k| match k {
-                    Ok(k) => k.as_ref() != keys::value_ref_key(hash, trace).as_slice(),
+                .find(|item| match item {
+                    Ok((k, _)) => k.as_ref() != own.as_slice(),
                     Err(_) => true,
                 })
-                .next()
                 .transpose()?
                 .is_some();
             if !shared {

@@ -1,0 +1,24 @@
+# The two commands of the README, and a few more for developers.
+# Every target installs the build dependencies first when they are missing.
+
+.PHONY: demo test deps check bench
+
+# Import the bundled sample into ./memtrace.db and print stats and the traces.
+demo: deps
+	cargo run --locked -q -p memtrace-repl -- demo
+
+# Run every test of the workspace (unit, property, end-to-end, crash safety, doc tests).
+test: deps
+	cargo test --locked
+
+deps:
+	@bash scripts/deps.sh
+
+# Formatting and lints, as CI checks them.
+check: deps
+	cargo fmt --all --check
+	cargo clippy --locked --all-targets -- -D warnings
+
+# The import benchmark (release build): memtrace beside raw RocksDB puts.
+bench: deps
+	cargo run --locked --release -p memtrace-repl -- bench import
