@@ -66,13 +66,7 @@ fn import_then_export_gives_back_the_same_json() {
 
 #[test]
 fn dot_and_mermaid_draw_every_edge_with_its_op() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("t.db");
-    ok(run(
-        dir.path(),
-        Some(&db),
-        &["import", sample().to_str().unwrap()],
-    ));
+    let (dir, db) = with_sample();
     let dot = stdout(&ok(run(
         dir.path(),
         Some(&db),
@@ -100,13 +94,7 @@ fn dot_and_mermaid_draw_every_edge_with_its_op() {
 
 #[test]
 fn stats_and_traces_report_counts_in_table_and_json() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("t.db");
-    ok(run(
-        dir.path(),
-        Some(&db),
-        &["import", sample().to_str().unwrap()],
-    ));
+    let (dir, db) = with_sample();
     let s = json(&ok(run(
         dir.path(),
         Some(&db),
@@ -237,13 +225,7 @@ fn duplicates_are_refused_unless_forced_and_selectors_say_which() {
 
 #[test]
 fn dropping_needs_confirmation_and_is_logged() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("t.db");
-    ok(run(
-        dir.path(),
-        Some(&db),
-        &["import", sample().to_str().unwrap()],
-    ));
+    let (dir, db) = with_sample();
     let unconfirmed = run(dir.path(), Some(&db), &["drop", SAMPLE_GRAPH]);
     assert_eq!(unconfirmed.status.code(), Some(1));
     assert!(stderr(&unconfirmed).contains("pass --yes"));

@@ -50,3 +50,15 @@ pub fn ok(o: Output) -> Output {
 pub fn json(o: &Output) -> serde_json::Value {
     serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}", stdout(o)))
 }
+
+/// A temporary folder with a database `t.db` holding the sample trace.
+pub fn with_sample() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("t.db");
+    ok(run(
+        dir.path(),
+        Some(&db),
+        &["import", sample().to_str().unwrap()],
+    ));
+    (dir, db)
+}

@@ -86,6 +86,8 @@ pub enum Progress {
     },
     /// Bytes read of the current pass over the current file.
     Read(u64),
+    /// A trace of the current file is read and valid, and is being written.
+    Storing,
     /// The current file is done.
     FileDone,
 }
@@ -315,9 +317,15 @@ pub(crate) fn import_json<R: Read>(
     reader: R,
     source: &str,
     opts: &ImportOptions,
-    progress: Option<&mut dyn FnMut(Progress)>,
+    mut progress: Option<&mut dyn FnMut(Progress)>,
 ) -> Result<ImportedTrace> {
-    let (t, r, bytes) = parse_reader(reader, source, progress)?;
+    let reborrowed = progress
+        .as_mut()
+        .map(|p| &mut **p as &mut dyn FnMut(Progress));
+    let (t, r, bytes) = parse_reader(reader, source, reborrowed)?;
+    if let Some(p) = progress {
+        p(Progress::Storing);
+    }
     store_trace(store, t, r, opts, source, bytes)
 }
 

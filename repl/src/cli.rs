@@ -20,7 +20,7 @@ Examples:
   memtrace import runs/ extra.jsonl          import files and folders (*.json, *.jsonl)
   memtrace traces --format json              list stored traces as JSON
   memtrace export graph-e02a1f3b --format dot > trace.dot
-  memtrace --db /tmp/other.db stats          use another database (or set MEMTRACE_DB)";
+  memtrace --db other.db stats               use another database (or set MEMTRACE_DB)";
 
 /// memtrace: an embedded graph database for the execution traces of LLM memory systems.
 #[derive(Debug, Parser)]
@@ -118,7 +118,7 @@ pub enum Command {
     #[command(after_help = "Example:\n  memtrace log")]
     Log,
     /// Import the bundled sample trace (once) and print stats and the traces.
-    #[command(after_help = "Example:\n  memtrace demo\n  memtrace --db /tmp/demo.db demo")]
+    #[command(after_help = "Example:\n  memtrace demo\n  memtrace --db demo.db demo")]
     Demo,
     /// Benchmarks; build with --release.
     #[command(
@@ -195,14 +195,17 @@ fn import(db: &std::path::Path, paths: &[PathBuf], force: bool) -> Result<ExitCo
     let bar = progress_bar();
     let mut done_before = 0u64;
     let mut current = 0u64;
+    let mut name = String::new();
     let reports = db.import_paths(paths, &ImportOptions { force }, &mut |p| match p {
         Progress::Planned { bytes, .. } => bar.set_length(bytes),
         Progress::File { path, bytes } => {
             done_before += current;
             current = bytes;
             bar.set_position(done_before);
-            bar.set_message(path.display().to_string());
+            name = path.display().to_string();
+            bar.set_message(name.clone());
         }
+        Progress::Storing => bar.set_message(format!("{name} (validated, writing)")),
         Progress::Read(n) => bar.set_position(done_before + n.min(current)),
         Progress::FileDone => bar.set_position(done_before + current),
     });

@@ -126,6 +126,68 @@ fn cf_options(name: &str) -> Options {
     o
 }
 
+/// Creates a new, empty database at `path` atomically: it is built in a
+/// hidden sibling folder, schema version included, and renamed into place,
+/// so that a crash during creation leaves no half-made database behind.
+fn create_new(path: &Path) -> Result<()> {
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    std::fs::create_dir_all(&parent).map_err(|e| io_err(&parent, e))?;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "memtrace.db".into());
+    let prefix = format!(".{name}.creating-");
+    // Leftovers of creations that were killed: their process is gone.
+    if let Ok(entries) = std::fs::read_dir(&parent) {
+        for entry in entries.flatten() {
+            let file = entry.file_name().to_string_lossy().into_owned();
+            if let Some(pid) = file.strip_prefix(&prefix) {
+                if !Path::new("/proc").join(pid).exists() {
+                    let _ = std::fs::remove_dir_all(entry.path());
+                }
+            }
+        }
+    }
+    let staging = parent.join(format!("{prefix}{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&staging);
+    {
+        let mut db_opts = base_options();
+        db_opts.create_if_missing(true);
+        db_opts.create_missing_column_families(true);
+        let descriptors = cf::ALL
+            .iter()
+            .map(|name| ColumnFamilyDescriptor::new(*name, cf_options(name)));
+        let db = DB::open_cf_descriptors(&db_opts, &staging, descriptors)?;
+        let mut batch = WriteBatch::default();
+        let meta = db.cf_handle(cf::META).expect("created");
+        batch.put_cf(meta, META_SCHEMA, SCHEMA_VERSION.to_be_bytes());
+        batch.put_cf(meta, META_NEXT_TRACE, 1u32.to_be_bytes());
+        let mut w = WriteOptions::default();
+        w.set_sync(true);
+        db.write_opt(batch, &w)?;
+        db.flush_wal(true)?;
+    }
+    if path.is_dir() {
+        // An empty folder stands where the database goes (checked by the caller).
+        let _ = std::fs::remove_dir(path);
+    }
+    match std::fs::rename(&staging, path) {
+        Ok(()) => Ok(()),
+        // Another process created it meanwhile: use theirs.
+        Err(_) if path.join("CURRENT").is_file() => {
+            let _ = std::fs::remove_dir_all(&staging);
+            Ok(())
+        }
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&staging);
+            Err(io_err(path, e))
+        }
+    }
+}
+
 fn io_err(path: &Path, source: std::io::Error) -> StorageError {
     StorageError::Io {
         path: path.display().to_string(),
@@ -168,8 +230,11 @@ impl Store {
                 return Err(StorageError::Missing(shown));
             }
         }
-        let mut db_opts = base_options();
-        let db = if exists {
+        if !exists {
+            create_new(path)?;
+        }
+        let db_opts = base_options();
+        let db = {
             let present = DB::list_cf(&db_opts, path)?;
             if !present.iter().any(|c| c == cf::META) {
                 return Err(StorageError::NotADatabase {
@@ -206,21 +271,6 @@ impl Store {
                     reason: format!("column family {missing} is missing"),
                 });
             }
-            db
-        } else {
-            db_opts.create_if_missing(true);
-            db_opts.create_missing_column_families(true);
-            let descriptors = cf::ALL
-                .iter()
-                .map(|name| ColumnFamilyDescriptor::new(*name, cf_options(name)));
-            let db = DB::open_cf_descriptors(&db_opts, path, descriptors)?;
-            let mut batch = WriteBatch::default();
-            let meta = db.cf_handle(cf::META).expect("created");
-            batch.put_cf(meta, META_SCHEMA, SCHEMA_VERSION.to_be_bytes());
-            batch.put_cf(meta, META_NEXT_TRACE, 1u32.to_be_bytes());
-            let mut w = WriteOptions::default();
-            w.set_sync(true);
-            db.write_opt(batch, &w)?;
             db
         };
         let next_trace = db
@@ -1178,6 +1228,46 @@ mod tests {
             Store::open(&foreign, &StoreOptions::default()),
             Err(StorageError::NotADatabase { .. })
         ));
+    }
+
+    #[test]
+    fn creation_is_atomic_and_cleans_up_after_killed_creations() {
+        let dir = tempfile::tempdir().unwrap();
+        // What a creation killed before its rename leaves: a staging folder
+        // of a process that no longer runs.
+        let stale = dir.path().join(".db.creating-4294967");
+        std::fs::create_dir_all(&stale).unwrap();
+        std::fs::write(stale.join("CURRENT"), b"half made").unwrap();
+        let path = dir.path().join("db");
+        assert!(matches!(
+            Store::open(
+                &path,
+                &StoreOptions {
+                    create: false,
+                    sync: true
+                }
+            ),
+            Err(StorageError::Missing(_))
+        ));
+        let store = Store::open(&path, &StoreOptions::default()).unwrap();
+        drop(store);
+        let left: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(left, vec!["db".to_string()]);
+        Store::open(
+            &path,
+            &StoreOptions {
+                create: false,
+                sync: true,
+            },
+        )
+        .unwrap();
+        // An empty folder where the database goes is fine.
+        let empty = dir.path().join("empty");
+        std::fs::create_dir(&empty).unwrap();
+        Store::open(&empty, &StoreOptions::default()).unwrap();
     }
 
     #[test]
