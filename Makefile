@@ -5,7 +5,7 @@
 
 # Import the bundled sample into ./memtrace.db and print stats and the traces.
 demo: deps
-	cargo run --locked -q -p memtrace-repl -- demo
+	cargo run --locked -p memtrace-repl -- demo
 
 # Run every test of the workspace (unit, property, end-to-end, crash safety, doc tests).
 test: deps
