@@ -13,6 +13,7 @@
 mod db;
 mod error;
 mod export;
+pub mod gen;
 mod import;
 mod model;
 mod parse;
