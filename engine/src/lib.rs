@@ -18,6 +18,7 @@ mod import;
 mod model;
 mod parse;
 pub mod synth;
+pub mod text;
 mod timestamp;
 
 pub use db::{Database, TraceView};
