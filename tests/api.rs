@@ -317,3 +317,53 @@ fn values_shared_by_traces_are_stored_once_and_survive_a_drop() {
     let reopened = Database::open_existing(dir.path().join("api.db")).unwrap();
     assert_eq!(reopened.traces().unwrap().len(), 1);
 }
+
+#[test]
+fn readers_see_whole_traces_while_imports_run() {
+    let (_d, db) = db();
+    let exports: Vec<Vec<u8>> = (0..6)
+        .map(|i| {
+            let spec = memtrace::synth::SynthSpec {
+                graph_id: format!("concurrent-{i}"),
+                variables: 600,
+                edges: 1200,
+                sessions: 4,
+                seed: i,
+            };
+            let mut out = Vec::new();
+            memtrace::synth::write_export(&spec, &mut out).unwrap();
+            out
+        })
+        .collect();
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let mut observed = 0usize;
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            for e in &exports {
+                db.import_reader(
+                    e.as_slice(),
+                    InputFormat::Json,
+                    "concurrent",
+                    &ImportOptions::default(),
+                )
+                .unwrap();
+            }
+            done.store(true, std::sync::atomic::Ordering::SeqCst);
+        });
+        while !done.load(std::sync::atomic::Ordering::SeqCst) {
+            for t in db.traces().unwrap() {
+                let view = db.trace_by_id(t.id).unwrap();
+                assert_eq!(
+                    view.edges().unwrap().len() as u32,
+                    t.counts.edges,
+                    "a reader saw part of {}",
+                    t.graph_id
+                );
+                assert_eq!(view.variables().unwrap().len() as u32, t.counts.variables);
+                observed += 1;
+            }
+        }
+    });
+    assert_eq!(db.traces().unwrap().len(), 6);
+    println!("{observed} whole traces read while importing");
+}
