@@ -174,7 +174,7 @@ mod tests {
 
     proptest! {
         #[test]
-        fn printing_and_parsing_round_trip(first in "[a-z0-9_.-]{1,6}", rest in proptest::collection::vec("[a-z0-9_.-]{1,6}|[^']{0,6}", 0..4), version in proptest::option::of(1u32..1000)) {
+        fn printing_and_parsing_round_trip(first in "[a-z0-9_.][a-z0-9_.-]{0,5}", rest in proptest::collection::vec("[a-z0-9_.-]{1,6}|[^']{0,6}", 0..4), version in proptest::option::of(1u32..1000)) {
             let mut parts = vec![first];
             parts.extend(rest);
             let r = name(&parts.join(":"), version);
