@@ -230,6 +230,16 @@ impl Database {
     }
 }
 
+/// String ids of a trace's records, indexed by local id.
+pub(crate) struct Names {
+    /// Full node ids of the variables.
+    pub node_ids: Vec<String>,
+    /// Op ids.
+    pub op_ids: Vec<String>,
+    /// Session ids.
+    pub session_ids: Vec<String>,
+}
+
 /// One trace, read from a consistent snapshot.
 pub struct TraceView<'db> {
     view: ReadView<'db>,
@@ -477,23 +487,29 @@ impl<'db> TraceView<'db> {
         Ok(self.to_edge(id, e, op_id, s, t, session))
     }
 
+    /// The string ids of the trace's variables, ops and sessions, indexed by local id.
+    pub(crate) fn names(&self) -> Result<Names> {
+        fn collect<T>(
+            it: impl Iterator<Item = memtrace_storage::Result<(LocalId, T)>>,
+            f: impl Fn(T) -> String,
+        ) -> Result<Vec<String>> {
+            it.map(|r| r.map(|(_, x)| f(x)).map_err(EngineError::from))
+                .collect()
+        }
+        Ok(Names {
+            node_ids: collect(self.view.variables(self.id), |v| v.full_node_id())?,
+            op_ids: collect(self.view.ops(self.id), |o| o.op_id)?,
+            session_ids: collect(self.view.sessions(self.id), |s| s.session_id)?,
+        })
+    }
+
     /// All edges, in recorded order.
     pub fn edges(&self) -> Result<Vec<Edge>> {
-        let names = self
-            .view
-            .variables(self.id)
-            .map(|r| r.map(|(_, v)| v.full_node_id()))
-            .collect::<std::result::Result<Vec<_>, _>>()?;
-        let ops = self
-            .view
-            .ops(self.id)
-            .map(|r| r.map(|(_, o)| o.op_id))
-            .collect::<std::result::Result<Vec<_>, _>>()?;
-        let sessions = self
-            .view
-            .sessions(self.id)
-            .map(|r| r.map(|(_, s)| s.session_id))
-            .collect::<std::result::Result<Vec<_>, _>>()?;
+        let Names {
+            node_ids: names,
+            op_ids: ops,
+            session_ids: sessions,
+        } = self.names()?;
         let get = |v: &Vec<String>, i: LocalId| v.get(i as usize).cloned().unwrap_or_default();
         self.view
             .edges(self.id)

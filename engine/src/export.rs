@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 
 use memtrace_storage::records::{Common, EdgeRecord, OpRecord, SessionRecord, VarRecord};
 
-use crate::db::TraceView;
+use crate::db::{Names, TraceView};
 use crate::error::{EngineError, Result};
 use crate::parse::trigger_point;
 
@@ -40,13 +40,6 @@ impl FromStr for ExportFormat {
     }
 }
 
-/// Per-trace lookups shared by the record writers.
-struct Names {
-    node_ids: Vec<String>,
-    op_ids: Vec<String>,
-    session_ids: Vec<String>,
-}
-
 struct Ctx<'a, 'db> {
     t: &'a TraceView<'db>,
     names: Names,
@@ -68,15 +61,9 @@ fn opt(s: &Option<String>) -> Value {
 
 impl<'a, 'db> Ctx<'a, 'db> {
     fn new(t: &'a TraceView<'db>) -> Result<Self> {
-        let v = t.store();
-        let id = t.id();
         Ok(Ctx {
             t,
-            names: Names {
-                node_ids: collect(v.variables(id), |r: VarRecord| r.full_node_id())?,
-                op_ids: collect(v.ops(id), |r: OpRecord| r.op_id)?,
-                session_ids: collect(v.sessions(id), |r: SessionRecord| r.session_id)?,
-            },
+            names: t.names()?,
         })
     }
 

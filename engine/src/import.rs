@@ -195,13 +195,6 @@ fn common(c: InCommon, ids: &TraceIds<'_>) -> Common {
     }
 }
 
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
-
 /// Writes a validated trace in one batch.
 fn store_trace(
     store: &Store,
@@ -293,7 +286,7 @@ fn store_trace(
         source: source.to_string(),
         source_bytes: bytes,
         format: format.to_string(),
-        imported_at_ms: now_ms(),
+        imported_at_ms: 0,
     };
     let counts = w.counts();
     match w.commit(record, !opts.force)? {

@@ -31,5 +31,6 @@ pub use model::{Case, Edge, LogEntry, Node, Operation, Session, Stats, TraceInfo
 
 /// Raw RocksDB batched puts: the ceiling that import benchmarks compare against.
 pub mod peer {
+    pub use memtrace_storage::dir_bytes;
     pub use memtrace_storage::peer::RawPeer;
 }

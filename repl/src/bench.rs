@@ -73,22 +73,6 @@ fn peak_rss_kib() -> u64 {
         .unwrap_or(0)
 }
 
-fn dir_bytes(dir: &Path) -> u64 {
-    std::fs::read_dir(dir)
-        .map(|rd| {
-            rd.filter_map(|e| e.ok())
-                .map(|e| {
-                    if e.path().is_dir() {
-                        dir_bytes(&e.path())
-                    } else {
-                        e.metadata().map(|m| m.len()).unwrap_or(0)
-                    }
-                })
-                .sum()
-        })
-        .unwrap_or(0)
-}
-
 fn step(which: &str, file: &Path, db: &Path, records: u64) -> Result<StepResult> {
     match which {
         "memtrace" => {
@@ -108,7 +92,8 @@ fn step(which: &str, file: &Path, db: &Path, records: u64) -> Result<StepResult>
             Ok(StepResult {
                 seconds,
                 peak_rss_kib: peak_rss_kib(),
-                disk_bytes: dir_bytes(db),
+                disk_bytes: memtrace_engine::peer::dir_bytes(db)
+                    .map_err(memtrace_engine::EngineError::from)?,
                 records: (c.sessions + c.variables + c.ops + c.edges) as u64,
             })
         }
@@ -126,7 +111,8 @@ fn step(which: &str, file: &Path, db: &Path, records: u64) -> Result<StepResult>
             Ok(StepResult {
                 seconds,
                 peak_rss_kib: peak_rss_kib(),
-                disk_bytes: dir_bytes(db),
+                disk_bytes: memtrace_engine::peer::dir_bytes(db)
+                    .map_err(memtrace_engine::EngineError::from)?,
                 records: n,
             })
         }

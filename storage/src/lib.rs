@@ -23,7 +23,7 @@ pub use records::{
     CaseRecord, EdgeRecord, LogEvent, OpRecord, SessionRecord, Shared, TraceRecord, ValueRef,
     VarRecord,
 };
-pub use store::{cf, ReadView, Store, StoreOptions, TraceWriter, SCHEMA_VERSION};
+pub use store::{cf, dir_bytes, ReadView, Store, StoreOptions, TraceWriter, SCHEMA_VERSION};
 
 /// A dense trace id, assigned at import, never reused.
 pub type TraceId = u32;

@@ -92,7 +92,7 @@ pub struct TraceRecord {
     pub source_bytes: u64,
     /// Detected input format (`smartcomment`, `memtracebench`, ...).
     pub format: String,
-    /// Import time, milliseconds since the Unix epoch.
+    /// Import time, milliseconds since the Unix epoch (set by the store at commit).
     pub imported_at_ms: u64,
 }
 

@@ -188,6 +188,24 @@ fn create_new(path: &Path) -> Result<()> {
     }
 }
 
+/// Bytes of all files under a folder (a database's size on disk).
+pub fn dir_bytes(dir: &Path) -> Result<u64> {
+    fn walk(dir: &Path) -> std::io::Result<u64> {
+        let mut total = 0;
+        for entry in std::fs::read_dir(dir)? {
+            let entry = entry?;
+            let meta = entry.metadata()?;
+            total += if meta.is_dir() {
+                walk(&entry.path())?
+            } else {
+                meta.len()
+            };
+        }
+        Ok(total)
+    }
+    walk(dir).map_err(|e| io_err(dir, e))
+}
+
 fn io_err(path: &Path, source: std::io::Error) -> StorageError {
     StorageError::Io {
         path: path.display().to_string(),
@@ -465,20 +483,7 @@ impl Store {
 
     /// Bytes the database occupies on disk (all files under its folder).
     pub fn disk_bytes(&self) -> Result<u64> {
-        fn walk(dir: &Path) -> std::io::Result<u64> {
-            let mut total = 0;
-            for entry in std::fs::read_dir(dir)? {
-                let entry = entry?;
-                let meta = entry.metadata()?;
-                total += if meta.is_dir() {
-                    walk(&entry.path())?
-                } else {
-                    meta.len()
-                };
-            }
-            Ok(total)
-        }
-        walk(&self.path).map_err(|e| io_err(&self.path, e))
+        dir_bytes(&self.path)
     }
 
     /// Flushes memtables to table files (used before measuring disk size).
@@ -678,6 +683,7 @@ impl<'s> TraceWriter<'s> {
             }
         }
         record.counts = self.counts;
+        record.imported_at_ms = now_ms();
         let values = store.cf(cf::VALUES);
         for (hash, payload) in std::mem::take(&mut self.pending_values) {
             if store.db.get_pinned_cf(values, hash)?.is_none() {
