@@ -284,6 +284,29 @@ impl TraceBuilder {
         self.edges.push(Value::Object(m));
     }
 
+    /// Adds an op record in the current session; returns its id and line.
+    fn push_op(
+        &mut self,
+        name: &str,
+        category: &str,
+        comment: Option<&str>,
+        metadata: Value,
+    ) -> (String, i64) {
+        let id = self.next_id("op");
+        let line = line_of(name);
+        let mut m = self.base("memsim.py", line);
+        m.insert("op_id".into(), json!(id));
+        m.insert("op_name".into(), json!(name));
+        m.insert("comment".into(), comment.map_or(Value::Null, |c| json!(c)));
+        m.insert("category".into(), json!(category));
+        self.ids(&mut m);
+        m.insert("session_id".into(), json!(self.session));
+        m.insert("metadata".into(), metadata);
+        m.insert("trigger_point".into(), json!(format!("memsim.py:{line}")));
+        self.ops.push(Value::Object(m));
+        (id, line)
+    }
+
     /// Records an op: an edge from every input to every output, the sentinel
     /// node standing in for a missing side. Returns the op id.
     pub fn op(
@@ -298,18 +321,7 @@ impl TraceBuilder {
         if inputs.is_empty() || outputs.is_empty() {
             self.ensure_sentinels();
         }
-        let id = self.next_id("op");
-        let line = line_of(name);
-        let mut m = self.base("memsim.py", line);
-        m.insert("op_id".into(), json!(id));
-        m.insert("op_name".into(), json!(name));
-        m.insert("comment".into(), comment.map_or(Value::Null, |c| json!(c)));
-        m.insert("category".into(), json!(category));
-        self.ids(&mut m);
-        m.insert("session_id".into(), json!(self.session));
-        m.insert("metadata".into(), metadata);
-        m.insert("trigger_point".into(), json!(format!("memsim.py:{line}")));
-        self.ops.push(Value::Object(m));
+        let (id, line) = self.push_op(name, category, comment, metadata);
         let sources: Vec<String> = if inputs.is_empty() {
             vec![SENTINEL_NODE.into()]
         } else {
@@ -343,18 +355,7 @@ impl TraceBuilder {
         inputs: &[&VarRef],
     ) -> (VarRef, String) {
         let next = self.variable(class, name, value, category, None, json!({}));
-        let id = self.next_id("op");
-        let line = line_of(op_name);
-        let mut m = self.base("memsim.py", line);
-        m.insert("op_id".into(), json!(id));
-        m.insert("op_name".into(), json!(op_name));
-        m.insert("comment".into(), Value::Null);
-        m.insert("category".into(), json!(op_category));
-        self.ids(&mut m);
-        m.insert("session_id".into(), json!(self.session));
-        m.insert("metadata".into(), json!({}));
-        m.insert("trigger_point".into(), json!(format!("memsim.py:{line}")));
-        self.ops.push(Value::Object(m));
+        let (id, line) = self.push_op(op_name, op_category, None, json!({}));
         self.edge(
             &id,
             op_category,
