@@ -58,6 +58,9 @@ pub enum EngineError {
         /// The reference as given.
         reference: String,
     },
+    /// A request that cannot be carried out as given.
+    #[error("{0}")]
+    BadRequest(String),
     /// Writing JSON output failed.
     #[error("writing JSON: {0}")]
     Json(#[from] serde_json::Error),

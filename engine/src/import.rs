@@ -444,7 +444,8 @@ fn read_line(r: &mut dyn BufRead, line: &mut String) -> std::result::Result<usiz
 }
 
 /// The files an import of `paths` reads: files as given, folders searched
-/// recursively for `*.json` and `*.jsonl`, in name order.
+/// recursively for `*.json` and `*.jsonl`, in name order, leaving out the
+/// `manifest.json` that `memtrace gen` writes beside its traces.
 pub(crate) fn collect_files(
     paths: &[PathBuf],
 ) -> Vec<std::result::Result<PathBuf, (PathBuf, std::io::Error)>> {
@@ -458,15 +459,19 @@ pub(crate) fn collect_files(
         };
         entries.sort();
         for p in entries {
+            let manifest =
+                p.file_name().and_then(|n| n.to_str()) == Some(crate::gen::set::MANIFEST);
             if p.is_dir() {
                 walk(&p, out);
-            } else if matches!(
-                p.extension()
-                    .and_then(|e| e.to_str())
-                    .map(|e| e.to_ascii_lowercase())
-                    .as_deref(),
-                Some("json" | "jsonl")
-            ) {
+            } else if !manifest
+                && matches!(
+                    p.extension()
+                        .and_then(|e| e.to_str())
+                        .map(|e| e.to_ascii_lowercase())
+                        .as_deref(),
+                    Some("json" | "jsonl")
+                )
+            {
                 out.push(Ok(p));
             }
         }

@@ -6,6 +6,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use memtrace_engine::gen::set::{generate_set, GenSpec, MANIFEST};
+use memtrace_engine::gen::sim::{ErrorType, SimParams, System};
 use memtrace_engine::{Database, ExportFormat, ImportOptions, InputFormat, Progress, TraceInfo};
 
 use crate::error::{io, Result};
@@ -120,6 +122,48 @@ pub enum Command {
     /// Import the bundled sample trace (once) and print stats and the traces.
     #[command(after_help = "Example:\n  memtrace demo\n  memtrace --db demo.db demo")]
     Demo,
+    /// Generate traces of simulated memory systems with injected faults and labelled failures.
+    #[command(
+        after_help = "Examples:\n  memtrace gen --system all --traces 40 --seed 7 --out gen40\n  memtrace gen --system mem0 --traces 3 --sessions 4..6 --messages 10..12 --questions 20 --out small\n  memtrace import gen40/\n\nEach trace is one MemTraceBench file (a smartcomment export plus data.annotations for its failed\nquestions, labelled by counterfactual replay); manifest.json counts them. The same seed writes the same bytes."
+    )]
+    Gen {
+        /// Which memory system to simulate; `all` cycles through the four.
+        #[arg(long, value_enum, default_value_t = GenSystem::All)]
+        system: GenSystem,
+        /// Number of traces.
+        #[arg(long, default_value_t = 1)]
+        traces: usize,
+        /// Seed of the whole set.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Output folder (created when missing).
+        #[arg(long)]
+        out: PathBuf,
+        /// Sessions per conversation, `N` or `LOW..HIGH`.
+        #[arg(long, default_value = "19..32", value_parser = parse_range)]
+        sessions: std::ops::RangeInclusive<usize>,
+        /// Messages per session, `N` or `LOW..HIGH`.
+        #[arg(long, default_value = "18..22", value_parser = parse_range)]
+        messages: std::ops::RangeInclusive<usize>,
+        /// Questions per trace.
+        #[arg(long, default_value_t = 200)]
+        questions: usize,
+        /// Probability that a fact gets a fault during memory construction.
+        #[arg(long, default_value_t = 0.15)]
+        fault_rate: f64,
+        /// Probability that a question gets a retrieval or answer fault.
+        #[arg(long, default_value_t = 0.06)]
+        question_fault_rate: f64,
+        /// Long-Context window, in words.
+        #[arg(long, default_value_t = 4000)]
+        window_tokens: usize,
+        /// Units retrieved per question (RAG, Mem0, EverMemOS).
+        #[arg(long, default_value_t = 5)]
+        top_k: usize,
+        /// Replace a set already in the output folder.
+        #[arg(long)]
+        force: bool,
+    },
     /// Benchmarks; build with --release.
     #[command(
         after_help = "Example:\n  cargo run --release -p memtrace-repl -- bench import --variables 100000 --edges 200000"
@@ -168,6 +212,37 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Log => log(&cli.db),
         Command::Demo => demo(&cli.db),
         Command::Bench { which } => crate::bench::run(which),
+        Command::Gen {
+            system,
+            traces,
+            seed,
+            out,
+            sessions,
+            messages,
+            questions,
+            fault_rate,
+            question_fault_rate,
+            window_tokens,
+            top_k,
+            force,
+        } => {
+            let spec = GenSpec {
+                system: system.system(),
+                traces,
+                seed,
+                sessions,
+                messages_per_session: messages,
+                questions,
+                params: SimParams {
+                    window_tokens,
+                    top_k,
+                    fault_rate,
+                    question_fault_rate,
+                    ..SimParams::default()
+                },
+            };
+            gen(&spec, &out, force)
+        }
         Command::Synth {
             variables,
             edges,
@@ -177,6 +252,94 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             output,
         } => synth(variables, edges, sessions, traces, seed, &output),
     }
+}
+
+/// The systems `memtrace gen` can simulate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum GenSystem {
+    /// All four, in turn.
+    All,
+    /// Long-Context: one context unit mutated per message, trimmed to a window.
+    LongContext,
+    /// RAG: message buffer, chunks, BM25 top-k.
+    Rag,
+    /// Mem0-like: fact extraction, ADD/UPDATE/DELETE decisions, search.
+    Mem0,
+    /// EverMemOS-like: buffer, boundaries, memory cells, episodes and facts.
+    Evermemos,
+}
+
+impl GenSystem {
+    fn system(self) -> Option<System> {
+        match self {
+            GenSystem::All => None,
+            GenSystem::LongContext => Some(System::LongContext),
+            GenSystem::Rag => Some(System::Rag),
+            GenSystem::Mem0 => Some(System::Mem0),
+            GenSystem::Evermemos => Some(System::EverMemOs),
+        }
+    }
+}
+
+/// Parses `N` or `LOW..HIGH` (also `LOW..=HIGH`).
+pub fn parse_range(text: &str) -> std::result::Result<std::ops::RangeInclusive<usize>, String> {
+    let num = |t: &str| {
+        t.trim()
+            .parse::<usize>()
+            .map_err(|_| format!("'{t}' is not a whole number (write N or LOW..HIGH, like 19..32)"))
+    };
+    match text.split_once("..") {
+        Some((lo, hi)) => {
+            let (lo, hi) = (num(lo)?, num(hi.trim_start_matches('='))?);
+            if lo > hi {
+                return Err(format!("{lo}..{hi} is empty: the low end comes first"));
+            }
+            Ok(lo..=hi)
+        }
+        None => {
+            let n = num(text)?;
+            Ok(n..=n)
+        }
+    }
+}
+
+fn gen(spec: &GenSpec, out: &std::path::Path, force: bool) -> Result<ExitCode> {
+    let started = std::time::Instant::now();
+    let bar = ProgressBar::with_draw_target(Some(spec.traces as u64), ProgressDrawTarget::stderr());
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} traces {msg}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let traces = generate_set(spec, out, force, |done, t| {
+        bar.set_position(done as u64);
+        bar.set_message(t.graph_id.clone());
+    })?;
+    bar.finish_and_clear();
+    let failed: usize = traces.iter().map(|t| t.failed).sum();
+    let bytes: u64 = traces.iter().map(|t| t.bytes).sum();
+    let mut labels = [0usize; 5];
+    for t in &traces {
+        for (i, e) in ErrorType::ALL.iter().enumerate() {
+            labels[i] += t.labels.get(e).copied().unwrap_or(0);
+        }
+    }
+    let mix: Vec<String> = ErrorType::ALL
+        .iter()
+        .zip(labels)
+        .map(|(e, n)| format!("{} {n}", e.name()))
+        .collect();
+    println!(
+        "generated {} trace(s) in {} ({}, {:.1} s): {failed} failed question(s): {}",
+        traces.len(),
+        out.display(),
+        table::bytes(bytes),
+        started.elapsed().as_secs_f64(),
+        mix.join(", ")
+    );
+    println!("manifest: {}", out.join(MANIFEST).display());
+    Ok(ExitCode::SUCCESS)
 }
 
 fn progress_bar() -> ProgressBar {

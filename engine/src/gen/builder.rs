@@ -377,6 +377,46 @@ impl TraceBuilder {
         (next, id)
     }
 
+    /// Records an op with explicit edges (source, target, comment) between
+    /// recorded variables, for ops whose edges are not every input times
+    /// every output. With no edges the sentinel stands in. Returns the op id.
+    pub fn op_edges(
+        &mut self,
+        name: &str,
+        category: &str,
+        edges: &[(String, String, Option<&str>)],
+        metadata: Value,
+    ) -> String {
+        if edges.is_empty() {
+            self.ensure_sentinels();
+        }
+        let (id, line) = self.push_op(name, category, None, metadata);
+        if edges.is_empty() {
+            self.edge(&id, category, SENTINEL_NODE, SENTINEL_NODE, None, line);
+        }
+        for (s, t, c) in edges {
+            self.edge(&id, category, s, t, *c, line);
+        }
+        id
+    }
+
+    /// Replaces the metadata of a recorded op.
+    pub fn set_op_metadata(&mut self, op_id: &str, metadata: Value) {
+        if let Some(Value::Object(op)) = self
+            .ops
+            .iter_mut()
+            .rev()
+            .find(|o| o["op_id"].as_str() == Some(op_id))
+        {
+            op.insert("metadata".into(), metadata);
+        }
+    }
+
+    /// Replaces the trace's metadata.
+    pub fn set_metadata(&mut self, metadata: Value) {
+        self.metadata = metadata;
+    }
+
     /// Records an explicit link made outside any op (through `__none_op__`).
     pub fn link(&mut self, source: &VarRef, target: &VarRef, comment: Option<&str>) {
         self.ensure_sentinels();

@@ -3,6 +3,8 @@
 //! and the builder that records such runs as smartcomment exports.
 
 pub mod builder;
+pub mod set;
+pub mod sim;
 pub mod world;
 
 pub use builder::{TraceBuilder, VarRef};

@@ -141,6 +141,9 @@ pub struct Question {
     pub gold: String,
     /// Ids of the messages whose information the answer needs.
     pub evidence: Vec<String>,
+    /// The fact values the answer needs, as (index into [`World::facts`],
+    /// index into its values): what a memory must still hold to answer.
+    pub needs: Vec<(usize, usize)>,
 }
 
 /// A whole synthetic world.
@@ -418,6 +421,15 @@ fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
     era * 146097 + doe - 719468
 }
 
+/// The day number (days since 1970-01-01) of a `YYYY-MM-DD` date.
+pub fn days_of(date: &str) -> Option<i64> {
+    let mut parts = date.splitn(3, '-');
+    let y = parts.next()?.parse().ok()?;
+    let m = parts.next()?.parse().ok()?;
+    let d = parts.next()?.parse().ok()?;
+    Some(days_from_civil(y, m, d))
+}
+
 /// The civil date of a day number, `YYYY-MM-DD`.
 pub fn civil_from_days(z: i64) -> String {
     let z = z + 719468;
@@ -661,10 +673,12 @@ impl World {
             let Some(k) = (0..4).map(|j| (i + j) % 4).find(|&k| !pools[k].is_empty()) else {
                 break;
             };
-            let f = &facts[pools[k][rng.below(pools[k].len())]];
+            let fi = pools[k][rng.below(pools[k].len())];
+            let f = &facts[fi];
             let attr = &ATTRIBUTES[f.attribute];
             let person = &speakers[f.speaker];
-            let last = &f.values[f.values.len() - 1];
+            let last_index = f.values.len() - 1;
+            let last = &f.values[last_index];
             let ask = |t: &str| {
                 t.replace("{p}", person)
                     .replace("{v}", &last.value)
@@ -676,25 +690,30 @@ impl World {
                     text: ask(attr.ask),
                     gold: last.value.clone(),
                     evidence: vec![last.message.clone()],
+                    needs: vec![(fi, last_index)],
                 },
                 QuestionKind::KnowledgeUpdate => Question {
                     kind: KINDS[k],
                     text: format!("{} (now)", ask(attr.ask)),
                     gold: last.value.clone(),
                     evidence: vec![f.values[0].message.clone(), last.message.clone()],
+                    needs: vec![(fi, last_index)],
                 },
                 QuestionKind::Temporal => Question {
                     kind: KINDS[k],
                     text: ask(attr.ask_when),
                     gold: last.date.clone(),
                     evidence: vec![last.message.clone()],
+                    needs: vec![(fi, last_index)],
                 },
                 QuestionKind::MultiHop => {
                     let other = facts
                         .iter()
-                        .find(|g| g.attribute == f.attribute && g.speaker != f.speaker)
-                        .and_then(|g| g.values.last());
-                    let Some(other) = other else { continue };
+                        .enumerate()
+                        .find(|(_, g)| g.attribute == f.attribute && g.speaker != f.speaker)
+                        .and_then(|(gi, g)| Some((gi, g.values.len().checked_sub(1)?)));
+                    let Some((gi, gv)) = other else { continue };
+                    let other = &facts[gi].values[gv];
                     let same = other.value == last.value;
                     Question {
                         kind: KINDS[k],
@@ -708,12 +727,42 @@ impl World {
                             format!("No: {} vs {}", last.value, other.value)
                         },
                         evidence: vec![last.message.clone(), other.message.clone()],
+                        needs: vec![(fi, last_index), (gi, gv)],
                     }
                 }
             };
             out.push(q);
         }
         out
+    }
+
+    /// A fact value said plainly, as a memory system would store it:
+    /// "Caroline's city is Paris (since 2023-04-24)".
+    pub fn fact_sentence(&self, fact: usize, value: usize) -> String {
+        self.sentence(fact, &self.facts[fact].values[value].value, value)
+    }
+
+    /// The same sentence with a wrong value (another value of the attribute,
+    /// chosen by `salt`): what a degraded memory holds.
+    pub fn wrong_sentence(&self, fact: usize, value: usize, salt: u64) -> String {
+        let f = &self.facts[fact];
+        let attr = &ATTRIBUTES[f.attribute];
+        let right = &f.values[value].value;
+        let others: Vec<&str> = attr.values.iter().copied().filter(|v| v != right).collect();
+        let wrong = others[(salt % others.len() as u64) as usize];
+        self.sentence(fact, wrong, value)
+    }
+
+    fn sentence(&self, fact: usize, said: &str, value: usize) -> String {
+        let f = &self.facts[fact];
+        let attr = &ATTRIBUTES[f.attribute];
+        let who = &self.speakers[f.speaker];
+        let date = &f.values[value].date;
+        if attr.event {
+            format!("{who} {said} on {date}")
+        } else {
+            format!("{who}'s {} is {said} (since {date})", attr.what)
+        }
     }
 
     /// Every message, in conversation order.
