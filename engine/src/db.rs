@@ -535,6 +535,25 @@ impl<'db> TraceView<'db> {
             .collect()
     }
 
+    /// Local ids of every variable the given one depends on, at any depth
+    /// (breadth-first along incoming edges through the adjacency index; the
+    /// start is left out, cycles are followed once). One index scan per
+    /// visited variable: the query language's cached adjacency is faster.
+    pub fn ancestors(&self, start: LocalId) -> Result<Vec<LocalId>> {
+        let mut seen = std::collections::HashSet::from([start]);
+        let mut queue = std::collections::VecDeque::from([start]);
+        let mut out = Vec::new();
+        while let Some(v) = queue.pop_front() {
+            for (_, source, _) in self.view.adjacent(self.id, v, false)? {
+                if seen.insert(source) {
+                    out.push(source);
+                    queue.push_back(source);
+                }
+            }
+        }
+        Ok(out)
+    }
+
     /// Edges into a variable (its dependencies), in recorded order.
     pub fn edges_in(&self, var: &Variable) -> Result<Vec<Edge>> {
         self.adjacent(var, false)

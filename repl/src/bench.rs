@@ -36,6 +36,12 @@ pub enum BenchCommand {
         #[arg(long)]
         dir: Option<PathBuf>,
     },
+    /// Generated sets at several scales: generation; import beside raw RocksDB puts;
+    /// backward provenance beside SQLite recursive CTEs.
+    Suite(crate::suite::SuiteArgs),
+    /// One measured step of the suite (internal).
+    #[command(hide = true)]
+    SuiteStep(crate::suite::SuiteStepArgs),
     /// One measured step (internal).
     #[command(hide = true)]
     Step {
@@ -146,6 +152,12 @@ fn median(mut v: Vec<StepResult>) -> StepResult {
 /// Runs a benchmark command.
 pub fn run(cmd: BenchCommand) -> Result<ExitCode> {
     match cmd {
+        BenchCommand::Suite(a) => crate::suite::suite(&a),
+        BenchCommand::SuiteStep(a) => {
+            let r = crate::suite::step(&a)?;
+            println!("{}", serde_json::to_string(&r)?);
+            Ok(ExitCode::SUCCESS)
+        }
         BenchCommand::Step {
             which,
             file,

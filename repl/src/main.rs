@@ -3,6 +3,7 @@
 mod bench;
 mod cli;
 mod error;
+mod suite;
 mod table;
 
 use std::process::ExitCode;

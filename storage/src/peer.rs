@@ -47,6 +47,26 @@ impl RawPeer {
         Ok(n)
     }
 
+    /// Writes `chunks` in one synced write batch under consecutive 8-byte
+    /// big-endian keys starting at `first_key` (one batch per trace, as
+    /// memtrace's import writes). Returns the number of puts.
+    pub fn put_batch<'a>(
+        &self,
+        first_key: u64,
+        chunks: impl IntoIterator<Item = &'a [u8]>,
+    ) -> Result<u64> {
+        let mut batch = WriteBatch::default();
+        let mut n: u64 = 0;
+        for chunk in chunks {
+            batch.put((first_key + n).to_be_bytes(), chunk);
+            n += 1;
+        }
+        let mut opts = WriteOptions::default();
+        opts.set_sync(true);
+        self.db.write_opt(batch, &opts)?;
+        Ok(n)
+    }
+
     /// Flushes memtables to table files (before measuring disk size).
     pub fn flush(&self) -> Result<()> {
         Ok(self.db.flush()?)
