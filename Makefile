@@ -1,7 +1,7 @@
 # The two commands of the README, and a few more for developers.
 # Every target installs the build dependencies first when they are missing.
 
-.PHONY: demo test deps check bench
+.PHONY: demo test deps check bench bench-suite
 
 # Import the bundled sample into ./memtrace.db and print stats and the traces.
 demo: deps
@@ -22,3 +22,8 @@ check: deps
 # The import benchmark (release build): memtrace beside raw RocksDB puts.
 bench: deps
 	cargo run --locked --release -p memtrace-repl -- bench import
+
+# The benchmark suite (release build): generated sets of 10, 100 and 1,000 traces; import beside
+# raw RocksDB puts, backward provenance beside SQLite recursive CTEs.
+bench-suite: deps
+	cargo run --locked --release -p memtrace-repl -- bench suite

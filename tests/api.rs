@@ -367,3 +367,35 @@ fn readers_see_whole_traces_while_imports_run() {
     assert_eq!(db.traces().unwrap().len(), 6);
     println!("{observed} whole traces read while importing");
 }
+
+#[test]
+fn generated_traces_import_with_their_cases_and_labels_replay() {
+    use memtrace::gen::{generate_trace, GenSpec, Intervention, System};
+    let spec = GenSpec {
+        system: Some(System::Mem0),
+        sessions: 4..=5,
+        messages_per_session: 10..=12,
+        questions: 30,
+        seed: 21,
+        ..GenSpec::default()
+    };
+    let t = generate_trace(&spec, 0);
+    let (_dir, db) = db();
+    let stored = import(&db, &t.document.to_string()).unwrap();
+    assert_eq!(stored[0].graph_id, t.graph_id);
+    let view = db.trace(&t.graph_id).unwrap();
+    let cases = view.cases().unwrap();
+    assert_eq!(cases.len(), t.recorded.labels.len());
+    assert!(!cases.is_empty());
+    for (case, label) in cases.iter().zip(&t.recorded.labels) {
+        // The labelled op exists in the stored trace ...
+        let op = case.final_op_id.as_deref().unwrap();
+        assert!(view.op(op).unwrap().is_some(), "{op}");
+        assert_eq!(
+            case.final_error_type.as_deref(),
+            Some(label.error_type.name())
+        );
+        // ... and repairing it (later ops ideal) rescues the answer.
+        assert!(t.sim.replay(&Intervention::repair_then_ideal(label.slot))[label.question]);
+    }
+}

@@ -678,6 +678,23 @@ impl Sim {
         labels
     }
 
+    /// What retrieval matches a unit by: its text, and for raw messages
+    /// that still state a fact, the fact's topic and the session date (what
+    /// a dense retriever would see in them).
+    fn index_text(&self, unit: &Unit) -> String {
+        let mut text = unit.text();
+        for p in &unit.pieces {
+            if let (true, Some(i), true) = (p.intact, p.item, p.text.contains(": ")) {
+                let (fact, value) = self.items[i];
+                text.push(' ');
+                text.push_str(self.world.topic(fact));
+                text.push(' ');
+                text.push_str(&self.world.facts[fact].values[value].date);
+            }
+        }
+        text
+    }
+
     fn raw(&self, m: usize) -> Piece {
         let msg = &self.msgs[m];
         Piece {
@@ -1136,7 +1153,7 @@ impl Sim {
                             .filter(|&u| !st.units[u].deleted)
                             .collect();
                         for &u in &live {
-                            index.add(&st.units[u].text());
+                            index.add(&self.index_text(&st.units[u]));
                         }
                         st.bm25 = Some((index, live));
                     }

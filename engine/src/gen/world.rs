@@ -742,6 +742,12 @@ impl World {
         self.sentence(fact, &self.facts[fact].values[value].value, value)
     }
 
+    /// What a fact is about ("city", "job", "activity"): the topic a dense
+    /// retriever would see in a message that states it.
+    pub fn topic(&self, fact: usize) -> &'static str {
+        ATTRIBUTES[self.facts[fact].attribute].what
+    }
+
     /// The same sentence with a wrong value (another value of the attribute,
     /// chosen by `salt`): what a degraded memory holds.
     pub fn wrong_sentence(&self, fact: usize, value: usize, salt: u64) -> String {
