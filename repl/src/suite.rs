@@ -344,14 +344,23 @@ pub fn suite(a: &SuiteArgs) -> Result<ExitCode> {
         gen.seconds,
         table::bytes(gen.peak_rss_kib * 1024)
     );
-    let mut rows: Vec<Vec<String>> = vec![vec![
+    println!(
+        "memtrace bench suite: seed {}, scales {:?}, {} predictions traced per trace",
+        a.seed, a.scales, a.starts
+    );
+    println!();
+    println!("| traces | step | seconds | rate | peak RSS | size / result |");
+    println!("|---:|---|---:|---:|---:|---:|");
+    // Rows are printed as they are measured, so a long run shows its progress.
+    let print = |r: Vec<String>| println!("| {} |", r.join(" | "));
+    print(vec![
         max.to_string(),
         "memtrace gen --system all (simulate, label, write)".into(),
         format!("{:.2}", gen.seconds),
         format!("{:.1} traces/s", gen.units as f64 / gen.seconds),
         table::bytes(gen.peak_rss_kib * 1024),
         format!("{} of JSON", table::bytes(gen.disk_bytes)),
-    ]];
+    ]);
     let mut scales = a.scales.clone();
     scales.sort_unstable();
     scales.dedup();
@@ -370,15 +379,9 @@ pub fn suite(a: &SuiteArgs) -> Result<ExitCode> {
         eprintln!("scale {n}: traversals ...");
         let tm = child("trace-memtrace", &set, n, &mem, a)?;
         let ts = child("trace-sqlite", &set, n, &sql, a)?;
-        if (tm.units, tm.checksum) != (ts.units, ts.checksum) {
-            return Err(CliError::Bench(format!(
-                "memtrace and SQLite disagree at {n} traces: {} traversals / {} ancestors vs {} / {}",
-                tm.units, tm.checksum, ts.units, ts.checksum
-            )));
-        }
         let per = |m: &Measured, what: &str| format!("{:.0} {what}/s", m.units as f64 / m.seconds);
-        let mut row = |name: &str, m: &Measured, rate: String, disk: String| {
-            rows.push(vec![
+        let row = |name: &str, m: &Measured, rate: String, disk: String| {
+            print(vec![
                 n.to_string(),
                 name.to_string(),
                 format!("{:.2}", m.seconds),
@@ -420,22 +423,18 @@ pub fn suite(a: &SuiteArgs) -> Result<ExitCode> {
             per(&ts, "traversals"),
             format!("{} ancestors", ts.checksum),
         );
+        if (tm.units, tm.checksum) != (ts.units, ts.checksum) {
+            return Err(CliError::Bench(format!(
+                "memtrace and SQLite disagree at {n} traces: {} traversals / {} ancestors vs {} / {}",
+                tm.units, tm.checksum, ts.units, ts.checksum
+            )));
+        }
         if !a.keep {
             for p in [&mem, &raw] {
                 let _ = std::fs::remove_dir_all(p);
             }
             let _ = std::fs::remove_file(&sql);
         }
-    }
-    println!(
-        "memtrace bench suite: seed {}, scales {:?}, {} predictions traced per trace",
-        a.seed, a.scales, a.starts
-    );
-    println!();
-    println!("| traces | step | seconds | rate | peak RSS | size / result |");
-    println!("|---:|---|---:|---:|---:|---:|");
-    for r in rows {
-        println!("| {} |", r.join(" | "));
     }
     if !a.keep {
         let _ = std::fs::remove_dir_all(&set);
