@@ -67,7 +67,7 @@ pub struct StepResult {
 }
 
 /// Peak resident set size of this process, from /proc (0 where unavailable).
-fn peak_rss_kib() -> u64 {
+pub(crate) fn peak_rss_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {

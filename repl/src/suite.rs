@@ -16,6 +16,7 @@ use memtrace_engine::{Database, EngineError, ImportOptions, InputFormat};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::bench::peak_rss_kib;
 use crate::error::{io, CliError, Result};
 use crate::table;
 
@@ -71,18 +72,6 @@ pub struct Measured {
     units: u64,
     /// Sum of ancestor counts (traversals), to check both sides agree.
     checksum: u64,
-}
-
-fn peak_rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|n| n.parse().ok())
-        })
-        .unwrap_or(0)
 }
 
 /// The first `n` files of a generated set, with their record counts.

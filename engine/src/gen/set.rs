@@ -246,13 +246,7 @@ pub fn generate_trace(spec: &GenSpec, index: usize) -> GeneratedTrace {
             "questions": world.questions.len(),
             "facts": world.facts.len(),
         },
-        "params": {
-            "window_tokens": spec.params.window_tokens,
-            "chunk_messages": spec.params.chunk_messages,
-            "top_k": spec.params.top_k,
-            "fault_rate": spec.params.fault_rate,
-            "question_fault_rate": spec.params.question_fault_rate,
-        },
+        "params": params_json(&spec.params),
         "labels": "counterfactual replay: the earliest op such that, with it and every earlier op as recorded and every later op ideal, the answer is wrong",
         "fault_plan": plan,
     }));
@@ -355,6 +349,16 @@ fn write_atomically(path: &Path, doc: &Value) -> Result<u64> {
     Ok(bytes)
 }
 
+fn params_json(p: &SimParams) -> Value {
+    json!({
+        "window_tokens": p.window_tokens,
+        "chunk_messages": p.chunk_messages,
+        "top_k": p.top_k,
+        "fault_rate": p.fault_rate,
+        "question_fault_rate": p.question_fault_rate,
+    })
+}
+
 fn label_counts(labels: &BTreeMap<ErrorType, usize>) -> Value {
     let mut m = Map::new();
     for t in ErrorType::ALL {
@@ -393,13 +397,7 @@ pub fn manifest(spec: &GenSpec, traces: &[TraceSummary]) -> Value {
         "sessions": [spec.sessions.start(), spec.sessions.end()],
         "messages_per_session": [spec.messages_per_session.start(), spec.messages_per_session.end()],
         "questions_per_trace": spec.questions,
-        "params": {
-            "window_tokens": spec.params.window_tokens,
-            "chunk_messages": spec.params.chunk_messages,
-            "top_k": spec.params.top_k,
-            "fault_rate": spec.params.fault_rate,
-            "question_fault_rate": spec.params.question_fault_rate,
-        },
+        "params": params_json(&spec.params),
         "totals": {
             "traces": traces.len(),
             "questions": traces.iter().map(|t| t.questions).sum::<usize>(),
