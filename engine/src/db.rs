@@ -2,6 +2,7 @@
 
 use std::io::{BufRead, Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use memtrace_query::{parse_node_ref, NodeRef};
 use memtrace_storage::keys::IdKind;
@@ -11,8 +12,11 @@ use memtrace_storage::records::{
 use memtrace_storage::{LocalId, ReadView, Store, StoreOptions, TraceId};
 use serde_json::Value;
 
+use crate::cache::{CacheStats, Cached, TraceCache};
+use crate::catalog::{TraceCatalog, TraceEdges};
 use crate::error::{EngineError, Result};
 use crate::export::{self, ExportFormat};
+use crate::graph::TraceGraph;
 use crate::import::{self, FileReport, ImportOptions, ImportedTrace, InputFormat, Progress};
 use crate::model::{
     metadata, Case, Edge, LogEntry, Node, Operation, Session, Stats, TraceInfo, Variable,
@@ -26,6 +30,7 @@ use crate::model::{
 #[derive(Debug)]
 pub struct Database {
     store: Store,
+    cache: TraceCache,
 }
 
 impl Database {
@@ -33,6 +38,7 @@ impl Database {
     pub fn open(path: impl AsRef<Path>) -> Result<Database> {
         Ok(Database {
             store: Store::open(path.as_ref(), &StoreOptions::default())?,
+            cache: TraceCache::default(),
         })
     }
 
@@ -44,7 +50,13 @@ impl Database {
         };
         Ok(Database {
             store: Store::open(path.as_ref(), &opts)?,
+            cache: TraceCache::default(),
         })
+    }
+
+    /// A consistent snapshot of the store, for queries.
+    pub(crate) fn read_view(&self) -> ReadView<'_> {
+        self.store.read()
     }
 
     /// Where the database lives.
@@ -202,7 +214,62 @@ impl Database {
     pub fn drop_trace(&self, selector: &str, reason: &str) -> Result<TraceInfo> {
         let id = self.trace(selector)?.id();
         let rec = self.store.drop_trace(id, reason)?;
+        self.cache.evict_trace(id);
         Ok(TraceInfo::from_record(id, rec))
+    }
+
+    /// The cached structure of `T`'s kind for `trace`, loaded through `view`
+    /// on a miss with the trace record's counts.
+    fn cached<T: Cached>(
+        &self,
+        view: &ReadView,
+        trace: TraceId,
+        load: fn(&ReadView, TraceId, &memtrace_storage::records::Counts) -> Result<T>,
+    ) -> Result<Arc<T>> {
+        // The record is read even on a hit: a view that does not see the
+        // trace (dropped, or imported after it) must not see its entries.
+        let record = view
+            .trace(trace)?
+            .ok_or_else(|| EngineError::UnknownTrace(format!("#{trace}")))?;
+        self.cache
+            .get_or_load(trace, || load(view, trace, &record.counts))
+    }
+
+    /// A trace's adjacency (CSR), from the cache or by one prefix scan.
+    pub(crate) fn trace_graph(&self, view: &ReadView, trace: TraceId) -> Result<Arc<TraceGraph>> {
+        self.cached(view, trace, TraceGraph::load)
+    }
+
+    /// A trace's sessions, variables and ops with their lookups, from the
+    /// cache or by one prefix scan per kind.
+    pub(crate) fn trace_catalog(
+        &self,
+        view: &ReadView,
+        trace: TraceId,
+    ) -> Result<Arc<TraceCatalog>> {
+        self.cached(view, trace, TraceCatalog::load)
+    }
+
+    /// A trace's edge records, from the cache or by one prefix scan.
+    pub(crate) fn trace_edges(&self, view: &ReadView, trace: TraceId) -> Result<Arc<TraceEdges>> {
+        self.cached(view, trace, TraceEdges::load)
+    }
+
+    /// Sets the trace cache's budget in bytes (256 MiB by default), evicting
+    /// the least recently used entries beyond it. Entries larger than the
+    /// budget are used once and not kept.
+    pub fn set_cache_budget(&self, bytes: usize) {
+        self.cache.set_budget(bytes);
+    }
+
+    /// The trace cache's counters and size.
+    pub fn cache_stats(&self) -> CacheStats {
+        self.cache.stats()
+    }
+
+    /// Empties the trace cache (its counters stay).
+    pub fn clear_cache(&self) {
+        self.cache.clear();
     }
 
     /// The event log: every import and removal, oldest first.

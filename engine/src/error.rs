@@ -64,6 +64,9 @@ pub enum EngineError {
     /// Writing JSON output failed.
     #[error("writing JSON: {0}")]
     Json(#[from] serde_json::Error),
+    /// The work was cancelled through its [`Cancel`](crate::Cancel) token.
+    #[error("cancelled")]
+    Cancelled,
 }
 
 fn list_ids(ids: &[u32]) -> String {

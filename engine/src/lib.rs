@@ -10,10 +10,14 @@
 
 #![deny(missing_docs)]
 
+mod cache;
+mod catalog;
 mod db;
 mod error;
+mod exec;
 mod export;
 pub mod gen;
+mod graph;
 mod import;
 mod model;
 mod parse;
@@ -21,10 +25,15 @@ pub mod synth;
 pub mod text;
 mod timestamp;
 
+pub use cache::CacheStats;
+pub use catalog::{TraceCatalog, TraceEdges};
 pub use db::{Database, TraceView};
 pub use error::{EngineError, Result};
+pub use exec::{to_json, QueryResult, Sink};
 pub use export::ExportFormat;
+pub use graph::{Admit, Cancel, Direction, TraceGraph, Visit};
 pub use import::{FileReport, ImportOptions, ImportedTrace, InputFormat, Progress};
+pub use memtrace_query::{Params, Value};
 pub use memtrace_storage::records::Counts;
 pub use memtrace_storage::{LocalId, TraceId};
 pub use model::{Case, Edge, LogEntry, Node, Operation, Session, Stats, TraceInfo, Variable};

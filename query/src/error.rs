@@ -2,6 +2,8 @@
 
 use thiserror::Error;
 
+use crate::keywords::{nearest, KEYWORDS};
+
 /// Why a text is not a valid query.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
 pub enum QueryError {
@@ -12,30 +14,125 @@ pub enum QueryError {
         line: usize,
         /// 1-based column (characters).
         column: usize,
-        /// What was expected.
+        /// What was expected, and the nearest keyword when one is close.
         message: String,
         /// The offending line with a caret under the position.
         snippet: String,
     },
-    /// A number does not fit.
+    /// The text parses but does not make sense (an unknown field, a
+    /// misplaced aggregate, a number out of range).
+    #[error("error at line {line}, column {column}: {message}\n{snippet}")]
+    Invalid {
+        /// 1-based line.
+        line: usize,
+        /// 1-based column (characters).
+        column: usize,
+        /// What is wrong.
+        message: String,
+        /// The offending line with a caret under the position.
+        snippet: String,
+    },
+    /// A problem with no position in the text (a missing parameter, a bad value).
     #[error("{0}")]
-    Invalid(String),
+    Other(String),
+}
+
+/// Line and column (1-based, in characters) of a byte offset.
+pub(crate) fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let offset = offset.min(text.len());
+    let before = text.get(..offset).unwrap_or(text);
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().unwrap_or("").chars().count() + 1;
+    (line, col)
 }
 
 impl QueryError {
+    /// An error about the text at byte `offset`.
+    pub(crate) fn at(text: &str, offset: usize, message: String) -> QueryError {
+        let (line, column) = line_col(text, offset);
+        QueryError::Invalid {
+            line,
+            column,
+            message,
+            snippet: caret(text, line, column),
+        }
+    }
+
     pub(crate) fn from_pest(text: &str, e: pest::error::Error<crate::Rule>) -> QueryError {
-        let (line, column) = match e.line_col {
-            pest::error::LineColLocation::Pos(p) => p,
-            pest::error::LineColLocation::Span(p, _) => p,
+        let offset = match e.location {
+            pest::error::InputLocation::Pos(p) => p,
+            pest::error::InputLocation::Span((p, _)) => p,
         };
-        let message = match &e.variant {
+        let (line, column) = line_col(text, offset);
+        let word: String = text
+            .get(offset..)
+            .unwrap_or("")
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        let mut message = match &e.variant {
             pest::error::ErrorVariant::ParsingError { positives, .. } if !positives.is_empty() => {
-                let names: Vec<String> = positives.iter().map(|r| describe(*r)).collect();
-                format!("expected {}", names.join(" or "))
+                let mut names: Vec<String> = Vec::new();
+                let mut ordered: Vec<crate::Rule> = positives.clone();
+                // The end of input reads best last.
+                ordered.sort_by_key(|r| *r == crate::Rule::EOI);
+                for r in &ordered {
+                    let d = describe(*r);
+                    if !names.contains(&d) {
+                        names.push(d);
+                    }
+                }
+                let expected = match names.len() {
+                    1 => names[0].clone(),
+                    n => format!("{} or {}", names[..n - 1].join(", "), names[n - 1]),
+                };
+                let found = if word.is_empty() {
+                    match text.get(offset..).and_then(|s| s.chars().next()) {
+                        Some(c) => format!("'{c}'"),
+                        None => "the end of the statement".to_string(),
+                    }
+                } else {
+                    format!("'{word}'")
+                };
+                let mut m = format!("expected {expected}, found {found}");
+                // Suggest among the keywords expected here, else among all.
+                let mut expected_kw: Vec<&str> =
+                    positives.iter().filter_map(|r| keyword_of(*r)).collect();
+                for r in positives {
+                    match r {
+                        crate::Rule::output => expected_kw.extend(OUTPUTS),
+                        crate::Rule::find_kind => expected_kw.extend(FIND_KINDS),
+                        _ => {}
+                    }
+                }
+                let guess = if expected_kw.is_empty() {
+                    None
+                } else {
+                    nearest(&word, expected_kw.iter().copied()).or_else(|| {
+                        // Any keyword, when the word is long enough to tell.
+                        (word.len() >= 4)
+                            .then(|| nearest(&word, KEYWORDS.iter().copied()))
+                            .flatten()
+                    })
+                };
+                if let Some(k) = guess {
+                    m.push_str(&format!(" (did you mean {k}?)"));
+                }
+                m
             }
-            pest::error::ErrorVariant::ParsingError { .. } => "unexpected input".to_string(),
+            pest::error::ErrorVariant::ParsingError { .. } => format!(
+                "unexpected {}",
+                if word.is_empty() {
+                    "input".to_string()
+                } else {
+                    format!("'{word}'")
+                }
+            ),
             pest::error::ErrorVariant::CustomError { message } => message.clone(),
         };
+        if message.is_empty() {
+            message = "unexpected input".into();
+        }
         QueryError::Syntax {
             line,
             column,
@@ -45,15 +142,102 @@ impl QueryError {
     }
 }
 
+const OUTPUTS: [&str; 6] = ["nodes", "ops", "edges", "subgraph", "paths", "count"];
+const FIND_KINDS: [&str; 6] = ["vars", "ops", "edges", "sessions", "traces", "cases"];
+
+/// The keyword a keyword rule matches.
+fn keyword_of(rule: crate::Rule) -> Option<&'static str> {
+    use crate::Rule::*;
+    Some(match rule {
+        kw_trace => "TRACE",
+        kw_forward => "FORWARD",
+        kw_in => "IN",
+        kw_depth => "DEPTH",
+        kw_until => "UNTIL",
+        kw_while => "WHILE",
+        kw_where => "WHERE",
+        kw_return => "RETURN",
+        kw_limit => "LIMIT",
+        kw_match => "MATCH",
+        kw_find => "FIND",
+        kw_group => "GROUP",
+        kw_order => "ORDER",
+        kw_by => "BY",
+        kw_asc => "ASC",
+        kw_desc => "DESC",
+        kw_distinct => "DISTINCT",
+        kw_as => "AS",
+        kw_show => "SHOW",
+        kw_traces => "TRACES",
+        kw_describe => "DESCRIBE",
+        kw_explain => "EXPLAIN",
+        kw_and => "AND",
+        kw_or => "OR",
+        kw_not => "NOT",
+        kw_contains => "CONTAINS",
+        kw_starts => "STARTS",
+        kw_with => "WITH",
+        kw_is => "IS",
+        kw_null => "NULL",
+        kw_true => "TRUE",
+        kw_false => "FALSE",
+        _ => return None,
+    })
+}
+
 fn describe(rule: crate::Rule) -> String {
     use crate::Rule;
+    if let Some(k) = keyword_of(rule) {
+        return k.to_string();
+    }
     match rule {
         Rule::EOI => "end of input".into(),
         Rule::string | Rule::quoted_id => "a quoted string".into(),
-        Rule::int => "a version number".into(),
+        Rule::int => "a number".into(),
+        Rule::number | Rule::literal => "a value".into(),
         Rule::bare | Rule::name_part => "a name".into(),
         Rule::version => "'@' and a version".into(),
-        Rule::reference | Rule::name_ref => "a variable or op reference".into(),
+        Rule::reference | Rule::name_ref | Rule::start | Rule::starts => {
+            "a variable or op reference".into()
+        }
+        Rule::param => "a $parameter".into(),
+        Rule::ident | Rule::label => "a name".into(),
+        Rule::field => "a field such as var.category".into(),
+        Rule::statement | Rule::explain => {
+            "a statement (TRACE, FORWARD, MATCH, FIND, SHOW, DESCRIBE, EXPLAIN)".into()
+        }
+        Rule::direction => "TRACE or FORWARD".into(),
+        Rule::output => "nodes, ops, edges, subgraph, paths or count".into(),
+        Rule::find_kind => "vars, ops, edges, sessions, traces or cases".into(),
+        Rule::expr | Rule::or_expr | Rule::and_expr | Rule::not_expr | Rule::comparison => {
+            "an expression".into()
+        }
+        Rule::operand | Rule::call | Rule::list => "a value, field or function".into(),
+        Rule::test | Rule::cmp | Rule::cmp_op => "an operator (=, !=, <, CONTAINS, ...)".into(),
+        Rule::regex => "'=~'".into(),
+        Rule::in_list => "IN".into(),
+        Rule::is_null => "IS".into(),
+        Rule::negated => "NOT".into(),
+        Rule::depth_range => "a range m..n".into(),
+        Rule::in_trace => "IN TRACE".into(),
+        Rule::depth => "DEPTH".into(),
+        Rule::until => "UNTIL".into(),
+        Rule::while_clause => "WHILE".into(),
+        Rule::where_clause => "WHERE".into(),
+        Rule::return_kind | Rule::return_items => "RETURN".into(),
+        Rule::limit => "LIMIT".into(),
+        Rule::group_by => "GROUP BY".into(),
+        Rule::order_by => "ORDER BY".into(),
+        Rule::pattern | Rule::node_pat => "a node pattern such as (a:message)".into(),
+        Rule::rel | Rule::rel_right | Rule::rel_left => "a relationship such as -[:kind]->".into(),
+        Rule::rel_body => "'['".into(),
+        Rule::hops | Rule::hop_range => "'*'".into(),
+        Rule::props | Rule::prop => "'{'".into(),
+        Rule::ret_item | Rule::order_item => "an expression".into(),
+        Rule::distinct => "DISTINCT".into(),
+        Rule::asc => "ASC".into(),
+        Rule::desc => "DESC".into(),
+        Rule::star => "'*'".into(),
         other => format!("{other:?}"),
     }
 }
@@ -62,4 +246,16 @@ fn describe(rule: crate::Rule) -> String {
 pub(crate) fn caret(text: &str, line: usize, column: usize) -> String {
     let src = text.lines().nth(line.saturating_sub(1)).unwrap_or("");
     format!("  {src}\n  {}^", " ".repeat(column.saturating_sub(1)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_and_column_count_characters() {
+        assert_eq!(line_col("abc", 0), (1, 1));
+        assert_eq!(line_col("abc\ndé f", 7), (2, 3));
+        assert_eq!(line_col("abc", 99), (1, 4));
+    }
 }

@@ -1,15 +1,33 @@
-//! What does this text ask? The memtrace query language: parsing into an AST, with no I/O.
+//! What does this text ask? The memtrace query language: text to AST to logical plan, with no I/O.
 //!
-//! The grammar lives in `grammar/memtrace.pest` at the workspace root. This
-//! crate parses it; the engine resolves what it names against stored traces.
+//! The grammar lives in `grammar/memtrace.pest` at the workspace root.
+//! [`parse_statement`] turns text into a [`Statement`] (which prints back as
+//! equivalent text), [`plan()`] checks it and turns it into a [`Plan`] that
+//! the engine runs over stored traces; EXPLAIN prints that plan. Evaluation
+//! of expressions and aggregation are pure functions here too, so the engine
+//! only supplies rows.
 
 #![deny(missing_docs)]
 
+pub mod ast;
 mod error;
+pub mod eval;
+mod keywords;
 mod node_ref;
+mod parse;
+pub mod plan;
+#[cfg(test)]
+mod roundtrip;
+mod value;
 
+pub use ast::Statement;
 pub use error::QueryError;
+pub use eval::{Collector, Pexpr, Row};
+pub use keywords::KEYWORDS;
 pub use node_ref::{parse_node_ref, NodeRef};
+pub use parse::{parse_script, parse_statement};
+pub use plan::{plan, plan_text, Field, Params, Plan, Subject};
+pub use value::Value;
 
 mod grammar {
     #![allow(missing_docs)]

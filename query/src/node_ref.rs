@@ -2,6 +2,7 @@
 
 use std::fmt;
 
+use pest::iterators::Pair;
 use pest::Parser;
 
 use crate::{MemtraceParser, QueryError, Rule};
@@ -20,13 +21,13 @@ pub enum NodeRef {
     Quoted(String),
 }
 
-fn unquote(pair: pest::iterators::Pair<'_, Rule>) -> String {
+pub(crate) fn unquote(pair: pest::iterators::Pair<'_, Rule>) -> String {
     // string -> inner
     let inner = pair.into_inner().next().map(|p| p.as_str()).unwrap_or("");
     inner.replace("''", "'")
 }
 
-fn quote(s: &str) -> String {
+pub(crate) fn quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', "''"))
 }
 
@@ -46,8 +47,19 @@ pub fn parse_node_ref(text: &str) -> Result<NodeRef, QueryError> {
     let reference = pairs
         .next()
         .and_then(|p| p.into_inner().next())
-        .and_then(|p| p.into_inner().next())
-        .ok_or_else(|| QueryError::Invalid("empty reference".into()))?;
+        .ok_or_else(|| QueryError::Other("empty reference".into()))?;
+    from_pair(text, reference)
+}
+
+/// Builds a [`NodeRef`] from a parsed `reference` rule.
+pub(crate) fn from_pair(text: &str, reference: Pair<'_, Rule>) -> Result<NodeRef, QueryError> {
+    let reference = match reference.as_rule() {
+        Rule::reference => match reference.into_inner().next() {
+            Some(r) => r,
+            None => return Err(QueryError::Other("empty reference".into())),
+        },
+        _ => reference,
+    };
     match reference.as_rule() {
         Rule::quoted_id => {
             let s = reference
@@ -63,19 +75,22 @@ pub fn parse_node_ref(text: &str) -> Result<NodeRef, QueryError> {
             for p in reference.into_inner() {
                 match p.as_rule() {
                     Rule::name_part => {
-                        let inner = p.into_inner().next().expect("name_part has one child");
+                        let Some(inner) = p.into_inner().next() else {
+                            continue;
+                        };
                         parts.push(match inner.as_rule() {
                             Rule::string => unquote(inner),
                             _ => inner.as_str().to_string(),
                         });
                     }
                     Rule::version => {
+                        let at = p.as_span().start();
                         let digits = p.into_inner().next().map(|d| d.as_str()).unwrap_or("");
                         let v: u32 = digits.parse().map_err(|_| {
-                            QueryError::Invalid(format!("version {digits} is out of range"))
+                            QueryError::at(text, at, format!("version {digits} is out of range"))
                         })?;
                         if v == 0 {
-                            return Err(QueryError::Invalid("versions start at 1".into()));
+                            return Err(QueryError::at(text, at, "versions start at 1".into()));
                         }
                         version = Some(v);
                     }

@@ -116,6 +116,20 @@ pub enum Command {
         #[arg(long, default_value = "dropped by the user")]
         reason: String,
     },
+    /// Run a statement of the query language and print its rows.
+    #[command(
+        after_help = "Examples:\n  memtrace query \"SHOW TRACES\"\n  memtrace query \"TRACE prediction:Q1 DEPTH 3 RETURN nodes\"\n  memtrace query \"FORWARD message:D1:1 WHERE var.category = 'memory_entry'\" --format json\n  memtrace query \"FIND ops GROUP BY op.name RETURN op.name, count(*) ORDER BY count(*) DESC\" --format csv\n  memtrace query \"TRACE \\$start IN TRACE \\$t RETURN count\" --param start=prediction:Q7 --param t=locomo_3\n  memtrace query \"EXPLAIN MATCH (m:message)-[*1..20]->(p:prediction) RETURN m, p\"\n\nThe language is described in README.md (section \"The query language\")."
+    )]
+    Query {
+        /// The statement.
+        text: String,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = crate::query::QueryFormat::Table)]
+        format: crate::query::QueryFormat,
+        /// A parameter for `$name` in the statement, as NAME=VALUE (repeatable).
+        #[arg(long = "param", value_parser = crate::query::parse_param)]
+        params: Vec<(String, memtrace_engine::Value)>,
+    },
     /// Show the event log of imports and removals.
     #[command(after_help = "Example:\n  memtrace log")]
     Log,
@@ -210,6 +224,11 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Traces { format } => traces(&Database::open_existing(&cli.db)?, format),
         Command::Drop { trace, yes, reason } => drop_trace(&cli.db, &trace, yes, &reason),
         Command::Log => log(&cli.db),
+        Command::Query {
+            text,
+            format,
+            params,
+        } => crate::query::run(&cli.db, &text, format, &params),
         Command::Demo => demo(&cli.db),
         Command::Bench { which } => crate::bench::run(which),
         Command::Gen {

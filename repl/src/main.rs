@@ -3,6 +3,7 @@
 mod bench;
 mod cli;
 mod error;
+mod query;
 mod suite;
 mod table;
 

@@ -982,6 +982,32 @@ impl<'a> ReadView<'a> {
             .collect()
     }
 
+    /// Every outgoing adjacency entry of a trace, by one prefix scan:
+    /// `(var, edge, other, op)` (the edge `edge` leaves `var` for `other`,
+    /// induced by `op`), ordered by variable, then edge.
+    pub fn adjacency_out(
+        &self,
+        trace: TraceId,
+    ) -> impl Iterator<Item = Result<(LocalId, LocalId, LocalId, LocalId)>> + '_ {
+        self.scan(cf::ADJ_OUT, &keys::trace_key(trace)).map(|item| {
+            let (k, v) = item?;
+            if k.len() != 12 || v.len() != 8 {
+                return Err(StorageError::Decode {
+                    what: "adjacency",
+                    reason: format!("entry of {} + {} bytes, not 12 + 8", k.len(), v.len()),
+                });
+            }
+            let bad = || StorageError::Decode {
+                what: "adjacency",
+                reason: "bad entry".into(),
+            };
+            let (_, var) = keys::split_record_key(&k).ok_or_else(bad)?;
+            let edge = keys::read_u32(&k[8..12]).ok_or_else(bad)?;
+            let (other, op) = keys::split_record_key(&v).ok_or_else(bad)?;
+            Ok((var, edge, other, op))
+        })
+    }
+
     /// The append-only event log, oldest first.
     pub fn log(&self) -> impl Iterator<Item = Result<(u64, LogEvent)>> + '_ {
         self.scan(cf::LOG, &[]).map(|item| {
@@ -1125,6 +1151,63 @@ mod tests {
             1,
             "one value stored once"
         );
+    }
+
+    #[test]
+    fn adjacency_out_scans_one_trace_in_variable_then_edge_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("db"), &StoreOptions::default()).unwrap();
+        let before = write_trace(&store, "g0", "x");
+        let mut w = store.begin_trace().unwrap();
+        let r = w.stage_value("v");
+        for version in 1..=3 {
+            w.put_variable(&var("7", version, r)).unwrap();
+        }
+        let op = w
+            .put_op(&OpRecord {
+                op_id: "op-x".into(),
+                op_name: None,
+                comment: None,
+                category: None,
+                session_id: None,
+                session: None,
+                common: Common::default(),
+            })
+            .unwrap();
+        // Recorded out of variable order, with a self-loop and parallel edges.
+        for (source, target) in [(2, 0), (0, 1), (1, 1), (0, 1)] {
+            let n = w.counts().edges;
+            w.put_edge(&EdgeRecord {
+                edge_id: format!("edge-x{n}"),
+                op,
+                source,
+                target,
+                session: 0,
+                category: None,
+                comment: None,
+                common: Common::default(),
+            })
+            .unwrap();
+        }
+        let t = w.commit(trace_record("gx"), true).unwrap().unwrap();
+        let after = write_trace(&store, "g2", "y");
+        let view = store.read();
+        let got: Vec<_> = view.adjacency_out(t).map(|r| r.unwrap()).collect();
+        assert_eq!(
+            got,
+            vec![(0, 1, 1, 0), (0, 3, 1, 0), (1, 2, 1, 0), (2, 0, 0, 0)]
+        );
+        for v in 0..3 {
+            let per_var: Vec<_> = got
+                .iter()
+                .filter(|e| e.0 == v)
+                .map(|&(_, e, o, op)| (e, o, op))
+                .collect();
+            assert_eq!(view.adjacent(t, v, true).unwrap(), per_var);
+        }
+        assert_eq!(view.adjacency_out(before).count(), 2);
+        assert_eq!(view.adjacency_out(after).count(), 2);
+        assert_eq!(view.adjacency_out(after + 1).count(), 0);
     }
 
     #[test]

@@ -1,0 +1,446 @@
+//! The trace cache: per-trace graphs, catalogs and edge records, kept while
+//! they fit in a budget of bytes, least recently used evicted first.
+//!
+//! Traces never change after import and their ids are never reused, so an
+//! entry stays valid until its trace is dropped; dropping evicts it.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use memtrace_storage::TraceId;
+
+use crate::catalog::{TraceCatalog, TraceEdges};
+use crate::error::Result;
+use crate::graph::TraceGraph;
+
+/// The default budget: 256 MiB.
+pub(crate) const DEFAULT_BUDGET: usize = 256 << 20;
+
+/// What the trace cache holds and has done since the database was opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CacheStats {
+    /// Requests answered from the cache.
+    pub hits: u64,
+    /// Requests that loaded from the store.
+    pub misses: u64,
+    /// Entries evicted to stay within the budget.
+    pub evictions: u64,
+    /// Entries held now.
+    pub entries: usize,
+    /// Bytes held now (approximate heap size of the entries).
+    pub bytes: usize,
+    /// The budget in bytes.
+    pub budget: usize,
+}
+
+/// Which per-trace structure an entry is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Kind {
+    /// A [`TraceGraph`].
+    Graph,
+    /// A [`TraceCatalog`].
+    Catalog,
+    /// A [`TraceEdges`].
+    Edges,
+}
+
+/// A cached structure.
+#[derive(Debug, Clone)]
+pub(crate) enum Entry {
+    /// A trace's graph.
+    Graph(Arc<TraceGraph>),
+    /// A trace's catalog.
+    Catalog(Arc<TraceCatalog>),
+    /// A trace's edge records.
+    Edges(Arc<TraceEdges>),
+}
+
+/// A structure the cache can hold.
+pub(crate) trait Cached: Sized {
+    /// Its kind.
+    const KIND: Kind;
+    /// Approximate heap bytes.
+    fn size(&self) -> usize;
+    /// Wraps it as an entry.
+    fn wrap(this: Arc<Self>) -> Entry;
+    /// Unwraps an entry of its kind.
+    fn unwrap(entry: &Entry) -> Option<Arc<Self>>;
+}
+
+impl Cached for TraceGraph {
+    const KIND: Kind = Kind::Graph;
+    fn size(&self) -> usize {
+        self.bytes()
+    }
+    fn wrap(this: Arc<Self>) -> Entry {
+        Entry::Graph(this)
+    }
+    fn unwrap(entry: &Entry) -> Option<Arc<Self>> {
+        match entry {
+            Entry::Graph(g) => Some(g.clone()),
+            _ => None,
+        }
+    }
+}
+
+impl Cached for TraceCatalog {
+    const KIND: Kind = Kind::Catalog;
+    fn size(&self) -> usize {
+        self.bytes()
+    }
+    fn wrap(this: Arc<Self>) -> Entry {
+        Entry::Catalog(this)
+    }
+    fn unwrap(entry: &Entry) -> Option<Arc<Self>> {
+        match entry {
+            Entry::Catalog(c) => Some(c.clone()),
+            _ => None,
+        }
+    }
+}
+
+impl Cached for TraceEdges {
+    const KIND: Kind = Kind::Edges;
+    fn size(&self) -> usize {
+        self.bytes()
+    }
+    fn wrap(this: Arc<Self>) -> Entry {
+        Entry::Edges(this)
+    }
+    fn unwrap(entry: &Entry) -> Option<Arc<Self>> {
+        match entry {
+            Entry::Edges(e) => Some(e.clone()),
+            _ => None,
+        }
+    }
+}
+
+type Key = (TraceId, Kind);
+
+struct Slot {
+    entry: Entry,
+    bytes: usize,
+    tick: u64,
+}
+
+#[derive(Default)]
+struct Inner {
+    budget: usize,
+    used: usize,
+    tick: u64,
+    slots: HashMap<Key, Slot>,
+    /// Least recently used first: last-use tick -> key.
+    lru: BTreeMap<u64, Key>,
+    /// Dropped traces: a load that raced with the drop is not kept.
+    dropped: HashSet<TraceId>,
+    hits: u64,
+    misses: u64,
+    evictions: u64,
+}
+
+impl Inner {
+    fn next_tick(&mut self) -> u64 {
+        self.tick += 1;
+        self.tick
+    }
+
+    fn remove(&mut self, key: &Key) -> bool {
+        match self.slots.remove(key) {
+            Some(slot) => {
+                self.lru.remove(&slot.tick);
+                self.used -= slot.bytes;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Evicts least recently used entries until `extra` more bytes fit.
+    fn make_room(&mut self, extra: usize) {
+        while self.used + extra > self.budget {
+            let Some((_, key)) = self.lru.pop_first() else {
+                break;
+            };
+            if let Some(slot) = self.slots.remove(&key) {
+                self.used -= slot.bytes;
+                self.evictions += 1;
+            }
+        }
+    }
+}
+
+/// A thread-safe cache of per-trace structures, bounded in bytes.
+pub(crate) struct TraceCache {
+    inner: Mutex<Inner>,
+}
+
+impl std::fmt::Debug for TraceCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("TraceCache").field(&self.stats()).finish()
+    }
+}
+
+impl Default for TraceCache {
+    fn default() -> Self {
+        TraceCache::new(DEFAULT_BUDGET)
+    }
+}
+
+impl TraceCache {
+    /// An empty cache with a budget of `budget` bytes.
+    pub(crate) fn new(budget: usize) -> TraceCache {
+        TraceCache {
+            inner: Mutex::new(Inner {
+                budget,
+                ..Inner::default()
+            }),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        // The state stays consistent at every await-free step; a panic
+        // elsewhere while holding the lock leaves nothing half-done.
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The cached structure of `T`'s kind for `trace`, or what `load`
+    /// returns (kept when it fits the budget). `load` runs without the lock
+    /// held, so a slow load does not hold up other traces.
+    pub(crate) fn get_or_load<T: Cached>(
+        &self,
+        trace: TraceId,
+        load: impl FnOnce() -> Result<T>,
+    ) -> Result<Arc<T>> {
+        let key = (trace, T::KIND);
+        {
+            let mut guard = self.lock();
+            let tick = guard.next_tick();
+            let inner = &mut *guard;
+            if let Some(slot) = inner.slots.get_mut(&key) {
+                if let Some(found) = T::unwrap(&slot.entry) {
+                    let old = std::mem::replace(&mut slot.tick, tick);
+                    inner.lru.remove(&old);
+                    inner.lru.insert(tick, key);
+                    inner.hits += 1;
+                    return Ok(found);
+                }
+            }
+            inner.misses += 1;
+        }
+        let value = Arc::new(load()?);
+        let bytes = value.size();
+        let mut inner = self.lock();
+        if bytes > inner.budget || inner.dropped.contains(&trace) {
+            return Ok(value);
+        }
+        // Another thread may have loaded the same entry meanwhile: keep one.
+        inner.remove(&key);
+        inner.make_room(bytes);
+        let tick = inner.next_tick();
+        inner.lru.insert(tick, key);
+        inner.used += bytes;
+        inner.slots.insert(
+            key,
+            Slot {
+                entry: T::wrap(value.clone()),
+                bytes,
+                tick,
+            },
+        );
+        Ok(value)
+    }
+
+    /// Forgets a dropped trace's entries, and keeps none loaded for it later.
+    pub(crate) fn evict_trace(&self, trace: TraceId) {
+        let mut inner = self.lock();
+        inner.dropped.insert(trace);
+        for kind in [Kind::Graph, Kind::Catalog, Kind::Edges] {
+            inner.remove(&(trace, kind));
+        }
+    }
+
+    /// Sets the budget, evicting least recently used entries beyond it.
+    pub(crate) fn set_budget(&self, bytes: usize) {
+        let mut inner = self.lock();
+        inner.budget = bytes;
+        inner.make_room(0);
+    }
+
+    /// Empties the cache (the counters stay).
+    pub(crate) fn clear(&self) {
+        let mut inner = self.lock();
+        inner.slots.clear();
+        inner.lru.clear();
+        inner.used = 0;
+    }
+
+    /// Counters and sizes.
+    pub(crate) fn stats(&self) -> CacheStats {
+        let inner = self.lock();
+        CacheStats {
+            hits: inner.hits,
+            misses: inner.misses,
+            evictions: inner.evictions,
+            entries: inner.slots.len(),
+            bytes: inner.used,
+            budget: inner.budget,
+        }
+    }
+
+    /// Whether an entry is held (for tests).
+    #[cfg(test)]
+    fn holds(&self, trace: TraceId, kind: Kind) -> bool {
+        self.lock().slots.contains_key(&(trace, kind))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Database, EngineError, ImportOptions};
+
+    /// A graph of `n` edges (a chain over `n + 1` variables).
+    fn chain(n: u32) -> TraceGraph {
+        let edges: Vec<_> = (0..n).map(|i| (i, i + 1, 0)).collect();
+        TraceGraph::from_edges(n + 1, 1, &edges).unwrap()
+    }
+
+    fn load_graph(cache: &TraceCache, trace: TraceId, n: u32) -> Arc<TraceGraph> {
+        cache.get_or_load(trace, || Ok(chain(n))).unwrap()
+    }
+
+    #[test]
+    fn hits_misses_and_eviction_by_bytes() {
+        let size = chain(100).bytes();
+        let cache = TraceCache::new(size * 2 + size / 2);
+        let a = load_graph(&cache, 1, 100);
+        load_graph(&cache, 2, 100);
+        assert_eq!(
+            (
+                cache.stats().misses,
+                cache.stats().hits,
+                cache.stats().bytes
+            ),
+            (2, 0, 2 * size)
+        );
+        // A hit returns the same value and makes trace 1 the most recent.
+        let again = cache
+            .get_or_load::<TraceGraph>(1, || panic!("must not load"))
+            .unwrap();
+        assert!(Arc::ptr_eq(&a, &again));
+        assert_eq!(cache.stats().hits, 1);
+        // A third does not fit: trace 2, the least recently used, goes.
+        load_graph(&cache, 3, 100);
+        assert!(cache.holds(1, Kind::Graph) && cache.holds(3, Kind::Graph));
+        assert!(!cache.holds(2, Kind::Graph));
+        let s = cache.stats();
+        assert_eq!((s.entries, s.evictions, s.bytes), (2, 1, 2 * size));
+        assert!(s.bytes <= s.budget);
+        // Kinds of one trace are separate entries.
+        assert!(!cache.holds(1, Kind::Catalog));
+        let c = cache
+            .get_or_load(1, || Ok(TraceCatalog::new(vec![], vec![], vec![])))
+            .unwrap();
+        assert!(c.variables().is_empty());
+        assert!(cache.holds(1, Kind::Catalog));
+        assert!(cache.stats().bytes <= cache.stats().budget);
+    }
+
+    #[test]
+    fn entries_over_the_budget_are_returned_but_not_kept() {
+        let cache = TraceCache::new(chain(10).bytes());
+        load_graph(&cache, 1, 10);
+        let big = load_graph(&cache, 2, 1000);
+        assert_eq!(big.edge_count(), 1000);
+        assert!(!cache.holds(2, Kind::Graph));
+        assert!(cache.holds(1, Kind::Graph), "nothing evicted for it");
+        load_graph(&cache, 2, 1000);
+        assert_eq!(cache.stats().misses, 3);
+    }
+
+    #[test]
+    fn load_errors_pass_through_and_are_not_kept() {
+        let cache = TraceCache::default();
+        assert_eq!(cache.stats().budget, DEFAULT_BUDGET);
+        let r = cache.get_or_load::<TraceGraph>(1, || Err(EngineError::Cancelled));
+        assert!(matches!(r, Err(EngineError::Cancelled)));
+        assert_eq!(cache.stats().entries, 0);
+    }
+
+    #[test]
+    fn budget_changes_dropped_traces_and_clearing() {
+        let cache = TraceCache::new(1 << 20);
+        load_graph(&cache, 1, 10);
+        load_graph(&cache, 2, 10);
+        cache.evict_trace(1);
+        assert!(!cache.holds(1, Kind::Graph));
+        // A load for a dropped trace (racing with the drop) is not kept.
+        load_graph(&cache, 1, 10);
+        assert!(!cache.holds(1, Kind::Graph));
+        cache.set_budget(0);
+        let s = cache.stats();
+        assert_eq!((s.entries, s.bytes, s.budget, s.evictions), (0, 0, 0, 1));
+        cache.set_budget(1 << 20);
+        load_graph(&cache, 3, 10);
+        cache.clear();
+        assert_eq!(cache.stats().entries, 0);
+        assert_eq!(cache.stats().bytes, 0);
+        assert!(format!("{cache:?}").contains("TraceCache"));
+    }
+
+    #[test]
+    fn the_database_caches_per_trace_structures() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path().join("db")).unwrap();
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../tests/fixtures/sample_export.json");
+        let opts = ImportOptions { force: true };
+        let mut ids = Vec::new();
+        for _ in 0..2 {
+            let r = db.import_paths(std::slice::from_ref(&path), &opts, &mut |_| {});
+            ids.push(r.into_iter().next().unwrap().result.unwrap()[0].trace);
+        }
+        let tv = db.trace_by_id(ids[0]).unwrap();
+        let view = tv.store();
+        let g = db.trace_graph(view, ids[0]).unwrap();
+        assert_eq!(g.edge_count(), tv.info().counts.edges);
+        let c = db.trace_catalog(view, ids[0]).unwrap();
+        assert_eq!(c.variables().len(), tv.info().counts.variables as usize);
+        let e = db.trace_edges(view, ids[0]).unwrap();
+        assert_eq!(e.edges().len(), tv.info().counts.edges as usize);
+        assert!(Arc::ptr_eq(&g, &db.trace_graph(view, ids[0]).unwrap()));
+        let s = db.cache_stats();
+        assert_eq!((s.misses, s.hits, s.entries), (3, 1, 3));
+        assert_eq!(s.bytes, g.bytes() + c.bytes() + e.bytes());
+        assert!(matches!(
+            db.trace_graph(view, 999),
+            Err(EngineError::UnknownTrace(_))
+        ));
+        db.trace_graph(view, ids[1]).unwrap();
+        assert_eq!(db.cache_stats().entries, 4);
+
+        let selector = format!("#{}", ids[0]);
+        drop(tv);
+        db.drop_trace(&selector, "test").unwrap();
+        assert_eq!(
+            db.cache_stats().entries,
+            1,
+            "the dropped trace's entries go"
+        );
+        let view = db.trace_by_id(ids[1]).unwrap();
+        assert!(matches!(
+            db.trace_catalog(view.store(), ids[0]),
+            Err(EngineError::UnknownTrace(_))
+        ));
+
+        db.set_cache_budget(0);
+        assert_eq!(db.cache_stats().entries, 0);
+        db.trace_graph(view.store(), ids[1]).unwrap();
+        assert_eq!(db.cache_stats().entries, 0, "nothing fits a budget of 0");
+        db.set_cache_budget(1 << 20);
+        db.trace_graph(view.store(), ids[1]).unwrap();
+        assert_eq!(db.cache_stats().entries, 1);
+        db.clear_cache();
+        assert_eq!(db.cache_stats().entries, 0);
+    }
+}

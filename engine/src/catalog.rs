@@ -1,0 +1,400 @@
+//! A trace's records in memory, for queries: its sessions, variables and
+//! ops ([`TraceCatalog`], values not loaded) with lookups by string id and
+//! name, and, loaded separately because fewer queries need them, its edge
+//! records ([`TraceEdges`]). Each kind is read by one prefix scan.
+
+use std::collections::HashMap;
+use std::mem::size_of;
+
+use memtrace_storage::records::{Common, Counts, Shared};
+use memtrace_storage::{
+    EdgeRecord, LocalId, OpRecord, ReadView, SessionRecord, StorageError, TraceId, VarRecord,
+};
+
+use crate::error::Result;
+
+/// Collects one scan into a vector indexed by local id; the ids must be
+/// exactly `0..count`.
+fn dense<T>(
+    items: impl Iterator<Item = memtrace_storage::Result<(LocalId, T)>>,
+    count: u32,
+    what: &'static str,
+    trace: TraceId,
+) -> Result<Vec<T>> {
+    let damaged = |reason: String| StorageError::Decode {
+        what,
+        reason: format!("trace #{trace}: {reason}"),
+    };
+    let mut out = Vec::with_capacity(count as usize);
+    for item in items {
+        let (local, record) = item?;
+        if local as usize != out.len() || local >= count {
+            return Err(damaged(format!(
+                "record {local} found where {} was expected ({count} recorded)",
+                out.len()
+            ))
+            .into());
+        }
+        out.push(record);
+    }
+    if out.len() != count as usize {
+        return Err(damaged(format!("{} records, but {count} recorded", out.len())).into());
+    }
+    Ok(out)
+}
+
+fn opt(s: &Option<String>) -> usize {
+    s.as_ref().map_or(0, String::capacity)
+}
+
+fn shared(s: &Shared) -> usize {
+    match s {
+        Shared::Same => 0,
+        Shared::Own(v) => opt(v),
+    }
+}
+
+fn common(c: &Common) -> usize {
+    opt(&c.created_at)
+        + opt(&c.filename)
+        + shared(&c.graph_id)
+        + shared(&c.user_id)
+        + shared(&c.project_id)
+        + opt(&c.metadata)
+        + opt(&c.trigger_point)
+        + opt(&c.extra)
+}
+
+/// Approximate heap bytes of a map: its slots plus what the entries own.
+fn map_bytes<V>(map: &HashMap<String, V>, value_heap: impl Fn(&V) -> usize) -> usize {
+    map.capacity() * (size_of::<(String, V)>() + 1)
+        + map
+            .iter()
+            .map(|(k, v)| k.capacity() + value_heap(v))
+            .sum::<usize>()
+}
+
+/// One trace's sessions, variables and ops, in local-id order (variable
+/// values are not loaded: a [`VarRecord`] holds a reference), with lookups.
+#[derive(Debug, Clone)]
+pub struct TraceCatalog {
+    sessions: Vec<SessionRecord>,
+    vars: Vec<VarRecord>,
+    ops: Vec<OpRecord>,
+    by_node_id: HashMap<String, u32>,
+    by_name: HashMap<String, Vec<u32>>,
+    by_op_id: HashMap<String, u32>,
+    bytes: usize,
+}
+
+impl TraceCatalog {
+    /// Loads a trace's sessions, variables and ops, one prefix scan each.
+    ///
+    /// `counts` are the trace record's; records that are missing, extra or
+    /// out of order are reported as damaged data.
+    pub fn load(view: &ReadView, trace: TraceId, counts: &Counts) -> Result<TraceCatalog> {
+        let sessions = dense(view.sessions(trace), counts.sessions, "session", trace)?;
+        let vars = dense(view.variables(trace), counts.variables, "variable", trace)?;
+        let ops = dense(view.ops(trace), counts.ops, "op", trace)?;
+        Ok(Self::new(sessions, vars, ops))
+    }
+
+    /// A catalog of these records (local id = position), with its lookups.
+    pub fn new(
+        sessions: Vec<SessionRecord>,
+        vars: Vec<VarRecord>,
+        ops: Vec<OpRecord>,
+    ) -> TraceCatalog {
+        let mut by_node_id = HashMap::with_capacity(vars.len());
+        let mut by_name: HashMap<String, Vec<u32>> = HashMap::new();
+        for (local, v) in vars.iter().enumerate() {
+            by_node_id.entry(v.full_node_id()).or_insert(local as u32);
+            by_name.entry(v.full_name()).or_default().push(local as u32);
+        }
+        for locals in by_name.values_mut() {
+            // Stable: equal versions (not imported, but possible) keep recorded order.
+            locals.sort_by_key(|&l| vars[l as usize].version);
+            locals.shrink_to_fit();
+        }
+        let mut by_op_id = HashMap::with_capacity(ops.len());
+        for (local, o) in ops.iter().enumerate() {
+            by_op_id.entry(o.op_id.clone()).or_insert(local as u32);
+        }
+        let mut catalog = TraceCatalog {
+            sessions,
+            vars,
+            ops,
+            by_node_id,
+            by_name,
+            by_op_id,
+            bytes: 0,
+        };
+        catalog.bytes = catalog.measure();
+        catalog
+    }
+
+    fn measure(&self) -> usize {
+        let sessions: usize = self
+            .sessions
+            .iter()
+            .map(|s| {
+                s.session_id.capacity()
+                    + opt(&s.session_name)
+                    + opt(&s.comment)
+                    + opt(&s.category)
+                    + common(&s.common)
+            })
+            .sum();
+        let vars: usize = self
+            .vars
+            .iter()
+            .map(|v| {
+                v.name.capacity()
+                    + opt(&v.class_name)
+                    + opt(&v.comment)
+                    + opt(&v.category)
+                    + opt(&v.session_id)
+                    + opt(&v.node_id)
+                    + common(&v.common)
+            })
+            .sum();
+        let ops: usize = self
+            .ops
+            .iter()
+            .map(|o| {
+                o.op_id.capacity()
+                    + opt(&o.op_name)
+                    + opt(&o.comment)
+                    + opt(&o.category)
+                    + opt(&o.session_id)
+                    + common(&o.common)
+            })
+            .sum();
+        size_of::<Self>()
+            + self.sessions.capacity() * size_of::<SessionRecord>()
+            + self.vars.capacity() * size_of::<VarRecord>()
+            + self.ops.capacity() * size_of::<OpRecord>()
+            + sessions
+            + vars
+            + ops
+            + map_bytes(&self.by_node_id, |_| 0)
+            + map_bytes(&self.by_name, |v| v.capacity() * size_of::<u32>())
+            + map_bytes(&self.by_op_id, |_| 0)
+    }
+
+    /// The sessions, by local id.
+    pub fn sessions(&self) -> &[SessionRecord] {
+        &self.sessions
+    }
+
+    /// The variables (every version), by local id.
+    pub fn variables(&self) -> &[VarRecord] {
+        &self.vars
+    }
+
+    /// The ops, by local id.
+    pub fn ops(&self) -> &[OpRecord] {
+        &self.ops
+    }
+
+    /// A session by local id.
+    pub fn session(&self, id: u32) -> Option<&SessionRecord> {
+        self.sessions.get(id as usize)
+    }
+
+    /// A variable by local id.
+    pub fn variable(&self, id: u32) -> Option<&VarRecord> {
+        self.vars.get(id as usize)
+    }
+
+    /// An op by local id.
+    pub fn op(&self, id: u32) -> Option<&OpRecord> {
+        self.ops.get(id as usize)
+    }
+
+    /// The local id of the variable with this full node id (`full_name@version`).
+    pub fn var_by_node_id(&self, full_node_id: &str) -> Option<u32> {
+        self.by_node_id.get(full_node_id).copied()
+    }
+
+    /// Local ids of the versions of a full name, oldest version first
+    /// (empty for an unknown name).
+    pub fn versions(&self, full_name: &str) -> &[u32] {
+        self.by_name.get(full_name).map_or(&[], Vec::as_slice)
+    }
+
+    /// The local id of the latest version of a full name.
+    pub fn latest(&self, full_name: &str) -> Option<u32> {
+        self.versions(full_name).last().copied()
+    }
+
+    /// The local id of the op with this op id.
+    pub fn op_by_id(&self, op_id: &str) -> Option<u32> {
+        self.by_op_id.get(op_id).copied()
+    }
+
+    /// Approximate bytes held: string lengths, vector and map capacities.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+}
+
+/// One trace's edge records, by local id (for `edge.category`, `edge.comment`
+/// and the like; the graph itself is a [`TraceGraph`](crate::TraceGraph)).
+#[derive(Debug, Clone)]
+pub struct TraceEdges {
+    edges: Vec<EdgeRecord>,
+    bytes: usize,
+}
+
+impl TraceEdges {
+    /// Loads a trace's edge records by one prefix scan; `counts` are the
+    /// trace record's (missing, extra or out-of-order records are damage).
+    pub fn load(view: &ReadView, trace: TraceId, counts: &Counts) -> Result<TraceEdges> {
+        Ok(Self::new(dense(
+            view.edges(trace),
+            counts.edges,
+            "edge",
+            trace,
+        )?))
+    }
+
+    /// These records (local id = position).
+    pub fn new(edges: Vec<EdgeRecord>) -> TraceEdges {
+        let heap: usize = edges
+            .iter()
+            .map(|e| e.edge_id.capacity() + opt(&e.category) + opt(&e.comment) + common(&e.common))
+            .sum();
+        let bytes = size_of::<Self>() + edges.capacity() * size_of::<EdgeRecord>() + heap;
+        TraceEdges { edges, bytes }
+    }
+
+    /// The edge records, by local id.
+    pub fn edges(&self) -> &[EdgeRecord] {
+        &self.edges
+    }
+
+    /// An edge record by local id.
+    pub fn get(&self, id: u32) -> Option<&EdgeRecord> {
+        self.edges.get(id as usize)
+    }
+
+    /// Approximate bytes held: string lengths and vector capacity.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Database, EngineError, ImportOptions};
+
+    fn import_sample(dir: &std::path::Path) -> (Database, TraceId, Counts) {
+        let db = Database::open(dir.join("db")).unwrap();
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../tests/fixtures/sample_export.json");
+        let reports = db.import_paths(&[path], &ImportOptions::default(), &mut |_| {});
+        let imported = reports.into_iter().next().unwrap().result.unwrap();
+        (db, imported[0].trace, imported[0].counts)
+    }
+
+    #[test]
+    fn the_catalog_holds_the_records_in_order_with_their_lookups() {
+        let dir = tempfile::tempdir().unwrap();
+        let (db, t, counts) = import_sample(dir.path());
+        let tv = db.trace_by_id(t).unwrap();
+        let c = TraceCatalog::load(tv.store(), t, &counts).unwrap();
+        assert_eq!(c.sessions().len(), counts.sessions as usize);
+        assert_eq!(c.variables().len(), counts.variables as usize);
+        assert_eq!(c.ops().len(), counts.ops as usize);
+        for v in tv.variables().unwrap() {
+            let rec = c.variable(v.id).unwrap();
+            assert_eq!(rec.full_node_id(), v.full_node_id);
+            assert_eq!(c.var_by_node_id(&v.full_node_id), Some(v.id));
+            let versions: Vec<u32> = tv
+                .variable_versions(&v.full_name)
+                .unwrap()
+                .iter()
+                .map(|x| x.id)
+                .collect();
+            assert_eq!(c.versions(&v.full_name), versions.as_slice());
+            assert_eq!(
+                c.latest(&v.full_name),
+                tv.latest(&v.full_name).unwrap().map(|x| x.id)
+            );
+        }
+        for o in tv.ops().unwrap() {
+            assert_eq!(c.op_by_id(&o.op_id), Some(o.id));
+            assert_eq!(c.op(o.id).unwrap().op_id, o.op_id);
+        }
+        for s in tv.sessions().unwrap() {
+            assert_eq!(c.session(s.id).unwrap().session_id, s.session_id);
+        }
+        assert_eq!(c.var_by_node_id("nope@1"), None);
+        assert!(c.versions("nope").is_empty());
+        assert_eq!(c.op_by_id("op-nope"), None);
+        assert!(c.variable(counts.variables).is_none());
+        let names: usize = c.variables().iter().map(|v| v.name.len()).sum();
+        assert!(c.bytes() > names);
+
+        let edges = TraceEdges::load(tv.store(), t, &counts).unwrap();
+        let expected = tv.edges().unwrap();
+        assert_eq!(edges.edges().len(), expected.len());
+        for e in &expected {
+            let rec = edges.get(e.id).unwrap();
+            assert_eq!(
+                (&rec.edge_id, rec.source, rec.target, &rec.category),
+                (&e.edge_id, e.source, e.target, &e.category)
+            );
+        }
+        assert!(edges.get(counts.edges).is_none());
+        assert!(edges.bytes() > expected.len() * size_of::<EdgeRecord>());
+    }
+
+    #[test]
+    fn counts_that_disagree_with_the_records_are_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let (db, t, counts) = import_sample(dir.path());
+        let tv = db.trace_by_id(t).unwrap();
+        let damaged = |r: Result<()>| {
+            assert!(
+                matches!(r, Err(EngineError::Storage(StorageError::Decode { .. }))),
+                "{r:?}"
+            )
+        };
+        damaged(
+            TraceCatalog::load(
+                tv.store(),
+                t,
+                &Counts {
+                    variables: counts.variables - 1,
+                    ..counts
+                },
+            )
+            .map(drop),
+        );
+        damaged(
+            TraceCatalog::load(
+                tv.store(),
+                t,
+                &Counts {
+                    sessions: counts.sessions + 1,
+                    ..counts
+                },
+            )
+            .map(drop),
+        );
+        damaged(
+            TraceEdges::load(
+                tv.store(),
+                t,
+                &Counts {
+                    edges: counts.edges + 1,
+                    ..counts
+                },
+            )
+            .map(drop),
+        );
+    }
+}

@@ -1,0 +1,1493 @@
+//! Runs query plans over the stored traces: traversals and MATCH on the
+//! cached CSR adjacency, FIND over the cached catalogs, rows streamed to a sink.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
+
+use memtrace_query::ast::{Direction as QDir, FindKind, Output};
+use memtrace_query::plan::{
+    Constraint, DescribePlan, FindPlan, MatchPlan, MatchStep, PatternVar, TraversePlan, VarKind,
+};
+use memtrace_query::{Collector, Field, NodeRef, Params, Plan, QueryError, Row, Subject, Value};
+use memtrace_storage::keys::IdKind;
+use memtrace_storage::records::TraceRecord;
+use memtrace_storage::{LocalId, ReadView, TraceId};
+use serde::Serialize;
+
+use crate::catalog::{TraceCatalog, TraceEdges};
+use crate::db::Database;
+use crate::error::{EngineError, Result};
+use crate::graph::{Admit, Cancel, Direction, TraceGraph, Visit};
+
+/// A query's answer: column names and rows of JSON values.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct QueryResult {
+    /// Column names.
+    pub columns: Vec<String>,
+    /// Rows, each as long as `columns`.
+    pub rows: Vec<Vec<serde_json::Value>>,
+}
+
+/// Converts a query value to JSON.
+pub fn to_json(v: &Value) -> serde_json::Value {
+    match v {
+        Value::Null => serde_json::Value::Null,
+        Value::Bool(b) => serde_json::Value::Bool(*b),
+        Value::Int(n) => serde_json::Value::from(*n),
+        Value::Float(x) => serde_json::Number::from_f64(*x)
+            .map(serde_json::Value::Number)
+            .unwrap_or(serde_json::Value::Null),
+        Value::Str(s) => serde_json::Value::String(s.clone()),
+        Value::List(items) => serde_json::Value::Array(items.iter().map(to_json).collect()),
+    }
+}
+
+fn from_json(v: &serde_json::Value) -> Value {
+    match v {
+        serde_json::Value::Null => Value::Null,
+        serde_json::Value::Bool(b) => Value::Bool(*b),
+        serde_json::Value::Number(n) => match n.as_i64() {
+            Some(i) => Value::Int(i),
+            None => n.as_f64().map_or(Value::Null, Value::Float),
+        },
+        serde_json::Value::String(s) => Value::Str(s.clone()),
+        serde_json::Value::Array(a) => Value::List(a.iter().map(from_json).collect()),
+        serde_json::Value::Object(_) => Value::Str(v.to_string()),
+    }
+}
+
+fn meta_path(json: Option<&str>, path: &[String]) -> Value {
+    let Some(text) = json else {
+        return Value::Null;
+    };
+    let Ok(root) = serde_json::from_str::<serde_json::Value>(text) else {
+        return Value::Null;
+    };
+    let mut cur = &root;
+    for p in path {
+        cur = match cur {
+            serde_json::Value::Object(m) => match m.get(p) {
+                Some(v) => v,
+                None => return Value::Null,
+            },
+            serde_json::Value::Array(a) => match p.parse::<usize>().ok().and_then(|i| a.get(i)) {
+                Some(v) => v,
+                None => return Value::Null,
+            },
+            _ => return Value::Null,
+        };
+    }
+    from_json(cur)
+}
+
+/// Where rows go. Returning `false` stops the query early.
+pub type Sink<'s> = dyn FnMut(Vec<Value>) -> Result<bool> + 's;
+
+/// One trace as a query sees it: its record and lazily loaded cached parts.
+struct TraceCtx<'a> {
+    db: &'a Database,
+    view: &'a ReadView<'a>,
+    id: TraceId,
+    record: TraceRecord,
+    catalog: OnceLock<Arc<TraceCatalog>>,
+    graph: OnceLock<Arc<TraceGraph>>,
+    edges: OnceLock<Arc<TraceEdges>>,
+    values: RefCell<HashMap<u32, Value>>,
+}
+
+impl<'a> TraceCtx<'a> {
+    fn new(db: &'a Database, view: &'a ReadView<'a>, id: TraceId, record: TraceRecord) -> Self {
+        TraceCtx {
+            db,
+            view,
+            id,
+            record,
+            catalog: OnceLock::new(),
+            graph: OnceLock::new(),
+            edges: OnceLock::new(),
+            values: RefCell::new(HashMap::new()),
+        }
+    }
+
+    fn catalog(&self) -> Result<&TraceCatalog> {
+        if let Some(c) = self.catalog.get() {
+            return Ok(c);
+        }
+        let c = self.db.trace_catalog(self.view, self.id)?;
+        Ok(self.catalog.get_or_init(|| c))
+    }
+
+    fn graph(&self) -> Result<&TraceGraph> {
+        if let Some(g) = self.graph.get() {
+            return Ok(g);
+        }
+        let g = self.db.trace_graph(self.view, self.id)?;
+        Ok(self.graph.get_or_init(|| g))
+    }
+
+    fn edges(&self) -> Result<&TraceEdges> {
+        if let Some(e) = self.edges.get() {
+            return Ok(e);
+        }
+        let e = self.db.trace_edges(self.view, self.id)?;
+        Ok(self.edges.get_or_init(|| e))
+    }
+
+    fn gid(&self) -> Value {
+        Value::Str(self.record.graph_id.clone())
+    }
+
+    fn node_id(&self, v: u32) -> Result<String> {
+        Ok(self
+            .catalog()?
+            .variable(v)
+            .map(|r| r.full_node_id())
+            .unwrap_or_default())
+    }
+
+    fn op_id(&self, o: u32) -> Result<String> {
+        Ok(self
+            .catalog()?
+            .op(o)
+            .map(|r| r.op_id.clone())
+            .unwrap_or_default())
+    }
+
+    fn session_id(&self, s: Option<LocalId>) -> Result<Value> {
+        Ok(match s {
+            Some(s) => self
+                .catalog()?
+                .session(s)
+                .map_or(Value::Null, |r| Value::Str(r.session_id.clone())),
+            None => Value::Null,
+        })
+    }
+
+    fn var_field(&self, v: u32, f: &Field) -> Result<Value> {
+        let c = self.catalog()?;
+        let Some(r) = c.variable(v) else {
+            return Ok(Value::Null);
+        };
+        Ok(match f {
+            Field::FullName => Value::Str(r.full_name()),
+            Field::Name => Value::Str(r.name.clone()),
+            Field::Class => r.class_name.clone().into(),
+            Field::Version => Value::from(r.version),
+            Field::Category => r.category.clone().into(),
+            Field::Comment => r.comment.clone().into(),
+            Field::Value => {
+                if let Some(v) = self.values.borrow().get(&v) {
+                    return Ok(v.clone());
+                }
+                let val = match &r.value {
+                    Some(vr) => Value::Str(self.view.value(vr)?),
+                    None => Value::Null,
+                };
+                self.values.borrow_mut().insert(v, val.clone());
+                val
+            }
+            Field::CreatedAt => r.common.created_at.clone().into(),
+            Field::Session => r.session_id.clone().into(),
+            Field::NodeId => Value::Str(r.full_node_id()),
+            Field::Filename => r.common.filename.clone().into(),
+            Field::Lineno => r.common.lineno.map_or(Value::Null, Value::Int),
+            Field::Meta(path) => meta_path(r.common.metadata.as_deref(), path),
+            _ => Value::Null,
+        })
+    }
+
+    fn op_field(&self, o: u32, f: &Field) -> Result<Value> {
+        let c = self.catalog()?;
+        let Some(r) = c.op(o) else {
+            return Ok(Value::Null);
+        };
+        Ok(match f {
+            Field::Id => Value::Str(r.op_id.clone()),
+            Field::OpName => r.op_name.clone().into(),
+            Field::Category => r.category.clone().into(),
+            Field::Comment => r.comment.clone().into(),
+            Field::Session => r.session_id.clone().into(),
+            Field::CreatedAt => r.common.created_at.clone().into(),
+            Field::Meta(path) => meta_path(r.common.metadata.as_deref(), path),
+            _ => Value::Null,
+        })
+    }
+
+    fn edge_field(&self, e: u32, f: &Field) -> Result<Value> {
+        let g = self.graph()?;
+        Ok(match f {
+            Field::Source => match g.source(e) {
+                Some(v) => Value::Str(self.node_id(v)?),
+                None => Value::Null,
+            },
+            Field::Target => match g.target(e) {
+                Some(v) => Value::Str(self.node_id(v)?),
+                None => Value::Null,
+            },
+            Field::Op => match g.op(e) {
+                Some(o) => Value::Str(self.op_id(o)?),
+                None => Value::Null,
+            },
+            Field::OpName => match g.op(e) {
+                Some(o) => self.op_field(o, &Field::OpName)?,
+                None => Value::Null,
+            },
+            Field::Kind => match g.op(e) {
+                Some(o) => self.op_field(o, &Field::Category)?,
+                None => Value::Null,
+            },
+            _ => {
+                let edges = self.edges()?;
+                let Some(r) = edges.get(e) else {
+                    return Ok(Value::Null);
+                };
+                match f {
+                    Field::Id => Value::Str(r.edge_id.clone()),
+                    Field::Category => r.category.clone().into(),
+                    Field::Comment => r.comment.clone().into(),
+                    Field::Session => self.session_id(Some(r.session))?,
+                    Field::CreatedAt => r.common.created_at.clone().into(),
+                    Field::Meta(path) => meta_path(r.common.metadata.as_deref(), path),
+                    _ => Value::Null,
+                }
+            }
+        })
+    }
+
+    fn session_field(&self, s: u32, f: &Field) -> Result<Value> {
+        let c = self.catalog()?;
+        let Some(r) = c.session(s) else {
+            return Ok(Value::Null);
+        };
+        Ok(match f {
+            Field::Id => Value::Str(r.session_id.clone()),
+            Field::Name => r.session_name.clone().into(),
+            Field::Category => r.category.clone().into(),
+            Field::Comment => r.comment.clone().into(),
+            Field::CreatedAt => r.common.created_at.clone().into(),
+            Field::Meta(path) => meta_path(r.common.metadata.as_deref(), path),
+            _ => Value::Null,
+        })
+    }
+
+    fn trace_field(&self, f: &Field) -> Value {
+        let r = &self.record;
+        match f {
+            Field::Id => self.gid(),
+            Field::UserId => r.user_id.clone().into(),
+            Field::ProjectId => r.project_id.clone().into(),
+            Field::CreatedAt => r.created_at.clone().into(),
+            Field::Source => Value::Str(r.source.clone()),
+            Field::Meta(path) => {
+                let mut p = vec!["metadata".to_string()];
+                p.extend(path.iter().cloned());
+                meta_path(Some(&r.header_json), &p)
+            }
+            _ => Value::Null,
+        }
+    }
+}
+
+fn case_field(case: &serde_json::Value, f: &Field) -> Value {
+    let key = match f {
+        Field::QueryId => "query_id",
+        Field::Query => "query",
+        Field::GoldenAnswers => "golden_answers",
+        Field::Prediction => "prediction",
+        Field::Evidence => "source_evidence_ids",
+        Field::ErrorType => "final_error_type",
+        Field::OpId => "final_op_id",
+        Field::Meta(path) => {
+            let mut cur = case;
+            for p in path {
+                match cur.get(p) {
+                    Some(v) => cur = v,
+                    None => return Value::Null,
+                }
+            }
+            return from_json(cur);
+        }
+        _ => return Value::Null,
+    };
+    case.get(key).map_or(Value::Null, from_json)
+}
+
+/// A row of records of one trace: any of a variable, op, edge, session, case.
+#[derive(Clone, Copy)]
+struct RecRow<'r, 'a> {
+    t: &'r TraceCtx<'a>,
+    var: Option<u32>,
+    op: Option<u32>,
+    edge: Option<u32>,
+    session: Option<u32>,
+    case: Option<&'r serde_json::Value>,
+}
+
+impl<'r, 'a> RecRow<'r, 'a> {
+    fn new(t: &'r TraceCtx<'a>) -> Self {
+        RecRow {
+            t,
+            var: None,
+            op: None,
+            edge: None,
+            session: None,
+            case: None,
+        }
+    }
+
+    fn session_local(&self) -> Result<Option<u32>> {
+        if self.session.is_some() {
+            return Ok(self.session);
+        }
+        let c = self.t.catalog()?;
+        if let Some(e) = self.edge {
+            if let Some(r) = self.t.edges()?.get(e) {
+                return Ok(Some(r.session));
+            }
+        }
+        if let Some(o) = self.op {
+            return Ok(c.op(o).and_then(|r| r.session));
+        }
+        if let Some(v) = self.var {
+            return Ok(c.variable(v).and_then(|r| r.session));
+        }
+        Ok(None)
+    }
+}
+
+impl Row for RecRow<'_, '_> {
+    fn field(&self, subject: Subject, f: &Field) -> std::result::Result<Value, QueryError> {
+        let r: Result<Value> = (|| {
+            Ok(match subject {
+                Subject::Var => match self.var {
+                    Some(v) => self.t.var_field(v, f)?,
+                    None => Value::Null,
+                },
+                Subject::Op => match self.op {
+                    Some(o) => self.t.op_field(o, f)?,
+                    None => Value::Null,
+                },
+                Subject::Edge => match self.edge {
+                    Some(e) => self.t.edge_field(e, f)?,
+                    None => Value::Null,
+                },
+                Subject::Source | Subject::Target => {
+                    let g = self.t.graph()?;
+                    let end = self.edge.and_then(|e| {
+                        if subject == Subject::Source {
+                            g.source(e)
+                        } else {
+                            g.target(e)
+                        }
+                    });
+                    match end {
+                        Some(v) => self.t.var_field(v, f)?,
+                        None => Value::Null,
+                    }
+                }
+                Subject::Session => match self.session_local()? {
+                    Some(s) => self.t.session_field(s, f)?,
+                    None => Value::Null,
+                },
+                Subject::Trace => self.t.trace_field(f),
+                Subject::Case => self.case.map_or(Value::Null, |c| case_field(c, f)),
+                Subject::Bound(_) => Value::Null,
+            })
+        })();
+        r.map_err(|e| QueryError::Other(e.to_string()))
+    }
+}
+
+/// A MATCH binding: one local id per pattern variable.
+struct MatchRow<'r, 'a> {
+    t: &'r TraceCtx<'a>,
+    vars: &'r [PatternVar],
+    binding: &'r [u32],
+}
+
+impl Row for MatchRow<'_, '_> {
+    fn field(&self, subject: Subject, f: &Field) -> std::result::Result<Value, QueryError> {
+        let r: Result<Value> = match subject {
+            Subject::Bound(i) => match (self.vars.get(i), self.binding.get(i)) {
+                (Some(v), Some(&id)) if id != UNBOUND => match v.kind {
+                    VarKind::Node => self.t.var_field(id, f),
+                    VarKind::Edge => self.t.edge_field(id, f),
+                },
+                _ => Ok(Value::Null),
+            },
+            Subject::Trace => Ok(self.t.trace_field(f)),
+            _ => Ok(Value::Null),
+        };
+        r.map_err(|e| QueryError::Other(e.to_string()))
+    }
+}
+
+const UNBOUND: u32 = u32::MAX;
+
+/// A start resolved in one trace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StartNode {
+    Var(u32),
+    Op(u32),
+}
+
+/// Runs a plan, handing rows to `sink`; returns the column names first through `columns`.
+pub(crate) struct Exec<'a> {
+    pub db: &'a Database,
+    pub view: &'a ReadView<'a>,
+    pub cancel: &'a Cancel,
+}
+
+fn qerr(e: QueryError) -> EngineError {
+    EngineError::Query(e)
+}
+
+impl<'a> Exec<'a> {
+    /// The columns a plan returns.
+    pub fn columns(plan: &Plan) -> Vec<String> {
+        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect();
+        match plan {
+            Plan::Traverse(t) => t.columns.clone(),
+            Plan::Match(m) => m.projection.columns.clone(),
+            Plan::Find(f) => f.projection.columns.clone(),
+            Plan::ShowTraces => s(&[
+                "trace",
+                "user_id",
+                "project_id",
+                "created_at",
+                "vars",
+                "ops",
+                "edges",
+                "cases",
+                "source",
+            ]),
+            Plan::Describe(_) => s(&[
+                "trace",
+                "node",
+                "edge_category",
+                "op_id",
+                "op_name",
+                "kind",
+                "input",
+                "output",
+            ]),
+            Plan::Explain(_) => s(&["plan"]),
+        }
+    }
+
+    /// Runs the plan.
+    pub fn run(&self, plan: &Plan, sink: &mut Sink<'_>) -> Result<()> {
+        match plan {
+            Plan::Explain(inner) => {
+                for line in inner.explain() {
+                    if !sink(vec![Value::Str(line)])? {
+                        break;
+                    }
+                }
+                Ok(())
+            }
+            Plan::ShowTraces => {
+                for item in self.view.traces() {
+                    let (id, r) = item?;
+                    let c = r.counts;
+                    let row = vec![
+                        Value::Str(r.graph_id),
+                        r.user_id.into(),
+                        r.project_id.into(),
+                        r.created_at.into(),
+                        Value::from(c.variables),
+                        Value::from(c.ops),
+                        Value::from(c.edges),
+                        Value::from(c.cases),
+                        Value::Str(r.source),
+                    ];
+                    let _ = id;
+                    if !sink(row)? {
+                        break;
+                    }
+                }
+                Ok(())
+            }
+            Plan::Traverse(t) => self.traverse(t, sink),
+            Plan::Find(f) => self.find(f, sink),
+            Plan::Match(m) => self.match_(m, sink),
+            Plan::Describe(d) => self.describe(d, sink),
+        }
+    }
+
+    /// The traces in scope: one named by graph id (or `#N`), or all.
+    fn traces(&self, scope: &Option<String>) -> Result<Vec<(TraceId, TraceRecord)>> {
+        match scope {
+            Some(s) => {
+                let id = self.db.trace(s)?.id();
+                let r = self
+                    .view
+                    .trace(id)?
+                    .ok_or_else(|| EngineError::UnknownTrace(s.clone()))?;
+                Ok(vec![(id, r)])
+            }
+            None => self
+                .view
+                .traces()
+                .map(|r| r.map_err(EngineError::from))
+                .collect(),
+        }
+    }
+
+    /// Where a start is, per trace, through the name and id indexes.
+    fn resolve(&self, r: &NodeRef, only: Option<TraceId>) -> Result<Vec<(TraceId, StartNode)>> {
+        let by_version = |name: &str, version: u32| -> Result<Vec<(TraceId, StartNode)>> {
+            Ok(self
+                .view
+                .versions(name, only)?
+                .into_iter()
+                .filter(|(_, v, _)| *v == version)
+                .map(|(t, _, l)| (t, StartNode::Var(l)))
+                .collect())
+        };
+        let latest = |name: &str| -> Result<Vec<(TraceId, StartNode)>> {
+            let mut out: Vec<(TraceId, StartNode)> = Vec::new();
+            let mut best: HashMap<TraceId, u32> = HashMap::new();
+            for (t, v, l) in self.view.versions(name, only)? {
+                match best.get(&t) {
+                    Some(b) if *b >= v => {}
+                    _ => {
+                        best.insert(t, v);
+                        out.retain(|(x, _)| *x != t);
+                        out.push((t, StartNode::Var(l)));
+                    }
+                }
+            }
+            Ok(out)
+        };
+        let op = |id: &str| -> Result<Vec<(TraceId, StartNode)>> {
+            Ok(self
+                .view
+                .string_id(IdKind::Op, id)?
+                .into_iter()
+                .filter(|(t, _)| only.is_none_or(|o| o == *t))
+                .map(|(t, l)| (t, StartNode::Op(l)))
+                .collect())
+        };
+        let found = match r {
+            NodeRef::Name {
+                full_name,
+                version: Some(v),
+            } => by_version(full_name, *v)?,
+            NodeRef::Name {
+                full_name,
+                version: None,
+            } => {
+                let v = latest(full_name)?;
+                if v.is_empty() {
+                    op(full_name)?
+                } else {
+                    v
+                }
+            }
+            NodeRef::Quoted(id) => {
+                let mut v = match id.rsplit_once('@') {
+                    Some((name, ver)) => match ver.parse::<u32>() {
+                        Ok(ver) => by_version(name, ver)?,
+                        Err(_) => Vec::new(),
+                    },
+                    None => Vec::new(),
+                };
+                if v.is_empty() {
+                    v = latest(id)?;
+                }
+                if v.is_empty() {
+                    v = op(id)?;
+                }
+                v
+            }
+        };
+        Ok(found)
+    }
+
+    fn traverse(&self, p: &TraversePlan, sink: &mut Sink<'_>) -> Result<()> {
+        let only = match &p.scope {
+            Some(s) => Some(self.db.trace(s)?.id()),
+            None => None,
+        };
+        // Each start, in each trace that holds it.
+        let mut per_trace: Vec<(TraceId, Vec<StartNode>)> = Vec::new();
+        for r in &p.starts {
+            let found = self.resolve(r, only)?;
+            if found.is_empty() {
+                return Err(match &p.scope {
+                    Some(s) => EngineError::UnknownNode {
+                        trace: s.clone(),
+                        reference: r.to_string(),
+                    },
+                    None => EngineError::BadRequest(format!(
+                        "no trace holds a variable or op {r} (see FIND vars WHERE var.full_name CONTAINS '...')"
+                    )),
+                });
+            }
+            for (t, s) in found {
+                match per_trace.iter_mut().find(|(x, _)| *x == t) {
+                    Some((_, v)) => {
+                        if !v.contains(&s) {
+                            v.push(s)
+                        }
+                    }
+                    None => per_trace.push((t, vec![s])),
+                }
+            }
+        }
+        per_trace.sort_by_key(|(t, _)| *t);
+        let mut left = p.limit.unwrap_or(u64::MAX);
+        for (tid, starts) in per_trace {
+            if left == 0 {
+                break;
+            }
+            self.cancel.check()?;
+            let record = self
+                .view
+                .trace(tid)?
+                .ok_or_else(|| EngineError::UnknownTrace(format!("#{tid}")))?;
+            let t = TraceCtx::new(self.db, self.view, tid, record);
+            let mut emit = |row: Vec<Value>| -> Result<bool> {
+                if left == 0 {
+                    return Ok(false);
+                }
+                left -= 1;
+                Ok(sink(row)? && left > 0)
+            };
+            if !self.traverse_trace(p, &t, &starts, &mut emit)? {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Walks one trace; returns false when the sink wants no more rows.
+    fn traverse_trace(
+        &self,
+        p: &TraversePlan,
+        t: &TraceCtx<'_>,
+        starts: &[StartNode],
+        emit: &mut dyn FnMut(Vec<Value>) -> Result<bool>,
+    ) -> Result<bool> {
+        let g = t.graph()?;
+        let dir = match p.direction {
+            QDir::Backward => Direction::Backward,
+            QDir::Forward => Direction::Forward,
+        };
+        let far = |e: u32| match dir {
+            Direction::Backward => g.source(e),
+            Direction::Forward => g.target(e),
+        };
+        let failure: RefCell<Option<EngineError>> = RefCell::new(None);
+        let fail = |e: QueryError| {
+            failure.borrow_mut().get_or_insert(EngineError::Query(e));
+        };
+        // Decide for one edge: skip it, reach its far node, or expand it.
+        let admit = |edge: u32, other: u32, _depth: u32| -> Admit {
+            if failure.borrow().is_some() {
+                return Admit::Skip;
+            }
+            let row = RecRow {
+                var: Some(other),
+                op: g.op(edge),
+                edge: Some(edge),
+                ..RecRow::new(t)
+            };
+            if let Some(w) = &p.while_ {
+                match w.expr.test(&row) {
+                    Ok(true) => {}
+                    Ok(false) => return Admit::Skip,
+                    Err(e) => {
+                        fail(e);
+                        return Admit::Skip;
+                    }
+                }
+            }
+            if let Some(u) = &p.until {
+                match u.expr.test(&row) {
+                    Ok(true) => return Admit::Reach,
+                    Ok(false) => {}
+                    Err(e) => {
+                        fail(e);
+                        return Admit::Skip;
+                    }
+                }
+            }
+            Admit::Expand
+        };
+        let mut visits: Vec<Visit> = Vec::new();
+        let mut var_starts: Vec<u32> = Vec::new();
+        let mut start_nodes: Vec<u32> = Vec::new();
+        for s in starts {
+            match *s {
+                StartNode::Var(v) => {
+                    var_starts.push(v);
+                    start_nodes.push(v);
+                }
+                StartNode::Op(o) => {
+                    // An op start: its inputs (backward) or outputs (forward) are
+                    // one hop away, then the walk goes on from them.
+                    let mut seeds = Vec::new();
+                    for &e in g.op_edges(o) {
+                        let Some(n) = far(e) else { continue };
+                        if visits.iter().any(|v| v.node == n) || seeds.contains(&n) {
+                            continue;
+                        }
+                        match admit(e, n, 1) {
+                            Admit::Skip => continue,
+                            a => {
+                                visits.push(Visit {
+                                    node: n,
+                                    depth: 1,
+                                    edge: e,
+                                    parent: u32::MAX,
+                                });
+                                if a == Admit::Expand {
+                                    seeds.push(n);
+                                }
+                            }
+                        }
+                    }
+                    let mut more = Vec::new();
+                    g.walk(&seeds, 1, dir, p.max_depth, self.cancel, admit, |v| {
+                        more.push(v)
+                    })?;
+                    for v in more {
+                        if !visits.iter().any(|x| x.node == v.node) {
+                            visits.push(v);
+                        }
+                    }
+                }
+            }
+        }
+        if !var_starts.is_empty() {
+            let mut found = Vec::new();
+            g.walk(&var_starts, 0, dir, p.max_depth, self.cancel, admit, |v| {
+                found.push(v)
+            })?;
+            if visits.is_empty() {
+                visits = found;
+            } else {
+                let mut seen: std::collections::HashSet<u32> =
+                    visits.iter().map(|v| v.node).collect();
+                for v in found {
+                    if seen.insert(v.node) {
+                        visits.push(v);
+                    }
+                }
+            }
+        }
+        if let Some(e) = failure.into_inner() {
+            return Err(e);
+        }
+        // Starts are never rows of their own trace's result.
+        visits.retain(|v| !start_nodes.contains(&v.node));
+        let visit_row = |v: &Visit| RecRow {
+            var: Some(v.node),
+            op: g.op(v.edge),
+            edge: Some(v.edge),
+            ..RecRow::new(t)
+        };
+        let passes = |row: &dyn Row| -> Result<bool> {
+            match &p.filter {
+                Some(f) => f.expr.test(row).map_err(qerr),
+                None => Ok(true),
+            }
+        };
+        let returned: Vec<&Visit> = visits.iter().filter(|v| v.depth >= p.min_depth).collect();
+        match p.output {
+            Output::Count => {
+                let mut n = 0i64;
+                for v in &returned {
+                    if passes(&visit_row(v))? {
+                        n += 1;
+                    }
+                }
+                emit(vec![t.gid(), Value::Int(n)])
+            }
+            Output::Nodes => {
+                for (i, v) in returned.iter().enumerate() {
+                    if i.is_multiple_of(4096) {
+                        self.cancel.check()?;
+                    }
+                    if !passes(&visit_row(v))? {
+                        continue;
+                    }
+                    let via = match g.op(v.edge) {
+                        Some(o) => Value::Str(t.op_id(o)?),
+                        None => Value::Null,
+                    };
+                    let row = vec![
+                        t.gid(),
+                        Value::Str(t.node_id(v.node)?),
+                        t.var_field(v.node, &Field::Category)?,
+                        Value::from(v.depth),
+                        via,
+                    ];
+                    if !emit(row)? {
+                        return Ok(false);
+                    }
+                }
+                Ok(true)
+            }
+            Output::Paths => {
+                let by_node: HashMap<u32, &Visit> = visits.iter().map(|v| (v.node, v)).collect();
+                for v in &returned {
+                    if !passes(&visit_row(v))? {
+                        continue;
+                    }
+                    let mut path = vec![Value::Str(t.node_id(v.node)?)];
+                    let mut cur = *v;
+                    loop {
+                        if let Some(o) = g.op(cur.edge) {
+                            path.push(Value::Str(t.op_id(o)?));
+                        }
+                        if cur.parent == u32::MAX {
+                            // An op start: the op is the path's first element.
+                            break;
+                        }
+                        path.push(Value::Str(t.node_id(cur.parent)?));
+                        match by_node.get(&cur.parent) {
+                            Some(next) if !start_nodes.contains(&cur.parent) => cur = next,
+                            _ => break,
+                        }
+                    }
+                    path.reverse();
+                    let row = vec![
+                        t.gid(),
+                        Value::Str(t.node_id(v.node)?),
+                        Value::from(v.depth),
+                        Value::List(path),
+                    ];
+                    if !emit(row)? {
+                        return Ok(false);
+                    }
+                }
+                Ok(true)
+            }
+            Output::Ops | Output::Edges | Output::Subgraph => {
+                // The result subgraph: starts and the nodes that pass WHERE,
+                // with the walked edges between them.
+                let mut keep: HashMap<u32, u32> = HashMap::new();
+                for s in &start_nodes {
+                    keep.insert(*s, 0);
+                }
+                let mut node_rows = Vec::new();
+                for v in &returned {
+                    if p.output == Output::Subgraph && !passes(&visit_row(v))? {
+                        continue;
+                    }
+                    keep.insert(v.node, v.depth);
+                    node_rows.push(v.node);
+                }
+                if p.output != Output::Subgraph {
+                    for v in &visits {
+                        keep.entry(v.node).or_insert(v.depth);
+                    }
+                }
+                let mut edge_ids: Vec<u32> = Vec::new();
+                let mut op_starts: Vec<u32> = Vec::new();
+                for s in starts {
+                    if let StartNode::Op(o) = s {
+                        op_starts.push(*o);
+                    }
+                }
+                for (&n, _) in keep.iter() {
+                    let list = match dir {
+                        Direction::Backward => g.incoming(n),
+                        Direction::Forward => g.outgoing(n),
+                    };
+                    for &e in list {
+                        if let Some(o) = far(e) {
+                            if keep.contains_key(&o) {
+                                edge_ids.push(e);
+                            }
+                        }
+                    }
+                }
+                for o in op_starts {
+                    for &e in g.op_edges(o) {
+                        if far(e).is_some_and(|n| keep.contains_key(&n)) {
+                            edge_ids.push(e);
+                        }
+                    }
+                }
+                edge_ids.sort_unstable();
+                edge_ids.dedup();
+                if let Some(w) = &p.while_ {
+                    let mut kept = Vec::new();
+                    for e in edge_ids {
+                        let row = RecRow {
+                            var: far(e),
+                            op: g.op(e),
+                            edge: Some(e),
+                            ..RecRow::new(t)
+                        };
+                        if w.expr.test(&row).map_err(qerr)? {
+                            kept.push(e);
+                        }
+                    }
+                    edge_ids = kept;
+                }
+                let depth_of = |e: u32| far(e).and_then(|n| keep.get(&n).copied()).unwrap_or(0);
+                match p.output {
+                    Output::Ops => {
+                        let mut ops: Vec<(u32, u32)> = Vec::new();
+                        for &e in &edge_ids {
+                            if let Some(o) = g.op(e) {
+                                let d = depth_of(e);
+                                match ops.iter_mut().find(|(x, _)| *x == o) {
+                                    Some((_, md)) => *md = (*md).min(d),
+                                    None => ops.push((o, d)),
+                                }
+                            }
+                        }
+                        ops.sort_by_key(|(o, d)| (*d, *o));
+                        for (o, d) in ops {
+                            let row = RecRow {
+                                op: Some(o),
+                                ..RecRow::new(t)
+                            };
+                            if !passes(&row)? {
+                                continue;
+                            }
+                            let out = vec![
+                                t.gid(),
+                                Value::Str(t.op_id(o)?),
+                                t.op_field(o, &Field::OpName)?,
+                                t.op_field(o, &Field::Category)?,
+                                Value::from(d),
+                            ];
+                            if !emit(out)? {
+                                return Ok(false);
+                            }
+                        }
+                        Ok(true)
+                    }
+                    Output::Edges => {
+                        for e in edge_ids {
+                            let row = RecRow {
+                                var: far(e),
+                                op: g.op(e),
+                                edge: Some(e),
+                                ..RecRow::new(t)
+                            };
+                            if !passes(&row)? {
+                                continue;
+                            }
+                            let out = vec![
+                                t.gid(),
+                                t.edge_field(e, &Field::Id)?,
+                                t.edge_field(e, &Field::Source)?,
+                                t.edge_field(e, &Field::Target)?,
+                                t.edge_field(e, &Field::Op)?,
+                                t.edge_field(e, &Field::Category)?,
+                            ];
+                            if !emit(out)? {
+                                return Ok(false);
+                            }
+                        }
+                        Ok(true)
+                    }
+                    _ => {
+                        let mut nodes: Vec<u32> = start_nodes.clone();
+                        nodes.extend(node_rows);
+                        for n in nodes {
+                            let out = vec![
+                                t.gid(),
+                                Value::Str("node".into()),
+                                Value::Str(t.node_id(n)?),
+                                Value::Null,
+                                Value::Null,
+                                Value::Null,
+                            ];
+                            if !emit(out)? {
+                                return Ok(false);
+                            }
+                        }
+                        for e in edge_ids {
+                            let out = vec![
+                                t.gid(),
+                                Value::Str("edge".into()),
+                                t.edge_field(e, &Field::Id)?,
+                                t.edge_field(e, &Field::Source)?,
+                                t.edge_field(e, &Field::Target)?,
+                                t.edge_field(e, &Field::Op)?,
+                            ];
+                            if !emit(out)? {
+                                return Ok(false);
+                            }
+                        }
+                        Ok(true)
+                    }
+                }
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------ FIND
+
+    fn find(&self, p: &FindPlan, sink: &mut Sink<'_>) -> Result<()> {
+        let mut col = Collector::new(&p.projection);
+        let mut stopped = false;
+        'traces: for (tid, record) in self.traces(&p.scope)? {
+            self.cancel.check()?;
+            let t = TraceCtx::new(self.db, self.view, tid, record);
+            if let Some(f) = &p.trace_filter {
+                if !f.expr.test(&RecRow::new(&t)).map_err(qerr)? {
+                    continue;
+                }
+            }
+            let mut offer = |row: &dyn Row, col: &mut Collector<'_>| -> Result<bool> {
+                if let Some(f) = &p.filter {
+                    if !f.expr.test(row).map_err(qerr)? {
+                        return Ok(true);
+                    }
+                }
+                if let Some(out) = col.push(row).map_err(qerr)? {
+                    if !sink(out)? {
+                        return Ok(false);
+                    }
+                }
+                Ok(!col.done())
+            };
+            let base = RecRow::new(&t);
+            match p.kind {
+                FindKind::Traces => {
+                    if !offer(&base, &mut col)? {
+                        stopped = true;
+                        break 'traces;
+                    }
+                }
+                FindKind::Vars => {
+                    let n = t.catalog()?.variables().len() as u32;
+                    for v in 0..n {
+                        if v.is_multiple_of(4096) {
+                            self.cancel.check()?;
+                        }
+                        let row = RecRow {
+                            var: Some(v),
+                            ..base
+                        };
+                        if !offer(&row, &mut col)? {
+                            stopped = true;
+                            break 'traces;
+                        }
+                    }
+                }
+                FindKind::Ops => {
+                    let n = t.catalog()?.ops().len() as u32;
+                    for o in 0..n {
+                        let row = RecRow {
+                            op: Some(o),
+                            ..base
+                        };
+                        if !offer(&row, &mut col)? {
+                            stopped = true;
+                            break 'traces;
+                        }
+                    }
+                }
+                FindKind::Sessions => {
+                    let n = t.catalog()?.sessions().len() as u32;
+                    for s in 0..n {
+                        let row = RecRow {
+                            session: Some(s),
+                            ..base
+                        };
+                        if !offer(&row, &mut col)? {
+                            stopped = true;
+                            break 'traces;
+                        }
+                    }
+                }
+                FindKind::Edges => {
+                    let g = t.graph()?;
+                    for e in 0..g.edge_count() {
+                        if e.is_multiple_of(4096) {
+                            self.cancel.check()?;
+                        }
+                        let row = RecRow {
+                            edge: Some(e),
+                            op: g.op(e),
+                            ..base
+                        };
+                        if !offer(&row, &mut col)? {
+                            stopped = true;
+                            break 'traces;
+                        }
+                    }
+                }
+                FindKind::Cases => {
+                    for item in self.view.cases(tid) {
+                        let (_, c) = item?;
+                        let json: serde_json::Value = serde_json::from_str(&c.json)?;
+                        let row = RecRow {
+                            case: Some(&json),
+                            ..base
+                        };
+                        if !offer(&row, &mut col)? {
+                            stopped = true;
+                            break 'traces;
+                        }
+                    }
+                }
+            }
+        }
+        let _ = stopped;
+        for row in col.finish().map_err(qerr)? {
+            if !sink(row)? {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    // ----------------------------------------------------------------- MATCH
+
+    fn match_(&self, p: &MatchPlan, sink: &mut Sink<'_>) -> Result<()> {
+        let mut col = Collector::new(&p.projection);
+        for (tid, record) in self.traces(&p.scope)? {
+            self.cancel.check()?;
+            let t = TraceCtx::new(self.db, self.view, tid, record);
+            let mut binding = vec![UNBOUND; p.vars.len()];
+            let mut m = Matcher {
+                exec: self,
+                t: &t,
+                plan: p,
+                col: &mut col,
+                sink,
+                steps: 0,
+                stop: false,
+            };
+            m.step(0, &mut binding)?;
+            if m.stop {
+                break;
+            }
+        }
+        for row in col.finish().map_err(qerr)? {
+            if !sink(row)? {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    // -------------------------------------------------------------- DESCRIBE
+
+    fn describe(&self, p: &DescribePlan, sink: &mut Sink<'_>) -> Result<()> {
+        let only = match &p.scope {
+            Some(s) => Some(self.db.trace(s)?.id()),
+            None => None,
+        };
+        let found = self.resolve(&p.target, only)?;
+        if found.is_empty() {
+            return Err(match &p.scope {
+                Some(s) => EngineError::UnknownNode {
+                    trace: s.clone(),
+                    reference: p.target.to_string(),
+                },
+                None => {
+                    EngineError::BadRequest(format!("no trace holds a variable or op {}", p.target))
+                }
+            });
+        }
+        for (tid, node) in found {
+            let record = self
+                .view
+                .trace(tid)?
+                .ok_or_else(|| EngineError::UnknownTrace(format!("#{tid}")))?;
+            let t = TraceCtx::new(self.db, self.view, tid, record);
+            let g = t.graph()?;
+            // A variable: its incoming edges grouped by edge category. An op:
+            // all its edges.
+            let (edges, node_id): (Vec<u32>, Value) = match node {
+                StartNode::Var(v) => (g.incoming(v).to_vec(), Value::Str(t.node_id(v)?)),
+                StartNode::Op(o) => (g.op_edges(o).to_vec(), Value::Null),
+            };
+            let mut rows = Vec::new();
+            for e in edges {
+                let cat = t.edge_field(e, &Field::Category)?;
+                let o = g.op(e);
+                let row = vec![
+                    t.gid(),
+                    node_id.clone(),
+                    cat,
+                    match o {
+                        Some(o) => Value::Str(t.op_id(o)?),
+                        None => Value::Null,
+                    },
+                    match o {
+                        Some(o) => t.op_field(o, &Field::OpName)?,
+                        None => Value::Null,
+                    },
+                    match o {
+                        Some(o) => t.op_field(o, &Field::Category)?,
+                        None => Value::Null,
+                    },
+                    t.edge_field(e, &Field::Source)?,
+                    t.edge_field(e, &Field::Target)?,
+                ];
+                rows.push(row);
+            }
+            // Grouped by edge category, first appearance first.
+            let mut order: Vec<Value> = Vec::new();
+            for r in &rows {
+                if !order.contains(&r[2]) {
+                    order.push(r[2].clone());
+                }
+            }
+            rows.sort_by_key(|r| order.iter().position(|c| *c == r[2]).unwrap_or(0));
+            for r in rows {
+                if !sink(r)? {
+                    return Ok(());
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+struct Matcher<'m, 'a, 's, 'p> {
+    exec: &'m Exec<'a>,
+    t: &'m TraceCtx<'a>,
+    plan: &'m MatchPlan,
+    col: &'m mut Collector<'p>,
+    sink: &'m mut Sink<'s>,
+    steps: u64,
+    stop: bool,
+}
+
+impl Matcher<'_, '_, '_, '_> {
+    fn fits_node(&self, v: u32, cs: &[Constraint]) -> Result<bool> {
+        for c in cs {
+            let got = self.t.var_field(v, &c.field)?;
+            if got.compare(&c.value) != Some(std::cmp::Ordering::Equal) {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    fn fits_edge(&self, e: u32, cs: &[Constraint]) -> Result<bool> {
+        for c in cs {
+            let got = self.t.edge_field(e, &c.field)?;
+            if got.compare(&c.value) != Some(std::cmp::Ordering::Equal) {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    fn tick(&mut self) -> Result<()> {
+        self.steps += 1;
+        if self.steps.is_multiple_of(4096) {
+            self.exec.cancel.check()?;
+        }
+        Ok(())
+    }
+
+    fn step(&mut self, i: usize, binding: &mut Vec<u32>) -> Result<()> {
+        if self.stop {
+            return Ok(());
+        }
+        self.tick()?;
+        let Some(step) = self.plan.steps.get(i) else {
+            let row = MatchRow {
+                t: self.t,
+                vars: &self.plan.vars,
+                binding,
+            };
+            if let Some(out) = self.col.push(&row).map_err(qerr)? {
+                if !(self.sink)(out)? {
+                    self.stop = true;
+                }
+            }
+            if self.col.done() {
+                self.stop = true;
+            }
+            return Ok(());
+        };
+        match step {
+            MatchStep::Filter(p) => {
+                let row = MatchRow {
+                    t: self.t,
+                    vars: &self.plan.vars,
+                    binding,
+                };
+                if p.expr.test(&row).map_err(qerr)? {
+                    self.step(i + 1, binding)?;
+                }
+            }
+            MatchStep::Scan { var, constraints } => {
+                let n = self.t.catalog()?.variables().len() as u32;
+                for v in 0..n {
+                    if self.stop {
+                        break;
+                    }
+                    if self.fits_node(v, constraints)? {
+                        binding[*var] = v;
+                        self.step(i + 1, binding)?;
+                    }
+                }
+                binding[*var] = UNBOUND;
+            }
+            MatchStep::Expand {
+                from,
+                to,
+                rel,
+                direction,
+                edge_constraints,
+                min_hops,
+                max_hops,
+                constraints,
+                check,
+            } => {
+                let g = self.t.graph()?;
+                let start = binding[*from];
+                let forward = *direction == QDir::Forward;
+                let next = |e: u32| {
+                    if forward {
+                        g.target(e)
+                    } else {
+                        g.source(e)
+                    }
+                };
+                let list = |n: u32| {
+                    if forward {
+                        g.outgoing(n)
+                    } else {
+                        g.incoming(n)
+                    }
+                };
+                let saved = binding[*to];
+                if *min_hops == 1 && *max_hops == Some(1) {
+                    for &e in list(start) {
+                        if self.stop {
+                            break;
+                        }
+                        let Some(n) = next(e) else { continue };
+                        if *check && n != saved {
+                            continue;
+                        }
+                        if !self.fits_edge(e, edge_constraints)?
+                            || !self.fits_node(n, constraints)?
+                        {
+                            continue;
+                        }
+                        binding[*to] = n;
+                        if let Some(r) = rel {
+                            binding[*r] = e;
+                        }
+                        self.step(i + 1, binding)?;
+                    }
+                    if let Some(r) = rel {
+                        binding[*r] = UNBOUND;
+                    }
+                } else {
+                    // Variable length: every node within min..max hops
+                    // (breadth-first, each node once), crossing only fitting edges.
+                    let mut dist: HashMap<u32, u32> = HashMap::from([(start, 0)]);
+                    let mut frontier = vec![start];
+                    let mut reached: Vec<u32> = Vec::new();
+                    if *min_hops == 0 {
+                        reached.push(start);
+                    }
+                    let mut d = 0;
+                    while !frontier.is_empty() && max_hops.is_none_or(|m| d < m) {
+                        d += 1;
+                        let mut nextf = Vec::new();
+                        for &u in &frontier {
+                            for &e in list(u) {
+                                self.tick()?;
+                                let Some(n) = next(e) else { continue };
+                                if dist.contains_key(&n) || !self.fits_edge(e, edge_constraints)? {
+                                    continue;
+                                }
+                                dist.insert(n, d);
+                                nextf.push(n);
+                                if d >= *min_hops {
+                                    reached.push(n);
+                                }
+                            }
+                        }
+                        frontier = nextf;
+                    }
+                    for n in reached {
+                        if self.stop {
+                            break;
+                        }
+                        if *check && n != saved {
+                            continue;
+                        }
+                        if !self.fits_node(n, constraints)? {
+                            continue;
+                        }
+                        binding[*to] = n;
+                        self.step(i + 1, binding)?;
+                    }
+                }
+                binding[*to] = saved;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Database {
+    /// Runs one statement and collects its rows.
+    ///
+    /// ```no_run
+    /// let db = memtrace_engine::Database::open("memtrace.db")?;
+    /// let r = db.query("TRACE prediction:Q1 DEPTH 3 RETURN nodes")?;
+    /// println!("{:?} {} rows", r.columns, r.rows.len());
+    /// # Ok::<(), memtrace_engine::EngineError>(())
+    /// ```
+    pub fn query(&self, text: &str) -> Result<QueryResult> {
+        self.query_with(text, &Params::new(), &Cancel::new())
+    }
+
+    /// Runs one statement with parameters and a cancellation token, collecting rows.
+    pub fn query_with(&self, text: &str, params: &Params, cancel: &Cancel) -> Result<QueryResult> {
+        let mut rows = Vec::new();
+        let columns = self.query_stream(text, params, cancel, &mut |r| {
+            rows.push(r.iter().map(to_json).collect());
+            Ok(true)
+        })?;
+        Ok(QueryResult { columns, rows })
+    }
+
+    /// Runs one statement, handing each row to `sink` as soon as it is
+    /// known (sorted and grouped results once complete). `sink` returns
+    /// `false` to stop early. Returns the column names.
+    pub fn query_stream(
+        &self,
+        text: &str,
+        params: &Params,
+        cancel: &Cancel,
+        sink: &mut Sink<'_>,
+    ) -> Result<Vec<String>> {
+        let stmt = memtrace_query::parse_statement(text)?;
+        let plan = memtrace_query::plan_text(&stmt, params, text)?;
+        self.run_plan(&plan, cancel, sink)
+    }
+
+    /// Runs a planned statement; returns the column names.
+    pub fn run_plan(
+        &self,
+        plan: &Plan,
+        cancel: &Cancel,
+        sink: &mut Sink<'_>,
+    ) -> Result<Vec<String>> {
+        let view = self.read_view();
+        let exec = Exec {
+            db: self,
+            view: &view,
+            cancel,
+        };
+        exec.run(plan, sink)?;
+        Ok(Exec::columns(plan))
+    }
+}

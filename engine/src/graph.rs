@@ -1,0 +1,754 @@
+//! A trace's dependency graph in memory: compact arrays of local ids (CSR),
+//! built by one prefix scan of the outgoing adjacency index, and the
+//! breadth-first walk that traversals run on.
+//!
+//! Variables, ops and edges of a trace have dense local ids (`0..count`, in
+//! recorded order), so every array is indexed by local id directly.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use memtrace_storage::records::Counts;
+use memtrace_storage::{ReadView, StorageError, TraceId};
+
+use crate::error::{EngineError, Result};
+
+/// How many edges a walk examines between two looks at its [`Cancel`] token.
+const CANCEL_CHECK_STEPS: u32 = 4096;
+
+/// A cheap, cloneable cancellation token: clones share one flag, so one
+/// thread can cancel a long query that another runs.
+#[derive(Debug, Clone, Default)]
+pub struct Cancel(Arc<AtomicBool>);
+
+impl Cancel {
+    /// A token that is not cancelled.
+    pub fn new() -> Cancel {
+        Cancel::default()
+    }
+
+    /// Cancels the work that holds this token (or any clone of it).
+    pub fn cancel(&self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether [`cancel`](Self::cancel) was called on this token or a clone.
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    /// `Err(EngineError::Cancelled)` once cancelled, `Ok(())` before.
+    pub fn check(&self) -> Result<()> {
+        if self.is_cancelled() {
+            Err(EngineError::Cancelled)
+        } else {
+            Ok(())
+        }
+    }
+}
+
+/// Which way a walk follows edges.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Direction {
+    /// Along incoming edges to their sources: what a variable depends on.
+    Backward,
+    /// Along outgoing edges to their targets: what depends on a variable.
+    Forward,
+}
+
+/// What a walk does with a node offered through an edge.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Admit {
+    /// Do not cross this edge (the node may still be reached through another).
+    Skip,
+    /// Report the node but do not go on from it.
+    Reach,
+    /// Report the node and go on from it.
+    Expand,
+}
+
+/// A node reached by a walk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Visit {
+    /// Local id of the variable reached.
+    pub node: u32,
+    /// Its depth: the start depth plus the number of edges crossed.
+    pub depth: u32,
+    /// The edge that first reached it.
+    pub edge: u32,
+    /// The node it was reached from (the other end of `edge`).
+    pub parent: u32,
+}
+
+/// One trace's adjacency as compact arrays of local ids.
+///
+/// Per edge: `source`, `target` and `op`. Per variable, the edges leaving
+/// and entering it, and per op the edges it induced, each list in recorded
+/// edge order (compressed sparse rows: the edges of `v` are
+/// `edges[off[v]..off[v + 1]]`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TraceGraph {
+    vars: u32,
+    ops: u32,
+    source: Vec<u32>,
+    target: Vec<u32>,
+    op: Vec<u32>,
+    out_off: Vec<u32>,
+    out_edges: Vec<u32>,
+    in_off: Vec<u32>,
+    in_edges: Vec<u32>,
+    op_off: Vec<u32>,
+    op_edges: Vec<u32>,
+}
+
+fn corrupt(trace: Option<TraceId>, reason: String) -> EngineError {
+    let reason = match trace {
+        Some(t) => format!("trace #{t}: {reason}"),
+        None => reason,
+    };
+    EngineError::Storage(StorageError::Decode {
+        what: "adjacency",
+        reason,
+    })
+}
+
+/// Counting sort of edge ids by a key: offsets (`groups + 1` of them) and
+/// the edge ids grouped by key, each group in edge order.
+fn group(groups: u32, keys: &[u32]) -> (Vec<u32>, Vec<u32>) {
+    let mut off = vec![0u32; groups as usize + 1];
+    for &k in keys {
+        off[k as usize + 1] += 1;
+    }
+    for i in 1..off.len() {
+        off[i] += off[i - 1];
+    }
+    let mut next = off.clone();
+    let mut edges = vec![0u32; keys.len()];
+    for (e, &k) in keys.iter().enumerate() {
+        let slot = &mut next[k as usize];
+        edges[*slot as usize] = e as u32;
+        *slot += 1;
+    }
+    (off, edges)
+}
+
+impl TraceGraph {
+    /// Loads a trace's graph by one prefix scan of its outgoing adjacency.
+    ///
+    /// `counts` are the trace record's. Entries that name ids outside them,
+    /// an edge listed twice or an edge missing are reported as damaged data.
+    pub fn load(view: &ReadView, trace: TraceId, counts: &Counts) -> Result<TraceGraph> {
+        let edges = counts.edges as usize;
+        let mut source = vec![u32::MAX; edges];
+        let mut target = vec![0u32; edges];
+        let mut op = vec![0u32; edges];
+        for item in view.adjacency_out(trace) {
+            let (var, edge, other, o) = item?;
+            if var >= counts.variables || other >= counts.variables {
+                return Err(corrupt(
+                    Some(trace),
+                    format!(
+                        "edge {edge} joins variables {var} and {other}, but there are {}",
+                        counts.variables
+                    ),
+                ));
+            }
+            if o >= counts.ops {
+                return Err(corrupt(
+                    Some(trace),
+                    format!("edge {edge} names op {o}, but there are {}", counts.ops),
+                ));
+            }
+            let Some(slot) = source.get_mut(edge as usize) else {
+                return Err(corrupt(
+                    Some(trace),
+                    format!("edge {edge} listed, but there are {edges}"),
+                ));
+            };
+            if *slot != u32::MAX {
+                return Err(corrupt(Some(trace), format!("edge {edge} listed twice")));
+            }
+            *slot = var;
+            target[edge as usize] = other;
+            op[edge as usize] = o;
+        }
+        if let Some(missing) = source.iter().position(|&s| s == u32::MAX) {
+            return Err(corrupt(
+                Some(trace),
+                format!("edge {missing} has no adjacency entry"),
+            ));
+        }
+        Ok(Self::build(
+            counts.variables,
+            counts.ops,
+            source,
+            target,
+            op,
+        ))
+    }
+
+    /// Builds a graph from `(source, target, op)` per edge, edge `i` being
+    /// the `i`-th; ids out of range are an error.
+    pub fn from_edges(vars: u32, ops: u32, edges: &[(u32, u32, u32)]) -> Result<TraceGraph> {
+        if u32::try_from(edges.len()).is_err() {
+            return Err(EngineError::BadRequest(format!(
+                "{} edges: more than a trace can hold",
+                edges.len()
+            )));
+        }
+        let mut source = Vec::with_capacity(edges.len());
+        let mut target = Vec::with_capacity(edges.len());
+        let mut op = Vec::with_capacity(edges.len());
+        for (e, &(s, t, o)) in edges.iter().enumerate() {
+            if s >= vars || t >= vars || o >= ops {
+                return Err(corrupt(
+                    None,
+                    format!("edge {e} is ({s}, {t}, op {o}), but there are {vars} variables and {ops} ops"),
+                ));
+            }
+            source.push(s);
+            target.push(t);
+            op.push(o);
+        }
+        Ok(Self::build(vars, ops, source, target, op))
+    }
+
+    /// Builds the three CSR indexes; every id is checked by the callers.
+    fn build(vars: u32, ops: u32, source: Vec<u32>, target: Vec<u32>, op: Vec<u32>) -> TraceGraph {
+        let (out_off, out_edges) = group(vars, &source);
+        let (in_off, in_edges) = group(vars, &target);
+        let (op_off, op_edges) = group(ops, &op);
+        TraceGraph {
+            vars,
+            ops,
+            source,
+            target,
+            op,
+            out_off,
+            out_edges,
+            in_off,
+            in_edges,
+            op_off,
+            op_edges,
+        }
+    }
+
+    /// Number of variables (nodes are `0..vars()`).
+    pub fn vars(&self) -> u32 {
+        self.vars
+    }
+
+    /// Number of edges (edges are `0..edge_count()`).
+    pub fn edge_count(&self) -> u32 {
+        self.source.len() as u32
+    }
+
+    /// Number of ops (ops are `0..op_count()`).
+    pub fn op_count(&self) -> u32 {
+        self.ops
+    }
+
+    fn slice<'g>(off: &[u32], edges: &'g [u32], i: u32) -> &'g [u32] {
+        match (off.get(i as usize), off.get(i as usize + 1)) {
+            (Some(&a), Some(&b)) => &edges[a as usize..b as usize],
+            _ => &[],
+        }
+    }
+
+    /// Edges leaving variable `v`, in recorded order (empty for an unknown `v`).
+    pub fn outgoing(&self, v: u32) -> &[u32] {
+        Self::slice(&self.out_off, &self.out_edges, v)
+    }
+
+    /// Edges entering variable `v`, in recorded order (empty for an unknown `v`).
+    pub fn incoming(&self, v: u32) -> &[u32] {
+        Self::slice(&self.in_off, &self.in_edges, v)
+    }
+
+    /// Edges induced by op `op`, in recorded order (empty for an unknown op).
+    pub fn op_edges(&self, op: u32) -> &[u32] {
+        Self::slice(&self.op_off, &self.op_edges, op)
+    }
+
+    /// The source variable of edge `e`, `None` for an unknown edge.
+    pub fn source(&self, e: u32) -> Option<u32> {
+        self.source.get(e as usize).copied()
+    }
+
+    /// The target variable of edge `e`, `None` for an unknown edge.
+    pub fn target(&self, e: u32) -> Option<u32> {
+        self.target.get(e as usize).copied()
+    }
+
+    /// The op that induced edge `e`, `None` for an unknown edge.
+    pub fn op(&self, e: u32) -> Option<u32> {
+        self.op.get(e as usize).copied()
+    }
+
+    /// Bytes the graph holds on the heap (plus its own size).
+    pub fn bytes(&self) -> usize {
+        let arrays = [
+            &self.source,
+            &self.target,
+            &self.op,
+            &self.out_off,
+            &self.out_edges,
+            &self.in_off,
+            &self.in_edges,
+            &self.op_off,
+            &self.op_edges,
+        ];
+        std::mem::size_of::<Self>()
+            + arrays
+                .iter()
+                .map(|a| a.capacity() * std::mem::size_of::<u32>())
+                .sum::<usize>()
+    }
+
+    /// Breadth-first walk from `starts` (at depth `start_depth`; they are
+    /// marked visited but not reported).
+    ///
+    /// For each node at depth `d` (only while `d < max_depth`, when given),
+    /// each of its edges in `dir`, in recorded order, whose other end is not
+    /// yet visited is offered to `admit(edge, other, d + 1)`; what it
+    /// answers decides (see [`Admit`]). Every reported node goes to `visit`
+    /// once, with the edge that first reached it. Cycles, self-loops and
+    /// parallel edges terminate.
+    ///
+    /// Fails with [`EngineError::BadRequest`] for a start that is not a
+    /// variable, and with [`EngineError::Cancelled`] once `cancel` is
+    /// cancelled (looked at before starting and every few thousand edges).
+    #[allow(clippy::too_many_arguments)]
+    pub fn walk(
+        &self,
+        starts: &[u32],
+        start_depth: u32,
+        dir: Direction,
+        max_depth: Option<u32>,
+        cancel: &Cancel,
+        mut admit: impl FnMut(u32, u32, u32) -> Admit,
+        mut visit: impl FnMut(Visit),
+    ) -> Result<()> {
+        cancel.check()?;
+        let (off, edges, ends) = match dir {
+            Direction::Backward => (&self.in_off, &self.in_edges, &self.source),
+            Direction::Forward => (&self.out_off, &self.out_edges, &self.target),
+        };
+        let mut seen = vec![0u64; (self.vars as usize).div_ceil(64)];
+        let mark = |seen: &mut Vec<u64>, v: u32| {
+            let (w, b) = (v as usize / 64, 1u64 << (v % 64));
+            let fresh = seen[w] & b == 0;
+            seen[w] |= b;
+            fresh
+        };
+        let mut queue: Vec<(u32, u32)> = Vec::new();
+        for &s in starts {
+            if s >= self.vars {
+                return Err(EngineError::BadRequest(format!(
+                    "walk from variable {s}, but the trace has {}",
+                    self.vars
+                )));
+            }
+            if mark(&mut seen, s) {
+                queue.push((s, start_depth));
+            }
+        }
+        let mut steps = 0u32;
+        let mut head = 0;
+        while let Some(&(node, depth)) = queue.get(head) {
+            head += 1;
+            if max_depth.is_some_and(|m| depth >= m) {
+                continue;
+            }
+            let Some(next_depth) = depth.checked_add(1) else {
+                continue;
+            };
+            let (a, b) = (off[node as usize] as usize, off[node as usize + 1] as usize);
+            for &e in &edges[a..b] {
+                steps += 1;
+                if steps == CANCEL_CHECK_STEPS {
+                    steps = 0;
+                    cancel.check()?;
+                }
+                let other = ends[e as usize];
+                if seen[other as usize / 64] & (1u64 << (other % 64)) != 0 {
+                    continue;
+                }
+                let expand = match admit(e, other, next_depth) {
+                    Admit::Skip => continue,
+                    Admit::Reach => false,
+                    Admit::Expand => true,
+                };
+                mark(&mut seen, other);
+                visit(Visit {
+                    node: other,
+                    depth: next_depth,
+                    edge: e,
+                    parent: node,
+                });
+                if expand {
+                    queue.push((other, next_depth));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Database, ImportOptions};
+    use proptest::prelude::*;
+    use std::collections::VecDeque;
+
+    fn expand_all(_: u32, _: u32, _: u32) -> Admit {
+        Admit::Expand
+    }
+
+    /// (node, depth, edge, parent) of every visit.
+    fn run(
+        g: &TraceGraph,
+        starts: &[u32],
+        dir: Direction,
+        max_depth: Option<u32>,
+        admit: impl FnMut(u32, u32, u32) -> Admit,
+    ) -> Vec<(u32, u32, u32, u32)> {
+        let mut out = Vec::new();
+        g.walk(starts, 0, dir, max_depth, &Cancel::new(), admit, |v| {
+            out.push((v.node, v.depth, v.edge, v.parent))
+        })
+        .unwrap();
+        out
+    }
+
+    /// 0 -> 1 -> 2 -> 0 (a cycle), 1 -> 1 (a self-loop), 2 => 3 twice
+    /// (parallel edges), 3 -> 4, and 5 alone.
+    fn sample() -> TraceGraph {
+        TraceGraph::from_edges(
+            6,
+            3,
+            &[
+                (0, 1, 0),
+                (1, 2, 0),
+                (2, 0, 1),
+                (1, 1, 1),
+                (2, 3, 2),
+                (2, 3, 2),
+                (3, 4, 2),
+            ],
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn csr_lists_edges_in_recorded_order() {
+        let g = sample();
+        assert_eq!((g.vars(), g.edge_count(), g.op_count()), (6, 7, 3));
+        assert_eq!(g.outgoing(1), &[1, 3]);
+        assert_eq!(g.outgoing(2), &[2, 4, 5]);
+        assert_eq!(g.incoming(1), &[0, 3]);
+        assert_eq!(g.incoming(3), &[4, 5]);
+        assert_eq!(g.outgoing(5), &[] as &[u32]);
+        assert_eq!(g.outgoing(99), &[] as &[u32]);
+        assert_eq!(g.op_edges(2), &[4, 5, 6]);
+        assert_eq!(g.op_edges(3), &[] as &[u32]);
+        assert_eq!(
+            (g.source(6), g.target(6), g.op(6)),
+            (Some(3), Some(4), Some(2))
+        );
+        assert_eq!(g.source(7), None);
+        assert!(g.bytes() >= 9 * 4);
+        assert!(TraceGraph::from_edges(2, 1, &[(0, 2, 0)]).is_err());
+        assert!(TraceGraph::from_edges(2, 1, &[(0, 1, 1)]).is_err());
+    }
+
+    #[test]
+    fn walks_terminate_on_cycles_self_loops_and_parallel_edges() {
+        let g = sample();
+        assert_eq!(
+            run(&g, &[0], Direction::Forward, None, expand_all),
+            vec![(1, 1, 0, 0), (2, 2, 1, 1), (3, 3, 4, 2), (4, 4, 6, 3)]
+        );
+        assert_eq!(
+            run(&g, &[4], Direction::Backward, None, expand_all),
+            vec![(3, 1, 6, 4), (2, 2, 4, 3), (1, 3, 1, 2), (0, 4, 0, 1)]
+        );
+        assert_eq!(
+            run(&g, &[1], Direction::Backward, None, expand_all),
+            vec![(0, 1, 0, 1), (2, 2, 2, 0)],
+            "the self-loop is not offered: 1 is visited"
+        );
+        assert!(run(&g, &[5], Direction::Forward, None, expand_all).is_empty());
+        // Duplicate starts are one start.
+        assert_eq!(
+            run(&g, &[3, 3], Direction::Forward, None, expand_all).len(),
+            1
+        );
+    }
+
+    #[test]
+    fn depth_limits_and_start_depth() {
+        let g = sample();
+        assert!(run(&g, &[0], Direction::Forward, Some(0), expand_all).is_empty());
+        assert_eq!(
+            run(&g, &[0], Direction::Forward, Some(2), expand_all),
+            vec![(1, 1, 0, 0), (2, 2, 1, 1)]
+        );
+        let mut out = Vec::new();
+        g.walk(
+            &[0],
+            5,
+            Direction::Forward,
+            Some(7),
+            &Cancel::new(),
+            expand_all,
+            |v| out.push((v.node, v.depth)),
+        )
+        .unwrap();
+        assert_eq!(out, vec![(1, 6), (2, 7)]);
+        // Depths never overflow.
+        let mut out = Vec::new();
+        g.walk(
+            &[0],
+            u32::MAX - 1,
+            Direction::Forward,
+            None,
+            &Cancel::new(),
+            expand_all,
+            |v| out.push(v.node),
+        )
+        .unwrap();
+        assert_eq!(out, vec![1]);
+    }
+
+    #[test]
+    fn skip_reach_and_expand() {
+        let g = sample();
+        // Reach stops at 2: neither 3 nor 4 is reported.
+        let reach_2 = |_: u32, other: u32, _: u32| {
+            if other == 2 {
+                Admit::Reach
+            } else {
+                Admit::Expand
+            }
+        };
+        assert_eq!(
+            run(&g, &[0], Direction::Forward, None, reach_2),
+            vec![(1, 1, 0, 0), (2, 2, 1, 1)]
+        );
+        // Skipping the first of two parallel edges: the node comes through the second.
+        let skip_4 = |e: u32, _: u32, _: u32| if e == 4 { Admit::Skip } else { Admit::Expand };
+        assert_eq!(
+            run(&g, &[2], Direction::Forward, None, skip_4),
+            vec![(0, 1, 2, 2), (3, 1, 5, 2), (1, 2, 0, 0), (4, 2, 6, 3)]
+        );
+        // A node skipped through one edge is reached later through another.
+        let g = TraceGraph::from_edges(3, 1, &[(0, 2, 0), (0, 1, 0), (1, 2, 0)]).unwrap();
+        let skip_0 = |e: u32, _: u32, _: u32| if e == 0 { Admit::Skip } else { Admit::Expand };
+        assert_eq!(
+            run(&g, &[0], Direction::Forward, None, skip_0),
+            vec![(1, 1, 1, 0), (2, 2, 2, 1)]
+        );
+        let mut offered = Vec::new();
+        run(&g, &[0], Direction::Forward, None, |e, o, d| {
+            offered.push((e, o, d));
+            Admit::Skip
+        });
+        assert_eq!(offered, vec![(0, 2, 1), (1, 1, 1)]);
+    }
+
+    #[test]
+    fn cancellation_and_bad_starts_are_errors() {
+        let g = sample();
+        let cancel = Cancel::new();
+        let other = cancel.clone();
+        other.cancel();
+        assert!(cancel.is_cancelled());
+        let r = g.walk(
+            &[0],
+            0,
+            Direction::Forward,
+            None,
+            &cancel,
+            expand_all,
+            |_| {},
+        );
+        assert!(matches!(r, Err(EngineError::Cancelled)));
+        let r = g.walk(
+            &[6],
+            0,
+            Direction::Forward,
+            None,
+            &Cancel::new(),
+            expand_all,
+            |_| {},
+        );
+        assert!(matches!(r, Err(EngineError::BadRequest(_))));
+    }
+
+    #[test]
+    fn a_long_walk_sees_a_cancel_made_while_it_runs() {
+        // A chain of 20,000 variables; cancel after the first thousand visits.
+        let n = 20_000u32;
+        let edges: Vec<_> = (0..n - 1).map(|i| (i, i + 1, 0)).collect();
+        let g = TraceGraph::from_edges(n, 1, &edges).unwrap();
+        let cancel = Cancel::new();
+        let mut visits = 0;
+        let r = g.walk(
+            &[0],
+            0,
+            Direction::Forward,
+            None,
+            &cancel,
+            expand_all,
+            |_| {
+                visits += 1;
+                if visits == 1000 {
+                    cancel.cancel();
+                }
+            },
+        );
+        assert!(matches!(r, Err(EngineError::Cancelled)));
+        assert!(visits < 1000 + CANCEL_CHECK_STEPS as usize + 1, "{visits}");
+    }
+
+    fn import_sample(dir: &std::path::Path) -> (Database, TraceId, Counts) {
+        let db = Database::open(dir.join("db")).unwrap();
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../tests/fixtures/sample_export.json");
+        let reports = db.import_paths(&[path], &ImportOptions::default(), &mut |_| {});
+        let imported = reports.into_iter().next().unwrap().result.unwrap();
+        let t = &imported[0];
+        (db, t.trace, t.counts)
+    }
+
+    #[test]
+    fn the_loaded_graph_equals_the_adjacency_index() {
+        let dir = tempfile::tempdir().unwrap();
+        let (db, t, counts) = import_sample(dir.path());
+        let tv = db.trace_by_id(t).unwrap();
+        let view = tv.store();
+        let g = TraceGraph::load(view, t, &counts).unwrap();
+        assert_eq!(
+            (g.vars(), g.edge_count(), g.op_count()),
+            (counts.variables, counts.edges, counts.ops)
+        );
+        assert!(counts.edges > 0);
+        for v in 0..g.vars() {
+            let out: Vec<_> = g
+                .outgoing(v)
+                .iter()
+                .map(|&e| (e, g.target(e).unwrap(), g.op(e).unwrap()))
+                .collect();
+            assert_eq!(out, view.adjacent(t, v, true).unwrap(), "out of {v}");
+            let inc: Vec<_> = g
+                .incoming(v)
+                .iter()
+                .map(|&e| (e, g.source(e).unwrap(), g.op(e).unwrap()))
+                .collect();
+            assert_eq!(inc, view.adjacent(t, v, false).unwrap(), "into {v}");
+        }
+        for item in view.edges(t) {
+            let (e, rec) = item.unwrap();
+            assert_eq!(
+                (g.source(e), g.target(e), g.op(e)),
+                (Some(rec.source), Some(rec.target), Some(rec.op))
+            );
+            assert!(g.op_edges(rec.op).contains(&e));
+        }
+        for v in 0..g.vars() {
+            let mut ancestors = Vec::new();
+            g.walk(
+                &[v],
+                0,
+                Direction::Backward,
+                None,
+                &Cancel::new(),
+                expand_all,
+                |visit| ancestors.push(visit.node),
+            )
+            .unwrap();
+            assert_eq!(ancestors, tv.ancestors(v).unwrap(), "ancestors of {v}");
+        }
+    }
+
+    #[test]
+    fn counts_that_disagree_with_the_index_are_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let (db, t, counts) = import_sample(dir.path());
+        let tv = db.trace_by_id(t).unwrap();
+        for bad in [
+            Counts {
+                variables: 1,
+                ..counts
+            },
+            Counts { ops: 1, ..counts },
+            Counts {
+                edges: counts.edges - 1,
+                ..counts
+            },
+            Counts {
+                edges: counts.edges + 1,
+                ..counts
+            },
+        ] {
+            let err = TraceGraph::load(tv.store(), t, &bad).unwrap_err();
+            assert!(
+                matches!(err, EngineError::Storage(StorageError::Decode { .. })),
+                "{err}"
+            );
+        }
+    }
+
+    /// The reference: a plain breadth-first search with a visited set.
+    fn naive_bfs(
+        edges: &[(u32, u32, u32)],
+        start: u32,
+        dir: Direction,
+        max_depth: Option<u32>,
+    ) -> Vec<(u32, u32, u32, u32)> {
+        let mut seen = std::collections::HashSet::from([start]);
+        let mut queue = VecDeque::from([(start, 0u32)]);
+        let mut out = Vec::new();
+        while let Some((node, depth)) = queue.pop_front() {
+            if max_depth.is_some_and(|m| depth >= m) {
+                continue;
+            }
+            for (e, &(s, t, _)) in edges.iter().enumerate() {
+                let (from, to) = match dir {
+                    Direction::Forward => (s, t),
+                    Direction::Backward => (t, s),
+                };
+                if from == node && seen.insert(to) {
+                    out.push((to, depth + 1, e as u32, node));
+                    queue.push_back((to, depth + 1));
+                }
+            }
+        }
+        out
+    }
+
+    fn multigraph() -> impl Strategy<Value = (u32, Vec<(u32, u32, u32)>)> {
+        (1u32..12).prop_flat_map(|vars| {
+            (
+                Just(vars),
+                proptest::collection::vec((0..vars, 0..vars, 0u32..3), 0..40),
+            )
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn walk_equals_a_naive_bfs((vars, edges) in multigraph(), start_pick: u32,
+                                   forward: bool, max_depth in proptest::option::of(0u32..6)) {
+            let g = TraceGraph::from_edges(vars, 3, &edges).unwrap();
+            let start = start_pick % vars;
+            let dir = if forward { Direction::Forward } else { Direction::Backward };
+            prop_assert_eq!(
+                run(&g, &[start], dir, max_depth, expand_all),
+                naive_bfs(&edges, start, dir, max_depth)
+            );
+        }
+    }
+}

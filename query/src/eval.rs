@@ -1,0 +1,540 @@
+//! Evaluating compiled expressions over rows the engine supplies, and
+//! turning rows into results: grouping, aggregates, DISTINCT, ORDER BY, LIMIT.
+
+use std::cmp::Ordering;
+use std::collections::{HashMap, HashSet};
+
+use crate::ast::CmpOp;
+use crate::error::QueryError;
+use crate::plan::{AggSpec, Field, Projection, Subject};
+use crate::value::Value;
+
+type Result<T> = std::result::Result<T, QueryError>;
+
+/// A compiled expression.
+#[derive(Debug, Clone)]
+pub enum Pexpr {
+    /// A constant (literals and bound parameters).
+    Const(Value),
+    /// A field of a subject of the current row.
+    Field(Subject, Field),
+    /// `[a, b]`.
+    List(Vec<Pexpr>),
+    /// A scalar function.
+    Func(Func, Box<Pexpr>),
+    /// The i-th aggregate of the current group.
+    Agg(usize),
+    /// The i-th group key of the current group.
+    Group(usize),
+    /// `NOT e` (three-valued).
+    Not(Box<Pexpr>),
+    /// `a AND b ...` (three-valued).
+    And(Vec<Pexpr>),
+    /// `a OR b ...` (three-valued).
+    Or(Vec<Pexpr>),
+    /// `a op b`.
+    Cmp(CmpOp, Box<Pexpr>, Box<Pexpr>),
+    /// `a CONTAINS b`.
+    Contains(Box<Pexpr>, Box<Pexpr>),
+    /// `a STARTS WITH b`.
+    StartsWith(Box<Pexpr>, Box<Pexpr>),
+    /// `a =~ 'literal'`, compiled once.
+    RegexConst(Box<Pexpr>, Box<regex::Regex>),
+    /// `a =~ b` with a computed pattern.
+    Regex(Box<Pexpr>, Box<Pexpr>),
+    /// `a [NOT] IN list`.
+    In(Box<Pexpr>, Box<Pexpr>, bool),
+    /// `a IS [NOT] NULL`.
+    IsNull(Box<Pexpr>, bool),
+}
+
+/// Scalar functions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Func {
+    /// `lower(s)`.
+    Lower,
+    /// `upper(s)`.
+    Upper,
+    /// `length(s)`: characters of text, items of a list.
+    Length,
+}
+
+impl Func {
+    /// The names, for messages.
+    pub const NAMES: &'static [&'static str] = &["lower", "upper", "length"];
+
+    /// The function of a (lower-case) name.
+    pub fn from_name(name: &str) -> Option<Func> {
+        match name {
+            "lower" => Some(Func::Lower),
+            "upper" => Some(Func::Upper),
+            "length" => Some(Func::Length),
+            _ => None,
+        }
+    }
+}
+
+/// Aggregate functions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AggFunc {
+    /// `count(*)`, `count(x)` (non-null), `count(DISTINCT x)`.
+    Count,
+    /// `min(x)`.
+    Min,
+    /// `max(x)`.
+    Max,
+    /// `sum(x)`.
+    Sum,
+    /// `avg(x)`.
+    Avg,
+}
+
+impl AggFunc {
+    /// The names, for messages.
+    pub const NAMES: &'static [&'static str] = &["count", "min", "max", "sum", "avg"];
+
+    /// The aggregate of a (lower-case) name.
+    pub fn from_name(name: &str) -> Option<AggFunc> {
+        match name {
+            "count" => Some(AggFunc::Count),
+            "min" => Some(AggFunc::Min),
+            "max" => Some(AggFunc::Max),
+            "sum" => Some(AggFunc::Sum),
+            "avg" => Some(AggFunc::Avg),
+            _ => None,
+        }
+    }
+}
+
+/// What an expression reads: the fields of the current row. The engine
+/// implements it over its records; reading may fail (a value not found).
+pub trait Row {
+    /// The value of `field` of `subject`; NULL when the row has no such subject.
+    fn field(&self, subject: Subject, field: &Field) -> Result<Value>;
+}
+
+/// Group keys and aggregates of the current group, for output expressions.
+struct Grouped<'a> {
+    keys: &'a [Value],
+    aggs: &'a [Value],
+}
+
+fn text_of(v: &Value) -> Option<String> {
+    v.as_text()
+}
+
+impl Pexpr {
+    /// Evaluates over a row.
+    pub fn eval(&self, row: &dyn Row) -> Result<Value> {
+        self.eval_in(row, None)
+    }
+
+    /// Evaluates as a condition: only `TRUE` passes.
+    pub fn test(&self, row: &dyn Row) -> Result<bool> {
+        Ok(self.eval(row)?.is_true())
+    }
+
+    fn eval_in(&self, row: &dyn Row, g: Option<&Grouped<'_>>) -> Result<Value> {
+        let ev = |e: &Pexpr| e.eval_in(row, g);
+        Ok(match self {
+            Pexpr::Const(v) => v.clone(),
+            Pexpr::Field(s, f) => row.field(*s, f)?,
+            Pexpr::List(items) => Value::List(items.iter().map(ev).collect::<Result<_>>()?),
+            Pexpr::Func(f, x) => {
+                let v = ev(x)?;
+                match (f, v) {
+                    (_, Value::Null) => Value::Null,
+                    (Func::Lower, v) => Value::Str(v.to_string().to_lowercase()),
+                    (Func::Upper, v) => Value::Str(v.to_string().to_uppercase()),
+                    (Func::Length, Value::List(l)) => Value::Int(l.len() as i64),
+                    (Func::Length, v) => Value::Int(v.to_string().chars().count() as i64),
+                }
+            }
+            Pexpr::Agg(i) => g
+                .and_then(|g| g.aggs.get(*i).cloned())
+                .ok_or_else(|| QueryError::Other("an aggregate is read outside a group".into()))?,
+            Pexpr::Group(i) => g
+                .and_then(|g| g.keys.get(*i).cloned())
+                .ok_or_else(|| QueryError::Other("a group key is read outside a group".into()))?,
+            Pexpr::Not(x) => match ev(x)? {
+                Value::Bool(b) => Value::Bool(!b),
+                _ => Value::Null,
+            },
+            Pexpr::And(items) => {
+                let mut unknown = false;
+                for x in items {
+                    match ev(x)? {
+                        Value::Bool(false) => return Ok(Value::Bool(false)),
+                        Value::Bool(true) => {}
+                        _ => unknown = true,
+                    }
+                }
+                if unknown {
+                    Value::Null
+                } else {
+                    Value::Bool(true)
+                }
+            }
+            Pexpr::Or(items) => {
+                let mut unknown = false;
+                for x in items {
+                    match ev(x)? {
+                        Value::Bool(true) => return Ok(Value::Bool(true)),
+                        Value::Bool(false) => {}
+                        _ => unknown = true,
+                    }
+                }
+                if unknown {
+                    Value::Null
+                } else {
+                    Value::Bool(false)
+                }
+            }
+            Pexpr::Cmp(op, a, b) => {
+                let (a, b) = (ev(a)?, ev(b)?);
+                match a.compare(&b) {
+                    None => Value::Null,
+                    Some(o) => Value::Bool(match op {
+                        CmpOp::Eq => o == Ordering::Equal,
+                        CmpOp::Ne => o != Ordering::Equal,
+                        CmpOp::Lt => o == Ordering::Less,
+                        CmpOp::Le => o != Ordering::Greater,
+                        CmpOp::Gt => o == Ordering::Greater,
+                        CmpOp::Ge => o != Ordering::Less,
+                    }),
+                }
+            }
+            Pexpr::Contains(a, b) => match (ev(a)?, ev(b)?) {
+                (Value::List(items), needle) => Value::Bool(
+                    items
+                        .iter()
+                        .any(|x| x.compare(&needle) == Some(Ordering::Equal)),
+                ),
+                (a, b) => match (text_of(&a), text_of(&b)) {
+                    (Some(a), Some(b)) => Value::Bool(a.contains(&b)),
+                    _ => Value::Null,
+                },
+            },
+            Pexpr::StartsWith(a, b) => match (text_of(&ev(a)?), text_of(&ev(b)?)) {
+                (Some(a), Some(b)) => Value::Bool(a.starts_with(&b)),
+                _ => Value::Null,
+            },
+            Pexpr::RegexConst(a, re) => match text_of(&ev(a)?) {
+                Some(s) => Value::Bool(re.is_match(&s)),
+                None => Value::Null,
+            },
+            Pexpr::Regex(a, p) => match (text_of(&ev(a)?), ev(p)?) {
+                (Some(s), Value::Str(p)) => {
+                    let re = regex::Regex::new(&p).map_err(|e| {
+                        QueryError::Other(format!("bad regular expression '{p}': {e}"))
+                    })?;
+                    Value::Bool(re.is_match(&s))
+                }
+                (None, _) | (_, Value::Null) => Value::Null,
+                (_, other) => {
+                    return Err(QueryError::Other(format!(
+                        "=~ needs a text pattern, not {other}"
+                    )))
+                }
+            },
+            Pexpr::In(a, list, negated) => {
+                let a = ev(a)?;
+                let items = match ev(list)? {
+                    Value::List(items) => items,
+                    Value::Null => return Ok(Value::Null),
+                    other => {
+                        return Err(QueryError::Other(format!(
+                            "IN needs a list, such as ['a', 'b'], not {other}"
+                        )))
+                    }
+                };
+                if a == Value::Null {
+                    return Ok(Value::Null);
+                }
+                let found = items.iter().any(|x| a.compare(x) == Some(Ordering::Equal));
+                Value::Bool(found != *negated)
+            }
+            Pexpr::IsNull(a, negated) => Value::Bool((ev(a)? == Value::Null) != *negated),
+        })
+    }
+
+    /// Calls `f` on every field the expression reads.
+    pub fn fields(&self, f: &mut dyn FnMut(Subject, &Field)) {
+        match self {
+            Pexpr::Field(s, x) => f(*s, x),
+            Pexpr::List(v) | Pexpr::And(v) | Pexpr::Or(v) => v.iter().for_each(|x| x.fields(f)),
+            Pexpr::Func(_, x) | Pexpr::Not(x) | Pexpr::IsNull(x, _) | Pexpr::RegexConst(x, _) => {
+                x.fields(f)
+            }
+            Pexpr::Cmp(_, a, b)
+            | Pexpr::Contains(a, b)
+            | Pexpr::StartsWith(a, b)
+            | Pexpr::Regex(a, b)
+            | Pexpr::In(a, b, _) => {
+                a.fields(f);
+                b.fields(f);
+            }
+            Pexpr::Const(_) | Pexpr::Agg(_) | Pexpr::Group(_) => {}
+        }
+    }
+}
+
+/// A value usable as a hash key (floats by their bits).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Key {
+    Null,
+    Bool(bool),
+    Int(i64),
+    Float(u64),
+    Str(String),
+    List(Vec<Key>),
+}
+
+fn key(v: &Value) -> Key {
+    match v {
+        Value::Null => Key::Null,
+        Value::Bool(b) => Key::Bool(*b),
+        Value::Int(n) => Key::Int(*n),
+        // Whole floats group with the equal integer.
+        Value::Float(x) if x.fract() == 0.0 && x.abs() < 9.0e15 => Key::Int(*x as i64),
+        Value::Float(x) => Key::Float(x.to_bits()),
+        Value::Str(s) => Key::Str(s.clone()),
+        Value::List(l) => Key::List(l.iter().map(key).collect()),
+    }
+}
+
+/// The running state of one aggregate.
+#[derive(Debug, Clone)]
+enum AggState {
+    Count(u64, Option<HashSet<Key>>),
+    Min(Option<Value>),
+    Max(Option<Value>),
+    Sum(f64, bool, Option<HashSet<Key>>),
+    Avg(f64, u64, Option<HashSet<Key>>),
+}
+
+impl AggState {
+    fn new(spec: &AggSpec) -> AggState {
+        let set = spec.distinct.then(HashSet::new);
+        match spec.func {
+            AggFunc::Count => AggState::Count(0, set),
+            AggFunc::Min => AggState::Min(None),
+            AggFunc::Max => AggState::Max(None),
+            AggFunc::Sum => AggState::Sum(0.0, true, set),
+            AggFunc::Avg => AggState::Avg(0.0, 0, set),
+        }
+    }
+
+    fn add(&mut self, spec: &AggSpec, row: &dyn Row) -> Result<()> {
+        let v = match &spec.arg {
+            None => Value::Bool(true),
+            Some(e) => e.eval(row)?,
+        };
+        if v == Value::Null {
+            return Ok(());
+        }
+        let fresh = |set: &mut Option<HashSet<Key>>| match set {
+            Some(s) => s.insert(key(&v)),
+            None => true,
+        };
+        match self {
+            AggState::Count(n, set) => {
+                if fresh(set) {
+                    *n += 1;
+                }
+            }
+            AggState::Min(m) => {
+                if m.as_ref().is_none_or(|m| v.total_cmp(m) == Ordering::Less) {
+                    *m = Some(v);
+                }
+            }
+            AggState::Max(m) => {
+                if m.as_ref()
+                    .is_none_or(|m| v.total_cmp(m) == Ordering::Greater)
+                {
+                    *m = Some(v);
+                }
+            }
+            AggState::Sum(s, int, set) => {
+                if fresh(set) {
+                    let x = v.as_f64().ok_or_else(|| {
+                        QueryError::Other(format!("{} needs numbers, and got {v}", spec.text))
+                    })?;
+                    *int &= matches!(v, Value::Int(_));
+                    *s += x;
+                }
+            }
+            AggState::Avg(s, n, set) => {
+                if fresh(set) {
+                    let x = v.as_f64().ok_or_else(|| {
+                        QueryError::Other(format!("{} needs numbers, and got {v}", spec.text))
+                    })?;
+                    *s += x;
+                    *n += 1;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(self) -> Value {
+        match self {
+            AggState::Count(n, _) => Value::Int(n as i64),
+            AggState::Min(m) | AggState::Max(m) => m.unwrap_or(Value::Null),
+            AggState::Sum(s, true, _) => Value::Int(s as i64),
+            AggState::Sum(s, false, _) => Value::Float(s),
+            AggState::Avg(_, 0, _) => Value::Null,
+            AggState::Avg(s, n, _) => Value::Float(s / n as f64),
+        }
+    }
+}
+
+/// Turns input rows into output rows for a [`Projection`].
+///
+/// Rows are pushed one at a time; without grouping, sorting or DISTINCT,
+/// each output row is ready at once ([`Collector::push`] returns it) and
+/// [`Collector::done`] says when the LIMIT is reached, so results stream.
+#[derive(Debug)]
+pub struct Collector<'p> {
+    p: &'p Projection,
+    groups: HashMap<Vec<Key>, usize>,
+    group_rows: Vec<(Vec<Value>, Vec<AggState>)>,
+    rows: Vec<Vec<Value>>,
+    seen: HashSet<Vec<Key>>,
+    emitted: u64,
+}
+
+impl<'p> Collector<'p> {
+    /// A collector for `p`.
+    pub fn new(p: &'p Projection) -> Collector<'p> {
+        Collector {
+            p,
+            groups: HashMap::new(),
+            group_rows: Vec::new(),
+            rows: Vec::new(),
+            seen: HashSet::new(),
+            emitted: 0,
+        }
+    }
+
+    /// Whether output rows can be handed out as they come.
+    pub fn streams(&self) -> bool {
+        !self.p.aggregating && self.p.order.is_empty()
+    }
+
+    /// Whether the LIMIT is reached (only when streaming).
+    pub fn done(&self) -> bool {
+        self.streams() && self.p.limit.is_some_and(|l| self.emitted >= l)
+    }
+
+    /// Adds an input row. When streaming, returns the output row it makes (if any).
+    pub fn push(&mut self, row: &dyn Row) -> Result<Option<Vec<Value>>> {
+        let p = self.p;
+        if p.aggregating {
+            let keys: Vec<Value> = p
+                .group_keys
+                .iter()
+                .map(|k| k.eval(row))
+                .collect::<Result<_>>()?;
+            let hk: Vec<Key> = keys.iter().map(key).collect();
+            let i = match self.groups.get(&hk) {
+                Some(i) => *i,
+                None => {
+                    self.group_rows
+                        .push((keys, p.aggs.iter().map(AggState::new).collect()));
+                    self.groups.insert(hk, self.group_rows.len() - 1);
+                    self.group_rows.len() - 1
+                }
+            };
+            let states = &mut self.group_rows[i].1;
+            for (st, spec) in states.iter_mut().zip(&p.aggs) {
+                st.add(spec, row)?;
+            }
+            return Ok(None);
+        }
+        if self.done() {
+            return Ok(None);
+        }
+        let out: Vec<Value> = p
+            .outputs
+            .iter()
+            .map(|e| e.eval(row))
+            .collect::<Result<_>>()?;
+        if p.distinct
+            && !self
+                .seen
+                .insert(out[..p.columns.len()].iter().map(key).collect())
+        {
+            return Ok(None);
+        }
+        if self.streams() {
+            self.emitted += 1;
+            let mut out = out;
+            out.truncate(p.columns.len());
+            return Ok(Some(out));
+        }
+        self.rows.push(out);
+        Ok(None)
+    }
+
+    /// The remaining output rows: groups, sorted, limited, hidden columns cut.
+    pub fn finish(mut self) -> Result<Vec<Vec<Value>>> {
+        let p = self.p;
+        if p.aggregating {
+            struct NoRow;
+            impl Row for NoRow {
+                fn field(&self, _: Subject, f: &Field) -> Result<Value> {
+                    Err(QueryError::Other(format!(
+                        "{f:?} is read outside a group key or aggregate"
+                    )))
+                }
+            }
+            // With no input row and no GROUP BY, there is still one group.
+            if self.group_rows.is_empty() && p.group_keys.is_empty() {
+                self.group_rows
+                    .push((Vec::new(), p.aggs.iter().map(AggState::new).collect()));
+            }
+            for (keys, states) in std::mem::take(&mut self.group_rows) {
+                let aggs: Vec<Value> = states.into_iter().map(AggState::finish).collect();
+                let g = Grouped {
+                    keys: &keys,
+                    aggs: &aggs,
+                };
+                let out: Vec<Value> = p
+                    .outputs
+                    .iter()
+                    .map(|e| e.eval_in(&NoRow, Some(&g)))
+                    .collect::<Result<_>>()?;
+                if p.distinct
+                    && !self
+                        .seen
+                        .insert(out[..p.columns.len()].iter().map(key).collect())
+                {
+                    continue;
+                }
+                self.rows.push(out);
+            }
+        }
+        if !p.order.is_empty() {
+            self.rows.sort_by(|a, b| {
+                for (i, desc) in &p.order {
+                    let o = a[*i].total_cmp(&b[*i]);
+                    let o = if *desc { o.reverse() } else { o };
+                    if o != Ordering::Equal {
+                        return o;
+                    }
+                }
+                Ordering::Equal
+            });
+        }
+        let limit = p.limit.map(|l| l.saturating_sub(self.emitted));
+        let mut rows = self.rows;
+        if let Some(l) = limit {
+            rows.truncate(usize::try_from(l).unwrap_or(usize::MAX));
+        }
+        for r in &mut rows {
+            r.truncate(p.columns.len());
+        }
+        Ok(rows)
+    }
+}

@@ -1,0 +1,72 @@
+//! The language's keywords, and the nearest one to a misspelt word.
+
+/// Every keyword of the language, upper case.
+pub const KEYWORDS: &[&str] = &[
+    "TRACE", "FORWARD", "IN", "DEPTH", "UNTIL", "WHILE", "WHERE", "RETURN", "LIMIT", "MATCH",
+    "FIND", "GROUP", "ORDER", "BY", "ASC", "DESC", "DISTINCT", "AS", "SHOW", "TRACES", "DESCRIBE",
+    "EXPLAIN", "AND", "OR", "NOT", "CONTAINS", "STARTS", "WITH", "IS", "NULL", "TRUE", "FALSE",
+];
+
+/// Words a bare identifier may not be, because the grammar reads them as keywords.
+pub(crate) fn is_reserved(word: &str) -> bool {
+    KEYWORDS.iter().any(|k| k.eq_ignore_ascii_case(word))
+}
+
+/// Edit distance (Levenshtein) between two short words, ignoring case.
+pub(crate) fn distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.to_ascii_uppercase().chars().collect();
+    let b: Vec<char> = b.to_ascii_uppercase().chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.iter().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != cb);
+            cur[j + 1] = sub.min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// The candidate nearest to `word`, when it is close enough to be a likely typo.
+pub(crate) fn nearest<'a>(
+    word: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<&'a str> {
+    if word.is_empty() {
+        return None;
+    }
+    let limit = match word.chars().count() {
+        0..=3 => 1,
+        4..=6 => 2,
+        _ => 3,
+    };
+    candidates
+        .into_iter()
+        .map(|c| (distance(word, c), c))
+        .filter(|(d, c)| *d <= limit && !c.eq_ignore_ascii_case(word))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn distances() {
+        assert_eq!(distance("UNTILL", "UNTIL"), 1);
+        assert_eq!(distance("untl", "UNTIL"), 1);
+        assert_eq!(distance("abc", "abc"), 0);
+        assert_eq!(distance("", "abc"), 3);
+        assert_eq!(distance("kitten", "sitting"), 3);
+    }
+
+    #[test]
+    fn the_nearest_keyword_is_suggested_only_when_close() {
+        assert_eq!(nearest("UNTILL", KEYWORDS.iter().copied()), Some("UNTIL"));
+        assert_eq!(nearest("retrun", KEYWORDS.iter().copied()), Some("RETURN"));
+        assert_eq!(nearest("banana", KEYWORDS.iter().copied()), None);
+        assert_eq!(nearest("", KEYWORDS.iter().copied()), None);
+    }
+}

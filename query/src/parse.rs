@@ -1,0 +1,675 @@
+//! From text to [`Statement`]s, through the pest grammar.
+
+use pest::iterators::Pair;
+use pest::Parser;
+
+use crate::ast::*;
+use crate::error::QueryError;
+use crate::node_ref::{from_pair as reference_from_pair, unquote};
+use crate::{MemtraceParser, Rule};
+
+type Result<T> = std::result::Result<T, QueryError>;
+
+/// Parses one statement (a trailing `;` is allowed).
+pub fn parse_statement(text: &str) -> Result<Statement> {
+    let mut pairs =
+        MemtraceParser::parse(Rule::query, text).map_err(|e| QueryError::from_pest(text, e))?;
+    let query = pairs.next().ok_or_else(empty)?;
+    let stmt = query
+        .into_inner()
+        .find(|p| p.as_rule() == Rule::statement)
+        .ok_or_else(empty)?;
+    P { text }.statement(stmt)
+}
+
+/// Parses a script: statements separated by `;`, with `--` comments.
+pub fn parse_script(text: &str) -> Result<Vec<Statement>> {
+    let mut pairs = MemtraceParser::parse(Rule::statements, text)
+        .map_err(|e| QueryError::from_pest(text, e))?;
+    let all = pairs.next().ok_or_else(empty)?;
+    let p = P { text };
+    all.into_inner()
+        .filter(|x| x.as_rule() == Rule::statement)
+        .map(|s| p.statement(s))
+        .collect()
+}
+
+fn empty() -> QueryError {
+    QueryError::Other("empty statement".into())
+}
+
+struct P<'t> {
+    text: &'t str,
+}
+
+fn bug(what: &str) -> QueryError {
+    QueryError::Other(format!("internal parser error: unexpected shape of {what}"))
+}
+
+impl P<'_> {
+    fn err(&self, pair: &Pair<'_, Rule>, message: String) -> QueryError {
+        QueryError::at(self.text, pair.as_span().start(), message)
+    }
+
+    fn statement(&self, pair: Pair<'_, Rule>) -> Result<Statement> {
+        let inner = match pair.as_rule() {
+            Rule::statement => pair.into_inner().next().ok_or_else(|| bug("statement"))?,
+            _ => pair,
+        };
+        match inner.as_rule() {
+            Rule::explain => {
+                let s = inner
+                    .into_inner()
+                    .find(|p| p.as_rule() != Rule::kw_explain)
+                    .ok_or_else(|| bug("EXPLAIN"))?;
+                Ok(Statement::Explain(Box::new(self.statement(s)?)))
+            }
+            Rule::traverse => self.traverse(inner).map(Statement::Traverse),
+            Rule::match_stmt => self.match_stmt(inner).map(Statement::Match),
+            Rule::find => self.find(inner).map(Statement::Find),
+            Rule::show_traces => Ok(Statement::ShowTraces),
+            Rule::describe => {
+                let mut target = None;
+                let mut in_trace = None;
+                for p in inner.into_inner() {
+                    match p.as_rule() {
+                        Rule::param => target = Some(Start::Param(param_name(&p))),
+                        Rule::reference => {
+                            target = Some(Start::Ref(reference_from_pair(self.text, p)?))
+                        }
+                        Rule::in_trace => in_trace = Some(self.text_arg(p)?),
+                        _ => {}
+                    }
+                }
+                Ok(Statement::Describe(Describe {
+                    target: target.ok_or_else(|| bug("DESCRIBE"))?,
+                    in_trace,
+                }))
+            }
+            _ => Err(bug("statement")),
+        }
+    }
+
+    fn text_arg(&self, pair: Pair<'_, Rule>) -> Result<TextArg> {
+        for p in pair.into_inner() {
+            match p.as_rule() {
+                Rule::string => return Ok(TextArg::Text(unquote(p))),
+                Rule::param => return Ok(TextArg::Param(param_name(&p))),
+                _ => {}
+            }
+        }
+        Err(bug("IN TRACE"))
+    }
+
+    fn int<T: TryFrom<u64>>(&self, pair: &Pair<'_, Rule>, what: &str) -> Result<T> {
+        pair.as_str()
+            .parse::<u64>()
+            .ok()
+            .and_then(|n| T::try_from(n).ok())
+            .ok_or_else(|| self.err(pair, format!("{what} {} is too large", pair.as_str())))
+    }
+
+    fn limit(&self, pair: Pair<'_, Rule>) -> Result<CountArg> {
+        for p in pair.into_inner() {
+            match p.as_rule() {
+                Rule::int => return Ok(CountArg::Value(self.int(&p, "LIMIT")?)),
+                Rule::param => return Ok(CountArg::Param(param_name(&p))),
+                _ => {}
+            }
+        }
+        Err(bug("LIMIT"))
+    }
+
+    fn clause_expr(&self, pair: Pair<'_, Rule>) -> Result<Expr> {
+        let e = pair
+            .into_inner()
+            .find(|p| p.as_rule() == Rule::expr)
+            .ok_or_else(|| bug("clause"))?;
+        self.expr(e)
+    }
+
+    fn traverse(&self, pair: Pair<'_, Rule>) -> Result<Traverse> {
+        let mut t = Traverse {
+            direction: Direction::Backward,
+            starts: Vec::new(),
+            in_trace: None,
+            depth: None,
+            until: None,
+            while_: None,
+            filter: None,
+            output: None,
+            limit: None,
+        };
+        for p in pair.into_inner() {
+            match p.as_rule() {
+                Rule::direction => {
+                    let kw = p.into_inner().next().ok_or_else(|| bug("direction"))?;
+                    t.direction = if kw.as_rule() == Rule::kw_forward {
+                        Direction::Forward
+                    } else {
+                        Direction::Backward
+                    };
+                }
+                Rule::starts => {
+                    for s in p.into_inner() {
+                        let s = s.into_inner().next().ok_or_else(|| bug("start"))?;
+                        t.starts.push(match s.as_rule() {
+                            Rule::param => Start::Param(param_name(&s)),
+                            _ => Start::Ref(reference_from_pair(self.text, s)?),
+                        });
+                    }
+                }
+                Rule::in_trace => t.in_trace = Some(self.text_arg(p)?),
+                Rule::depth => {
+                    let d = p
+                        .into_inner()
+                        .find(|x| x.as_rule() != Rule::kw_depth)
+                        .ok_or_else(|| bug("DEPTH"))?;
+                    t.depth = Some(match d.as_rule() {
+                        Rule::depth_range => {
+                            let ints: Vec<Pair<'_, Rule>> = d.clone().into_inner().collect();
+                            let (a, b) = match ints.as_slice() {
+                                [a, b] => (self.int(a, "DEPTH")?, self.int(b, "DEPTH")?),
+                                _ => return Err(bug("DEPTH range")),
+                            };
+                            if a > b {
+                                return Err(self.err(
+                                    &d,
+                                    format!("DEPTH {a}..{b} is empty: the lower bound is above the upper"),
+                                ));
+                            }
+                            Depth::Range(a, b)
+                        }
+                        _ => Depth::Max(self.int(&d, "DEPTH")?),
+                    });
+                }
+                Rule::until => t.until = Some(self.clause_expr(p)?),
+                Rule::while_clause => t.while_ = Some(self.clause_expr(p)?),
+                Rule::where_clause => t.filter = Some(self.clause_expr(p)?),
+                Rule::return_kind => {
+                    let o = p
+                        .into_inner()
+                        .find(|x| x.as_rule() == Rule::output)
+                        .ok_or_else(|| bug("RETURN"))?;
+                    t.output = Some(match o.as_str().to_ascii_lowercase().as_str() {
+                        "nodes" => Output::Nodes,
+                        "ops" => Output::Ops,
+                        "edges" => Output::Edges,
+                        "subgraph" => Output::Subgraph,
+                        "paths" => Output::Paths,
+                        _ => Output::Count,
+                    });
+                }
+                Rule::limit => t.limit = Some(self.limit(p)?),
+                _ => {}
+            }
+        }
+        Ok(t)
+    }
+
+    fn props(&self, pair: Pair<'_, Rule>) -> Result<Vec<(String, Expr)>> {
+        let mut out = Vec::new();
+        for prop in pair.into_inner() {
+            let mut it = prop.into_inner();
+            let key = it
+                .next()
+                .ok_or_else(|| bug("property"))?
+                .as_str()
+                .to_string();
+            let v = it.next().ok_or_else(|| bug("property value"))?;
+            let value = match v.as_rule() {
+                Rule::param => Expr::Param(param_name(&v)),
+                _ => Expr::Lit(self.literal(v)?),
+            };
+            out.push((key, value));
+        }
+        Ok(out)
+    }
+
+    fn label(&self, pair: Pair<'_, Rule>) -> Result<String> {
+        let inner = pair.into_inner().next().ok_or_else(|| bug("label"))?;
+        Ok(match inner.as_rule() {
+            Rule::string => unquote(inner),
+            _ => inner.as_str().to_string(),
+        })
+    }
+
+    fn node_pat(&self, pair: Pair<'_, Rule>) -> Result<NodePattern> {
+        let mut n = NodePattern::default();
+        for p in pair.into_inner() {
+            match p.as_rule() {
+                Rule::ident => n.var = Some(p.as_str().to_string()),
+                Rule::label => n.label = Some(self.label(p)?),
+                Rule::props => n.props = self.props(p)?,
+                _ => {}
+            }
+        }
+        Ok(n)
+    }
+
+    fn rel(&self, pair: Pair<'_, Rule>) -> Result<RelPattern> {
+        let side = pair
+            .into_inner()
+            .next()
+            .ok_or_else(|| bug("relationship"))?;
+        let mut r = RelPattern {
+            leftward: side.as_rule() == Rule::rel_left,
+            ..RelPattern::default()
+        };
+        if let Some(body) = side.into_inner().find(|p| p.as_rule() == Rule::rel_body) {
+            for p in body.into_inner() {
+                match p.as_rule() {
+                    Rule::ident => r.var = Some(p.as_str().to_string()),
+                    Rule::label => r.label = Some(self.label(p)?),
+                    Rule::props => r.props = self.props(p)?,
+                    Rule::hops => {
+                        r.hops = Some(match p.into_inner().next() {
+                            None => Hops::Range(None, None),
+                            Some(h) if h.as_rule() == Rule::int => {
+                                Hops::Exact(self.int(&h, "hop count")?)
+                            }
+                            Some(h) => {
+                                // hop_range: int? ".." int?, told apart by position.
+                                let text = h.as_str();
+                                let dots = h.as_span().start() + text.find("..").unwrap_or(0);
+                                let mut lo = None;
+                                let mut hi = None;
+                                for i in h.clone().into_inner() {
+                                    let v: u32 = self.int(&i, "hop count")?;
+                                    if i.as_span().start() < dots {
+                                        lo = Some(v);
+                                    } else {
+                                        hi = Some(v);
+                                    }
+                                }
+                                if let (Some(a), Some(b)) = (lo, hi) {
+                                    if a > b {
+                                        return Err(self.err(
+                                            &h,
+                                            format!("*{a}..{b} is empty: the lower bound is above the upper"),
+                                        ));
+                                    }
+                                }
+                                Hops::Range(lo, hi)
+                            }
+                        });
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Ok(r)
+    }
+
+    fn pattern(&self, pair: Pair<'_, Rule>) -> Result<Pattern> {
+        let mut it = pair.into_inner();
+        let first = self.node_pat(it.next().ok_or_else(|| bug("pattern"))?)?;
+        let mut steps = Vec::new();
+        while let Some(r) = it.next() {
+            let rel = self.rel(r)?;
+            let node = self.node_pat(it.next().ok_or_else(|| bug("pattern step"))?)?;
+            steps.push((rel, node));
+        }
+        Ok(Pattern { first, steps })
+    }
+
+    fn returns(&self, pair: Pair<'_, Rule>) -> Result<Returns> {
+        let mut r = Returns {
+            distinct: false,
+            items: Vec::new(),
+        };
+        for p in pair.into_inner() {
+            match p.as_rule() {
+                Rule::distinct => r.distinct = true,
+                Rule::ret_item => {
+                    let mut expr = None;
+                    let mut alias = None;
+                    for x in p.into_inner() {
+                        match x.as_rule() {
+                            Rule::expr => expr = Some(self.expr(x)?),
+                            Rule::ident => alias = Some(x.as_str().to_string()),
+                            _ => {}
+                        }
+                    }
+                    r.items.push(ReturnItem {
+                        expr: expr.ok_or_else(|| bug("RETURN item"))?,
+                        alias,
+                    });
+                }
+                _ => {}
+            }
+        }
+        Ok(r)
+    }
+
+    fn order_by(&self, pair: Pair<'_, Rule>) -> Result<Vec<OrderItem>> {
+        let mut out = Vec::new();
+        for item in pair
+            .into_inner()
+            .filter(|p| p.as_rule() == Rule::order_item)
+        {
+            let mut expr = None;
+            let mut dir = SortDir::Default;
+            for x in item.into_inner() {
+                match x.as_rule() {
+                    Rule::expr => expr = Some(self.expr(x)?),
+                    Rule::asc => dir = SortDir::Asc,
+                    Rule::desc => dir = SortDir::Desc,
+                    _ => {}
+                }
+            }
+            out.push(OrderItem {
+                expr: expr.ok_or_else(|| bug("ORDER BY item"))?,
+                dir,
+            });
+        }
+        Ok(out)
+    }
+
+    fn match_stmt(&self, pair: Pair<'_, Rule>) -> Result<Match> {
+        let mut m = Match {
+            patterns: Vec::new(),
+            in_trace: None,
+            filter: None,
+            returns: Returns {
+                distinct: false,
+                items: Vec::new(),
+            },
+            order_by: Vec::new(),
+            limit: None,
+        };
+        for p in pair.into_inner() {
+            match p.as_rule() {
+                Rule::pattern => m.patterns.push(self.pattern(p)?),
+                Rule::in_trace => m.in_trace = Some(self.text_arg(p)?),
+                Rule::where_clause => m.filter = Some(self.clause_expr(p)?),
+                Rule::return_items => m.returns = self.returns(p)?,
+                Rule::order_by => m.order_by = self.order_by(p)?,
+                Rule::limit => m.limit = Some(self.limit(p)?),
+                _ => {}
+            }
+        }
+        Ok(m)
+    }
+
+    fn find(&self, pair: Pair<'_, Rule>) -> Result<Find> {
+        let mut f = Find {
+            kind: FindKind::Vars,
+            in_trace: None,
+            filter: None,
+            group_by: Vec::new(),
+            returns: None,
+            order_by: Vec::new(),
+            limit: None,
+        };
+        for p in pair.into_inner() {
+            match p.as_rule() {
+                Rule::find_kind => {
+                    f.kind = match p.as_str().to_ascii_lowercase().as_str() {
+                        "vars" => FindKind::Vars,
+                        "ops" => FindKind::Ops,
+                        "edges" => FindKind::Edges,
+                        "sessions" => FindKind::Sessions,
+                        "traces" => FindKind::Traces,
+                        _ => FindKind::Cases,
+                    }
+                }
+                Rule::in_trace => f.in_trace = Some(self.text_arg(p)?),
+                Rule::where_clause => f.filter = Some(self.clause_expr(p)?),
+                Rule::group_by => {
+                    for e in p.into_inner().filter(|x| x.as_rule() == Rule::expr) {
+                        f.group_by.push(self.expr(e)?);
+                    }
+                }
+                Rule::return_items => f.returns = Some(self.returns(p)?),
+                Rule::order_by => f.order_by = self.order_by(p)?,
+                Rule::limit => f.limit = Some(self.limit(p)?),
+                _ => {}
+            }
+        }
+        Ok(f)
+    }
+
+    // ------------------------------------------------------------ expressions
+
+    fn expr(&self, pair: Pair<'_, Rule>) -> Result<Expr> {
+        match pair.as_rule() {
+            Rule::expr => self.expr(pair.into_inner().next().ok_or_else(|| bug("expr"))?),
+            Rule::or_expr | Rule::and_expr => {
+                let or = pair.as_rule() == Rule::or_expr;
+                let mut items = Vec::new();
+                for p in pair.into_inner() {
+                    if !matches!(p.as_rule(), Rule::kw_or | Rule::kw_and) {
+                        items.push(self.expr(p)?);
+                    }
+                }
+                Ok(match (items.len(), or) {
+                    (1, _) => items.pop().ok_or_else(|| bug("expr"))?,
+                    (_, true) => Expr::Or(items),
+                    (_, false) => Expr::And(items),
+                })
+            }
+            Rule::not_expr => self.expr(pair.into_inner().next().ok_or_else(|| bug("NOT"))?),
+            Rule::negation => {
+                let e = pair
+                    .into_inner()
+                    .find(|p| p.as_rule() == Rule::not_expr)
+                    .ok_or_else(|| bug("NOT"))?;
+                Ok(Expr::Not(Box::new(self.expr(e)?)))
+            }
+            Rule::comparison => {
+                let mut it = pair.into_inner();
+                let left = self.operand(it.next().ok_or_else(|| bug("comparison"))?)?;
+                match it.next() {
+                    None => Ok(left),
+                    Some(test) => Ok(Expr::Test(Box::new(left), self.test(test)?)),
+                }
+            }
+            _ => Err(bug("expression")),
+        }
+    }
+
+    fn test(&self, pair: Pair<'_, Rule>) -> Result<Test> {
+        let t = pair.into_inner().next().ok_or_else(|| bug("test"))?;
+        let rule = t.as_rule();
+        let mut negated = false;
+        let mut op = None;
+        let mut arg = None;
+        for p in t.into_inner() {
+            match p.as_rule() {
+                Rule::negated => negated = true,
+                Rule::cmp_op => {
+                    op = Some(match p.as_str() {
+                        "=" => CmpOp::Eq,
+                        "!=" | "<>" => CmpOp::Ne,
+                        "<" => CmpOp::Lt,
+                        "<=" => CmpOp::Le,
+                        ">" => CmpOp::Gt,
+                        _ => CmpOp::Ge,
+                    })
+                }
+                Rule::operand => arg = Some(self.operand(p)?),
+                Rule::list => arg = Some(self.list(p)?),
+                Rule::param => arg = Some(Expr::Param(param_name(&p))),
+                _ => {}
+            }
+        }
+        let arg = || arg.map(Box::new).ok_or_else(|| bug("test operand"));
+        Ok(match rule {
+            Rule::cmp => Test::Cmp(op.ok_or_else(|| bug("operator"))?, arg()?),
+            Rule::contains => Test::Contains(arg()?),
+            Rule::starts_with => Test::StartsWith(arg()?),
+            Rule::regex => Test::Regex(arg()?),
+            Rule::in_list => Test::In {
+                negated,
+                list: arg()?,
+            },
+            Rule::is_null => Test::IsNull { negated },
+            _ => return Err(bug("test")),
+        })
+    }
+
+    fn list(&self, pair: Pair<'_, Rule>) -> Result<Expr> {
+        let items = pair
+            .into_inner()
+            .map(|p| self.operand(p))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Expr::List(items))
+    }
+
+    fn literal(&self, pair: Pair<'_, Rule>) -> Result<Literal> {
+        let inner = match pair.as_rule() {
+            Rule::literal => pair.into_inner().next().ok_or_else(|| bug("literal"))?,
+            _ => pair,
+        };
+        Ok(match inner.as_rule() {
+            Rule::string => Literal::Str(unquote(inner)),
+            Rule::kw_true => Literal::Bool(true),
+            Rule::kw_false => Literal::Bool(false),
+            Rule::kw_null => Literal::Null,
+            _ => {
+                let s = inner.as_str();
+                if s.contains(['.', 'e', 'E']) {
+                    let x: f64 = s
+                        .parse()
+                        .map_err(|_| self.err(&inner, format!("{s} is not a number")))?;
+                    if !x.is_finite() {
+                        return Err(self.err(&inner, format!("{s} is too large")));
+                    }
+                    Literal::Float(x)
+                } else {
+                    Literal::Int(
+                        s.parse()
+                            .map_err(|_| self.err(&inner, format!("{s} is too large")))?,
+                    )
+                }
+            }
+        })
+    }
+
+    fn operand(&self, pair: Pair<'_, Rule>) -> Result<Expr> {
+        let inner = match pair.as_rule() {
+            Rule::operand => pair.into_inner().next().ok_or_else(|| bug("operand"))?,
+            _ => pair,
+        };
+        match inner.as_rule() {
+            Rule::literal => Ok(Expr::Lit(self.literal(inner)?)),
+            Rule::param => Ok(Expr::Param(param_name(&inner))),
+            Rule::list => self.list(inner),
+            Rule::expr => self.expr(inner),
+            Rule::field => {
+                let pos = Pos(inner.as_span().start());
+                let parts = inner
+                    .into_inner()
+                    .map(|p| match p.as_rule() {
+                        Rule::string => unquote(p),
+                        _ => p.as_str().to_string(),
+                    })
+                    .collect();
+                Ok(Expr::Field(FieldPath { parts, pos }))
+            }
+            Rule::call => {
+                let pos = Pos(inner.as_span().start());
+                let mut it = inner.into_inner();
+                let name = it.next().ok_or_else(|| bug("call"))?.as_str().to_string();
+                let mut distinct = false;
+                let mut arg = CallArg::None;
+                for p in it {
+                    match p.as_rule() {
+                        Rule::star => arg = CallArg::Star,
+                        Rule::distinct => distinct = true,
+                        Rule::expr => {
+                            arg = CallArg::Expr {
+                                distinct,
+                                expr: Box::new(self.expr(p)?),
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                Ok(Expr::Call { name, arg, pos })
+            }
+            _ => Err(bug("operand")),
+        }
+    }
+}
+
+fn param_name(p: &Pair<'_, Rule>) -> String {
+    p.as_str().trim_start_matches('$').to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Statements that must parse, print canonically, and parse back the same.
+    const EXAMPLES: &[&str] = &[
+        "TRACE answer:42 UNTIL op.kind = 'extraction'",
+        "TRACE 'prediction:locomo-qa-1-7@1' DEPTH 5 RETURN ops",
+        "FORWARD message:'U1:D1:3' WHERE var.category = 'memory_entry'",
+        "trace answer:42@2, op-4ec49f11, $start in trace 'g1' depth 2..4 while not op.kind in ['update', 'x'] return paths limit 10",
+        "MATCH (m:message)-[:extraction]->(f)-[*1..20]->(p:prediction) WHERE NOT f.value CONTAINS 'Paris' RETURN m, f, p",
+        "MATCH (a:memory {category: 'memory_entry'})<-[e:update*]-(b), (b)-->(c) RETURN DISTINCT a.full_name AS n, count(*) ORDER BY n DESC, c.version LIMIT $k",
+        "FIND ops WHERE op.category = 'retrieval' GROUP BY op.name RETURN op.name, count(*)",
+        "FIND vars WHERE var.meta.evidence IS NOT NULL AND (var.version >= 2 OR var.name =~ '^Q[0-9]+$') RETURN count(DISTINCT var.full_name), min(var.version), max(var.created_at)",
+        "FIND cases",
+        "SHOW TRACES",
+        "DESCRIBE prediction:Q1 IN TRACE 'g'",
+        "EXPLAIN TRACE answer:42 UNTIL op.kind = 'extraction'",
+        "FIND traces WHERE trace.meta.'odd key' STARTS WITH 'x' AND trace.id != 'a' ORDER BY trace.id ASC",
+        "MATCH (a)-[*3]->(b)-[*2..]->(c)<-[*..4]-(d) RETURN a",
+        "FIND vars WHERE var.version IN [1, 2.5, -3, 1e-7, TRUE, NULL, 'x'] RETURN var.name",
+        "FIND vars WHERE (var.version = 1) = TRUE AND NOT NOT var.name IS NULL",
+    ];
+
+    #[test]
+    fn examples_round_trip() {
+        for text in EXAMPLES {
+            let stmt = parse_statement(text).unwrap_or_else(|e| panic!("{text}\n{e}"));
+            let printed = stmt.to_string();
+            let again = parse_statement(&printed).unwrap_or_else(|e| panic!("{printed}\n{e}"));
+            assert_eq!(stmt, again, "{text}\nprinted as {printed}");
+            assert_eq!(printed, again.to_string());
+        }
+    }
+
+    #[test]
+    fn scripts_split_on_semicolons_and_skip_comments() {
+        let s = parse_script("-- a comment\nSHOW TRACES;\n\nFIND cases; -- trailing\n;").unwrap();
+        assert_eq!(s.len(), 2);
+        assert!(parse_script("").unwrap().is_empty());
+        assert!(parse_script("SHOW TRACES FIND cases").is_err());
+    }
+
+    #[test]
+    fn a_misspelt_keyword_is_named() {
+        let e = parse_statement("TRACE answer:42 UNTILL op.kind = 'x'").unwrap_err();
+        let msg = e.to_string();
+        assert!(msg.contains("did you mean UNTIL?"), "{msg}");
+        assert!(msg.contains("line 1, column 17"), "{msg}");
+        assert!(msg.ends_with("                ^"), "{msg}");
+    }
+
+    #[test]
+    fn errors_name_what_was_expected() {
+        let e = parse_statement("TRACE").unwrap_err().to_string();
+        assert!(e.contains("expected a variable or op reference"), "{e}");
+        let e = parse_statement("FIND widgets").unwrap_err().to_string();
+        assert!(
+            e.contains("vars, ops, edges, sessions, traces or cases"),
+            "{e}"
+        );
+        let e = parse_statement("TRACE a DEPTH 5..2")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("lower bound is above the upper"), "{e}");
+        let e = parse_statement("TRACE a LIMIT 99999999999999999999999")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("too large"), "{e}");
+        let e = parse_statement("MATCH (a)-[:x]->(b) RETURN a\nORDER a")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("line 2, column 7") && e.contains("BY"), "{e}");
+    }
+}

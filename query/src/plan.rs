@@ -1,0 +1,1671 @@
+//! From a checked [`Statement`] to a logical [`Plan`] the engine runs, and
+//! the plan's printed form (what EXPLAIN shows).
+//!
+//! Planning resolves field names (with a "did you mean" for typos), binds
+//! parameters, compiles regular expressions, splits aggregates from group
+//! keys, pushes MATCH conditions down to the step where their variables are
+//! bound, and picks the most constrained node of each pattern as its anchor.
+
+use std::collections::HashMap;
+use std::fmt::{self, Display, Formatter};
+
+use crate::ast::*;
+use crate::error::QueryError;
+use crate::eval::{AggFunc, Func, Pexpr};
+use crate::keywords::nearest;
+use crate::node_ref::{parse_node_ref, NodeRef};
+use crate::value::Value;
+
+type Result<T> = std::result::Result<T, QueryError>;
+
+/// Parameter values by name (without the `$`).
+pub type Params = HashMap<String, Value>;
+
+/// What a field path names a field of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Subject {
+    /// `var.`: a variable (in TRACE, the node reached).
+    Var,
+    /// `op.`: an operation (in TRACE, the op of the edge that reached the node).
+    Op,
+    /// `edge.`: an edge.
+    Edge,
+    /// `session.`: the session of the row's record.
+    Session,
+    /// `trace.`: the trace.
+    Trace,
+    /// `case.`: a failed case.
+    Case,
+    /// `source.`: an edge's source variable.
+    Source,
+    /// `target.`: an edge's target variable.
+    Target,
+    /// A MATCH pattern variable, by its index in [`MatchPlan::vars`].
+    Bound(usize),
+}
+
+/// A field of a subject.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Field {
+    /// `full_name` (`class:name`).
+    FullName,
+    /// `name`.
+    Name,
+    /// `class`.
+    Class,
+    /// `version`.
+    Version,
+    /// `category` (an op's category is also its `kind`).
+    Category,
+    /// `comment`.
+    Comment,
+    /// `value` (a variable's value text).
+    Value,
+    /// `created_at`.
+    CreatedAt,
+    /// `session`: the session id.
+    Session,
+    /// `node_id`: the full node id (`full_name@version`).
+    NodeId,
+    /// `filename`.
+    Filename,
+    /// `lineno`.
+    Lineno,
+    /// `id`: op id, edge id, session id, trace (graph) id.
+    Id,
+    /// `name` of an op, session.
+    OpName,
+    /// `source`: an edge's source node id; a trace's import source.
+    Source,
+    /// `target`: an edge's target node id.
+    Target,
+    /// `op`: an edge's op id.
+    Op,
+    /// `user_id`.
+    UserId,
+    /// `project_id`.
+    ProjectId,
+    /// `query_id` of a case.
+    QueryId,
+    /// `query` of a case.
+    Query,
+    /// `golden_answers` of a case.
+    GoldenAnswers,
+    /// `prediction` of a case.
+    Prediction,
+    /// `evidence`: a case's source evidence ids.
+    Evidence,
+    /// `error_type`: a case's labelled error type.
+    ErrorType,
+    /// `op_id`: a case's labelled faulty op.
+    OpId,
+    /// `kind` of an edge: the category of the op that made it.
+    Kind,
+    /// `meta.<key>...`: a path into the JSON metadata.
+    Meta(Vec<String>),
+}
+
+/// The fields each subject has: (name as written, field).
+fn fields_of(subject: Subject) -> &'static [(&'static str, Field)] {
+    use Field::*;
+    const VAR: &[(&str, Field)] = &[
+        ("full_name", FullName),
+        ("name", Name),
+        ("class", Class),
+        ("class_name", Class),
+        ("version", Version),
+        ("category", Category),
+        ("comment", Comment),
+        ("value", Value),
+        ("created_at", CreatedAt),
+        ("session", Session),
+        ("node_id", NodeId),
+        ("full_node_id", NodeId),
+        ("filename", Filename),
+        ("lineno", Lineno),
+    ];
+    const OP: &[(&str, Field)] = &[
+        ("id", Id),
+        ("op_id", Id),
+        ("name", OpName),
+        ("op_name", OpName),
+        ("kind", Category),
+        ("category", Category),
+        ("comment", Comment),
+        ("session", Session),
+        ("created_at", CreatedAt),
+    ];
+    const EDGE: &[(&str, Field)] = &[
+        ("id", Id),
+        ("edge_id", Id),
+        ("category", Category),
+        ("comment", Comment),
+        ("source", Source),
+        ("target", Target),
+        ("op", Op),
+        ("op_id", Op),
+        ("op_name", OpName),
+        ("kind", Kind),
+        ("session", Session),
+        ("created_at", CreatedAt),
+    ];
+    const SESSION: &[(&str, Field)] = &[
+        ("id", Id),
+        ("session_id", Id),
+        ("name", Name),
+        ("category", Category),
+        ("comment", Comment),
+        ("created_at", CreatedAt),
+    ];
+    const TRACE: &[(&str, Field)] = &[
+        ("id", Id),
+        ("graph_id", Id),
+        ("user_id", UserId),
+        ("project_id", ProjectId),
+        ("created_at", CreatedAt),
+        ("source", Source),
+    ];
+    const CASE: &[(&str, Field)] = &[
+        ("query_id", QueryId),
+        ("query", Query),
+        ("golden_answers", GoldenAnswers),
+        ("prediction", Prediction),
+        ("evidence", Evidence),
+        ("source_evidence_ids", Evidence),
+        ("error_type", ErrorType),
+        ("final_error_type", ErrorType),
+        ("op_id", OpId),
+        ("final_op_id", OpId),
+    ];
+    match subject {
+        Subject::Var | Subject::Source | Subject::Target => VAR,
+        Subject::Op => OP,
+        Subject::Edge => EDGE,
+        Subject::Session => SESSION,
+        Subject::Trace => TRACE,
+        Subject::Case => CASE,
+        Subject::Bound(_) => &[],
+    }
+}
+
+fn subject_name(s: Subject) -> &'static str {
+    match s {
+        Subject::Var => "var",
+        Subject::Op => "op",
+        Subject::Edge => "edge",
+        Subject::Session => "session",
+        Subject::Trace => "trace",
+        Subject::Case => "case",
+        Subject::Source => "source",
+        Subject::Target => "target",
+        Subject::Bound(_) => "",
+    }
+}
+
+/// A compiled condition with the text it was written as.
+#[derive(Debug, Clone)]
+pub struct Pred {
+    /// The compiled expression.
+    pub expr: Pexpr,
+    /// The expression as the statement wrote it (canonical form).
+    pub text: String,
+}
+
+/// What a statement does once planned.
+#[derive(Debug, Clone)]
+pub enum Plan {
+    /// TRACE or FORWARD.
+    Traverse(TraversePlan),
+    /// MATCH.
+    Match(MatchPlan),
+    /// FIND.
+    Find(FindPlan),
+    /// SHOW TRACES.
+    ShowTraces,
+    /// DESCRIBE.
+    Describe(DescribePlan),
+    /// EXPLAIN: the plan of the inner statement, printed.
+    Explain(Box<Plan>),
+}
+
+/// A traversal from one or more starts.
+#[derive(Debug, Clone)]
+pub struct TraversePlan {
+    /// Backward (TRACE) or forward.
+    pub direction: Direction,
+    /// The starts, parameters substituted.
+    pub starts: Vec<NodeRef>,
+    /// Only this trace (graph id), else every trace that holds a start.
+    pub scope: Option<String>,
+    /// Rows at fewer hops than this are not returned (1 unless DEPTH m..n).
+    pub min_depth: u32,
+    /// No node beyond this many hops.
+    pub max_depth: Option<u32>,
+    /// Stop at what matches: returned, not expanded.
+    pub until: Option<Pred>,
+    /// Expand only through what matches.
+    pub while_: Option<Pred>,
+    /// Filters returned rows.
+    pub filter: Option<Pred>,
+    /// What is returned.
+    pub output: Output,
+    /// At most this many rows.
+    pub limit: Option<u64>,
+    /// The result columns.
+    pub columns: Vec<String>,
+}
+
+/// What a MATCH pattern variable binds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VarKind {
+    /// A variable (node).
+    Node,
+    /// An edge (single-hop relationship).
+    Edge,
+}
+
+/// One pattern variable.
+#[derive(Debug, Clone)]
+pub struct PatternVar {
+    /// Its name (generated `_n` for anonymous nodes).
+    pub name: String,
+    /// Node or edge.
+    pub kind: VarKind,
+}
+
+/// A required field value in a pattern (`{category: 'x'}` or the label).
+#[derive(Debug, Clone)]
+pub struct Constraint {
+    /// The field.
+    pub field: Field,
+    /// The value it must equal.
+    pub value: Value,
+}
+
+/// One step of a MATCH plan.
+#[derive(Debug, Clone)]
+pub enum MatchStep {
+    /// Binds a node variable to every variable of the trace that fits.
+    Scan {
+        /// The pattern variable.
+        var: usize,
+        /// Class name and property constraints.
+        constraints: Vec<Constraint>,
+    },
+    /// Follows edges from a bound node to bind (or check) another.
+    Expand {
+        /// The bound node.
+        from: usize,
+        /// The node reached (bound here, or checked when `check` is set).
+        to: usize,
+        /// The relationship variable, for single hops.
+        rel: Option<usize>,
+        /// Forward follows edges from source to target.
+        direction: Direction,
+        /// Constraints on each crossed edge (`kind` is its op's category).
+        edge_constraints: Vec<Constraint>,
+        /// Fewest hops.
+        min_hops: u32,
+        /// Most hops (`None`: as far as the graph goes).
+        max_hops: Option<u32>,
+        /// Constraints on the node reached.
+        constraints: Vec<Constraint>,
+        /// `to` is already bound: the step checks that it is reachable.
+        check: bool,
+    },
+    /// Drops bindings for which the condition is not true.
+    Filter(Pred),
+}
+
+/// A MATCH.
+#[derive(Debug, Clone)]
+pub struct MatchPlan {
+    /// The pattern variables.
+    pub vars: Vec<PatternVar>,
+    /// The steps, in order.
+    pub steps: Vec<MatchStep>,
+    /// Only this trace.
+    pub scope: Option<String>,
+    /// What is returned.
+    pub projection: Projection,
+}
+
+/// A FIND.
+#[derive(Debug, Clone)]
+pub struct FindPlan {
+    /// What is listed.
+    pub kind: FindKind,
+    /// Only this trace.
+    pub scope: Option<String>,
+    /// Conditions on `trace.` fields only, checked before a trace is read.
+    pub trace_filter: Option<Pred>,
+    /// The remaining conditions.
+    pub filter: Option<Pred>,
+    /// What is returned.
+    pub projection: Projection,
+}
+
+/// DESCRIBE.
+#[derive(Debug, Clone)]
+pub struct DescribePlan {
+    /// The variable or op.
+    pub target: NodeRef,
+    /// Only this trace.
+    pub scope: Option<String>,
+}
+
+/// An aggregate computed over each group.
+#[derive(Debug, Clone)]
+pub struct AggSpec {
+    /// The function.
+    pub func: AggFunc,
+    /// `count(DISTINCT x)` and the like.
+    pub distinct: bool,
+    /// The argument; `None` for `count(*)`.
+    pub arg: Option<Pexpr>,
+    /// As written.
+    pub text: String,
+}
+
+/// How rows become output: grouping, aggregates, columns, order, limit.
+#[derive(Debug, Clone)]
+pub struct Projection {
+    /// The visible column names.
+    pub columns: Vec<String>,
+    /// The output expressions: the visible columns, then hidden sort keys.
+    /// When aggregating they read [`Pexpr::Group`] and [`Pexpr::Agg`].
+    pub outputs: Vec<Pexpr>,
+    /// Group keys, evaluated per input row (when aggregating).
+    pub group_keys: Vec<Pexpr>,
+    /// Aggregates (when aggregating).
+    pub aggs: Vec<AggSpec>,
+    /// Whether rows are grouped.
+    pub aggregating: bool,
+    /// `DISTINCT`.
+    pub distinct: bool,
+    /// Sort keys: output column index and descending.
+    pub order: Vec<(usize, bool)>,
+    /// At most this many rows.
+    pub limit: Option<u64>,
+    /// Texts for EXPLAIN: group keys, outputs, order.
+    pub texts: ProjectionTexts,
+}
+
+/// The written forms of a projection's parts, for EXPLAIN.
+#[derive(Debug, Clone, Default)]
+pub struct ProjectionTexts {
+    /// GROUP BY keys.
+    pub group: Vec<String>,
+    /// ORDER BY keys with direction.
+    pub order: Vec<String>,
+}
+
+/// Plans a statement, binding `params`.
+pub fn plan(stmt: &Statement, params: &Params) -> Result<Plan> {
+    plan_in(stmt, params, "")
+}
+
+/// Plans a statement parsed from `text` (for error positions), binding `params`.
+pub fn plan_text(stmt: &Statement, params: &Params, text: &str) -> Result<Plan> {
+    plan_in(stmt, params, text)
+}
+
+fn plan_in(stmt: &Statement, params: &Params, text: &str) -> Result<Plan> {
+    let p = Planner { params, text };
+    match stmt {
+        Statement::Traverse(t) => p.traverse(t).map(Plan::Traverse),
+        Statement::Match(m) => p.match_plan(m).map(Plan::Match),
+        Statement::Find(f) => p.find(f).map(Plan::Find),
+        Statement::ShowTraces => Ok(Plan::ShowTraces),
+        Statement::Describe(d) => Ok(Plan::Describe(DescribePlan {
+            target: p.start(&d.target)?,
+            scope: p.text_arg(&d.in_trace)?,
+        })),
+        Statement::Explain(inner) => Ok(Plan::Explain(Box::new(plan_in(inner, params, text)?))),
+    }
+}
+
+/// The columns a traversal returns.
+pub fn traverse_columns(output: Output) -> Vec<String> {
+    let cols: &[&str] = match output {
+        Output::Nodes => &["trace", "node", "category", "depth", "via_op"],
+        Output::Ops => &["trace", "op_id", "op_name", "kind", "depth"],
+        Output::Edges => &["trace", "edge_id", "source", "target", "op_id", "category"],
+        Output::Subgraph => &["trace", "element", "id", "source", "target", "op_id"],
+        Output::Paths => &["trace", "node", "depth", "path"],
+        Output::Count => &["trace", "count"],
+    };
+    cols.iter().map(|s| s.to_string()).collect()
+}
+
+/// Which subjects a context allows, and the MATCH variables in scope.
+struct Scope<'a> {
+    subjects: &'a [Subject],
+    vars: &'a [PatternVar],
+    /// Where aggregates are allowed (RETURN, ORDER BY of a FIND/MATCH).
+    aggregates: bool,
+}
+
+struct Planner<'a> {
+    params: &'a Params,
+    text: &'a str,
+}
+
+impl Planner<'_> {
+    fn err(&self, pos: Pos, message: String) -> QueryError {
+        if self.text.is_empty() {
+            QueryError::Other(message)
+        } else {
+            QueryError::at(self.text, pos.0, message)
+        }
+    }
+
+    fn param(&self, name: &str) -> Result<&Value> {
+        self.params.get(name).ok_or_else(|| {
+            QueryError::Other(format!(
+                "parameter ${name} is not set (give it a value, e.g. --param {name}=...)"
+            ))
+        })
+    }
+
+    fn text_arg(&self, a: &Option<TextArg>) -> Result<Option<String>> {
+        match a {
+            None => Ok(None),
+            Some(TextArg::Text(s)) => Ok(Some(s.clone())),
+            Some(TextArg::Param(p)) => match self.param(p)? {
+                Value::Str(s) => Ok(Some(s.clone())),
+                other => Err(QueryError::Other(format!(
+                    "parameter ${p} must be text (a trace id), not {other}"
+                ))),
+            },
+        }
+    }
+
+    fn count_arg(&self, a: &Option<CountArg>) -> Result<Option<u64>> {
+        match a {
+            None => Ok(None),
+            Some(CountArg::Value(n)) => Ok(Some(*n)),
+            Some(CountArg::Param(p)) => match self.param(p)? {
+                Value::Int(n) if *n >= 0 => Ok(Some(*n as u64)),
+                other => Err(QueryError::Other(format!(
+                    "parameter ${p} must be a count (a whole number, 0 or more), not {other}"
+                ))),
+            },
+        }
+    }
+
+    fn start(&self, s: &Start) -> Result<NodeRef> {
+        match s {
+            Start::Ref(r) => Ok(r.clone()),
+            Start::Param(p) => match self.param(p)? {
+                Value::Str(s) => parse_node_ref(s).or_else(|_| Ok(NodeRef::Quoted(s.clone()))),
+                other => Err(QueryError::Other(format!(
+                    "parameter ${p} must be text naming a variable or op, not {other}"
+                ))),
+            },
+        }
+    }
+
+    fn pred(&self, e: &Expr, scope: &Scope<'_>) -> Result<Pred> {
+        let mut aggs = Vec::new();
+        let expr = self.compile(e, scope, &mut aggs, &[])?;
+        Ok(Pred {
+            expr,
+            text: e.to_string(),
+        })
+    }
+
+    fn traverse(&self, t: &Traverse) -> Result<TraversePlan> {
+        let scope = Scope {
+            subjects: &[
+                Subject::Var,
+                Subject::Op,
+                Subject::Edge,
+                Subject::Session,
+                Subject::Trace,
+            ],
+            vars: &[],
+            aggregates: false,
+        };
+        let pred = |e: &Option<Expr>| e.as_ref().map(|e| self.pred(e, &scope)).transpose();
+        let (min_depth, max_depth) = match t.depth {
+            None => (1, None),
+            Some(Depth::Max(n)) => (1, Some(n)),
+            Some(Depth::Range(m, n)) => (m.max(1), Some(n)),
+        };
+        let output = t.output.unwrap_or(Output::Nodes);
+        Ok(TraversePlan {
+            direction: t.direction,
+            starts: t
+                .starts
+                .iter()
+                .map(|s| self.start(s))
+                .collect::<Result<_>>()?,
+            scope: self.text_arg(&t.in_trace)?,
+            min_depth,
+            max_depth,
+            until: pred(&t.until)?,
+            while_: pred(&t.while_)?,
+            filter: pred(&t.filter)?,
+            output,
+            limit: self.count_arg(&t.limit)?,
+            columns: traverse_columns(output),
+        })
+    }
+
+    // ---------------------------------------------------------------- fields
+
+    fn field(&self, path: &FieldPath, scope: &Scope<'_>) -> Result<Pexpr> {
+        let head = &path.parts[0];
+        let rest = &path.parts[1..];
+        // A MATCH variable?
+        if let Some(i) = scope.vars.iter().position(|v| &v.name == head) {
+            let subject = Subject::Bound(i);
+            let table = match scope.vars[i].kind {
+                VarKind::Node => fields_of(Subject::Var),
+                VarKind::Edge => fields_of(Subject::Edge),
+            };
+            if rest.is_empty() {
+                // The node (its full node id) or the edge (its id).
+                let f = match scope.vars[i].kind {
+                    VarKind::Node => Field::NodeId,
+                    VarKind::Edge => Field::Id,
+                };
+                return Ok(Pexpr::Field(subject, f));
+            }
+            return self.field_in(path, head, subject, table, rest);
+        }
+        let subject = match head.as_str() {
+            "var" => Subject::Var,
+            "op" => Subject::Op,
+            "edge" => Subject::Edge,
+            "session" => Subject::Session,
+            "trace" => Subject::Trace,
+            "case" => Subject::Case,
+            "source" => Subject::Source,
+            "target" => Subject::Target,
+            _ => {
+                let mut known: Vec<&str> = scope.vars.iter().map(|v| v.name.as_str()).collect();
+                known.extend(scope.subjects.iter().map(|s| subject_name(*s)));
+                let hint = nearest(head, known.iter().copied())
+                    .map(|k| format!(" (did you mean {k}?)"))
+                    .unwrap_or_default();
+                let what = if scope.vars.is_empty() {
+                    format!("fields start with {}", list_or(&known))
+                } else {
+                    format!("in scope: {}", list_or(&known))
+                };
+                return Err(self.err(path.pos, format!("unknown name {head}{hint}; {what}")));
+            }
+        };
+        if !scope.subjects.contains(&subject) {
+            let allowed: Vec<&str> = scope.subjects.iter().map(|s| subject_name(*s)).collect();
+            return Err(self.err(
+                path.pos,
+                format!(
+                    "{head}. fields are not available here; this statement has {}",
+                    list_or(&allowed)
+                ),
+            ));
+        }
+        if rest.is_empty() {
+            return Err(self.err(
+                path.pos,
+                format!(
+                    "{head} needs a field, such as {head}.{}",
+                    fields_of(subject)[0].0
+                ),
+            ));
+        }
+        self.field_in(path, head, subject, fields_of(subject), rest)
+    }
+
+    fn field_in(
+        &self,
+        path: &FieldPath,
+        head: &str,
+        subject: Subject,
+        table: &[(&'static str, Field)],
+        rest: &[String],
+    ) -> Result<Pexpr> {
+        let name = &rest[0];
+        let is_meta = name == "meta" || name == "metadata";
+        if is_meta && subject != Subject::Case {
+            if rest.len() < 2 {
+                return Err(self.err(
+                    path.pos,
+                    format!("{head}.{name} needs a key, such as {head}.meta.evidence"),
+                ));
+            }
+            return Ok(Pexpr::Field(subject, Field::Meta(rest[1..].to_vec())));
+        }
+        if let Some((_, f)) = table.iter().find(|(n, _)| n == name) {
+            if rest.len() > 1 {
+                return Err(self.err(
+                    path.pos,
+                    format!("{head}.{name} has no parts; only meta.<key> paths go deeper"),
+                ));
+            }
+            return Ok(Pexpr::Field(subject, f.clone()));
+        }
+        if subject == Subject::Case {
+            // A case is its annotation object: any other key reads it.
+            return Ok(Pexpr::Field(subject, Field::Meta(rest.to_vec())));
+        }
+        let mut names: Vec<&str> = table.iter().map(|(n, _)| *n).collect();
+        names.push("meta");
+        let hint = nearest(name, names.iter().copied())
+            .map(|k| format!(" (did you mean {head}.{k}?)"))
+            .unwrap_or_default();
+        Err(self.err(
+            path.pos,
+            format!(
+                "unknown field {head}.{name}{hint}; {head} has {}",
+                names.join(", ")
+            ),
+        ))
+    }
+
+    // ----------------------------------------------------------- expressions
+
+    /// Compiles an expression. Aggregate calls are appended to `aggs` and
+    /// replaced by [`Pexpr::Agg`]; subexpressions equal to a `group` key
+    /// become [`Pexpr::Group`].
+    fn compile(
+        &self,
+        e: &Expr,
+        scope: &Scope<'_>,
+        aggs: &mut Vec<AggSpec>,
+        group: &[String],
+    ) -> Result<Pexpr> {
+        if !group.is_empty() {
+            let text = e.to_string();
+            if let Some(i) = group.iter().position(|g| *g == text) {
+                return Ok(Pexpr::Group(i));
+            }
+        }
+        let c = |x: &Expr, aggs: &mut Vec<AggSpec>| self.compile(x, scope, aggs, group);
+        Ok(match e {
+            Expr::Lit(l) => Pexpr::Const(literal_value(l)),
+            Expr::Param(p) => Pexpr::Const(self.param(p)?.clone()),
+            Expr::Field(path) => {
+                let f = self.field(path, scope)?;
+                if !group.is_empty() {
+                    return Err(self.err(
+                        path.pos,
+                        format!(
+                            "{path} must be in GROUP BY or inside an aggregate such as count({path})"
+                        ),
+                    ));
+                }
+                f
+            }
+            Expr::List(items) => Pexpr::List(
+                items
+                    .iter()
+                    .map(|x| c(x, aggs))
+                    .collect::<Result<Vec<_>>>()?,
+            ),
+            Expr::Call { name, arg, pos } => {
+                let lname = name.to_ascii_lowercase();
+                if let Some(func) = AggFunc::from_name(&lname) {
+                    if !scope.aggregates {
+                        return Err(self.err(
+                            *pos,
+                            format!("{name}() is an aggregate; it may appear only in RETURN and ORDER BY of MATCH and FIND"),
+                        ));
+                    }
+                    let (distinct, arg) = match arg {
+                        CallArg::Star if func == AggFunc::Count => (false, None),
+                        CallArg::Star => {
+                            return Err(self
+                                .err(*pos, format!("{name}(*) is not defined; only count(*) is")))
+                        }
+                        CallArg::None => {
+                            return Err(self.err(*pos, format!("{name}() needs an argument")))
+                        }
+                        CallArg::Expr { distinct, expr } => {
+                            // The argument is read per input row: no grouping, no nested aggregates.
+                            let inner_scope = Scope {
+                                aggregates: false,
+                                ..*scope
+                            };
+                            let mut none = Vec::new();
+                            let a = self.compile(expr, &inner_scope, &mut none, &[])?;
+                            (*distinct, Some(a))
+                        }
+                    };
+                    let text = e.to_string();
+                    let i = match aggs.iter().position(|a| a.text == text) {
+                        Some(i) => i,
+                        None => {
+                            aggs.push(AggSpec {
+                                func,
+                                distinct,
+                                arg,
+                                text,
+                            });
+                            aggs.len() - 1
+                        }
+                    };
+                    Pexpr::Agg(i)
+                } else if let Some(func) = Func::from_name(&lname) {
+                    match arg {
+                        CallArg::Expr {
+                            distinct: false,
+                            expr,
+                        } => Pexpr::Func(func, Box::new(c(expr, aggs)?)),
+                        _ => {
+                            return Err(self.err(
+                                *pos,
+                                format!("{name}() takes one argument, without DISTINCT"),
+                            ))
+                        }
+                    }
+                } else {
+                    let all = Func::NAMES.iter().chain(AggFunc::NAMES.iter()).copied();
+                    let hint = nearest(&lname, all)
+                        .map(|k| format!(" (did you mean {k}?)"))
+                        .unwrap_or_default();
+                    return Err(self.err(
+                        *pos,
+                        format!(
+                            "unknown function {name}(){hint}; functions are {}, {}",
+                            AggFunc::NAMES.join(", "),
+                            Func::NAMES.join(", ")
+                        ),
+                    ));
+                }
+            }
+            Expr::Test(left, test) => {
+                let l = Box::new(c(left, aggs)?);
+                match test {
+                    Test::Cmp(op, r) => Pexpr::Cmp(*op, l, Box::new(c(r, aggs)?)),
+                    Test::Contains(r) => Pexpr::Contains(l, Box::new(c(r, aggs)?)),
+                    Test::StartsWith(r) => Pexpr::StartsWith(l, Box::new(c(r, aggs)?)),
+                    Test::Regex(r) => {
+                        let pattern = c(r, aggs)?;
+                        match &pattern {
+                            Pexpr::Const(Value::Str(s)) => {
+                                let re = regex::Regex::new(s).map_err(|e| {
+                                    let pos = match r.as_ref() {
+                                        Expr::Field(f) => f.pos,
+                                        _ => expr_pos(left),
+                                    };
+                                    self.err(pos, format!("bad regular expression '{s}': {e}"))
+                                })?;
+                                Pexpr::RegexConst(l, Box::new(re))
+                            }
+                            _ => Pexpr::Regex(l, Box::new(pattern)),
+                        }
+                    }
+                    Test::In { negated, list } => Pexpr::In(l, Box::new(c(list, aggs)?), *negated),
+                    Test::IsNull { negated } => Pexpr::IsNull(l, *negated),
+                }
+            }
+            Expr::Not(x) => Pexpr::Not(Box::new(c(x, aggs)?)),
+            Expr::And(items) => Pexpr::And(
+                items
+                    .iter()
+                    .map(|x| c(x, aggs))
+                    .collect::<Result<Vec<_>>>()?,
+            ),
+            Expr::Or(items) => Pexpr::Or(
+                items
+                    .iter()
+                    .map(|x| c(x, aggs))
+                    .collect::<Result<Vec<_>>>()?,
+            ),
+        })
+    }
+
+    // ------------------------------------------------------------ projection
+
+    #[allow(clippy::too_many_arguments)]
+    fn projection(
+        &self,
+        returns: &Returns,
+        group_by: &[Expr],
+        order_by: &[OrderItem],
+        limit: &Option<CountArg>,
+        scope: &Scope<'_>,
+        lead: Option<(&str, Pexpr)>,
+    ) -> Result<Projection> {
+        let has_agg = returns.items.iter().any(|i| contains_agg(&i.expr))
+            || order_by.iter().any(|o| contains_agg(&o.expr));
+        let aggregating = has_agg || !group_by.is_empty();
+        let mut columns = Vec::new();
+        let mut outputs = Vec::new();
+        let mut aggs = Vec::new();
+        let mut group_keys = Vec::new();
+        let mut group_texts: Vec<String> = Vec::new();
+        if aggregating {
+            // Keys: GROUP BY, or (Cypher style) every RETURN item without an aggregate.
+            let keys: Vec<&Expr> = if group_by.is_empty() {
+                returns
+                    .items
+                    .iter()
+                    .filter(|i| !contains_agg(&i.expr))
+                    .map(|i| &i.expr)
+                    .collect()
+            } else {
+                group_by.iter().collect()
+            };
+            let key_scope = Scope {
+                aggregates: false,
+                ..*scope
+            };
+            for k in keys {
+                group_keys.push(self.compile(k, &key_scope, &mut Vec::new(), &[])?);
+                group_texts.push(k.to_string());
+            }
+        } else if let Some((name, expr)) = lead {
+            columns.push(name.to_string());
+            outputs.push(expr);
+        }
+        for item in &returns.items {
+            columns.push(item.alias.clone().unwrap_or_else(|| item.expr.to_string()));
+            outputs.push(if aggregating {
+                self.compile(&item.expr, scope, &mut aggs, &group_texts)?
+            } else {
+                self.compile(&item.expr, scope, &mut aggs, &[])?
+            });
+        }
+        let visible = columns.len();
+        let mut order = Vec::new();
+        let mut order_texts = Vec::new();
+        for o in order_by {
+            let text = o.expr.to_string();
+            let desc = o.dir == SortDir::Desc;
+            order_texts.push(format!("{text}{}", if desc { " DESC" } else { "" }));
+            let found = columns.iter().position(|c| *c == text).or_else(|| {
+                returns
+                    .items
+                    .iter()
+                    .position(|i| i.expr.to_string() == text)
+                    .map(|i| i + visible - returns.items.len())
+            });
+            if let Some(i) = found {
+                order.push((i, desc));
+                continue;
+            }
+            if returns.distinct {
+                return Err(self.err(
+                    expr_pos(&o.expr),
+                    format!("with DISTINCT, ORDER BY may use only returned columns, and {text} is not one"),
+                ));
+            }
+            let e = if aggregating {
+                self.compile(&o.expr, scope, &mut aggs, &group_texts)?
+            } else {
+                self.compile(&o.expr, scope, &mut aggs, &[])?
+            };
+            outputs.push(e);
+            order.push((outputs.len() - 1, desc));
+        }
+        Ok(Projection {
+            columns,
+            outputs,
+            group_keys,
+            aggs,
+            aggregating,
+            distinct: returns.distinct,
+            order,
+            limit: self.count_arg(limit)?,
+            texts: ProjectionTexts {
+                group: group_texts,
+                order: order_texts,
+            },
+        })
+    }
+
+    // ------------------------------------------------------------------ FIND
+
+    fn find(&self, f: &Find) -> Result<FindPlan> {
+        use Subject::*;
+        let subjects: &[Subject] = match f.kind {
+            FindKind::Vars => &[Var, Session, Trace],
+            FindKind::Ops => &[Op, Session, Trace],
+            FindKind::Edges => &[Edge, Op, Source, Target, Session, Trace],
+            FindKind::Sessions => &[Session, Trace],
+            FindKind::Traces => &[Trace],
+            FindKind::Cases => &[Case, Trace],
+        };
+        let scope = Scope {
+            subjects,
+            vars: &[],
+            aggregates: true,
+        };
+        let filter_scope = Scope {
+            aggregates: false,
+            ..scope
+        };
+        // Conditions on the trace alone are checked before the trace is read.
+        let (trace_only, rest): (Vec<Expr>, Vec<Expr>) = match &f.filter {
+            None => (Vec::new(), Vec::new()),
+            Some(e) => conjuncts(e)
+                .into_iter()
+                .partition(|c| only_subject(c, "trace") && f.kind != FindKind::Traces),
+        };
+        let join = |v: Vec<Expr>| match v.len() {
+            0 => None,
+            1 => v.into_iter().next(),
+            _ => Some(Expr::And(v)),
+        };
+        let trace_filter = join(trace_only)
+            .map(|e| self.pred(&e, &filter_scope))
+            .transpose()?;
+        let filter = join(rest)
+            .map(|e| self.pred(&e, &filter_scope))
+            .transpose()?;
+        let returns = match &f.returns {
+            Some(r) => r.clone(),
+            None => default_returns(f.kind, &f.group_by),
+        };
+        let projection =
+            self.projection(&returns, &f.group_by, &f.order_by, &f.limit, &scope, None)?;
+        Ok(FindPlan {
+            kind: f.kind,
+            scope: self.text_arg(&f.in_trace)?,
+            trace_filter,
+            filter,
+            projection,
+        })
+    }
+
+    // ----------------------------------------------------------------- MATCH
+
+    fn match_plan(&self, m: &Match) -> Result<MatchPlan> {
+        // Collect variables: nodes by name (shared across patterns), edges.
+        let mut vars: Vec<PatternVar> = Vec::new();
+        let mut anon = 0;
+        let mut node_var = |vars: &mut Vec<PatternVar>, n: &NodePattern| -> Result<usize> {
+            match &n.var {
+                Some(name) => {
+                    if let Some(i) = vars.iter().position(|v| &v.name == name) {
+                        if vars[i].kind != VarKind::Node {
+                            return Err(QueryError::Other(format!(
+                                "{name} names a relationship and a node"
+                            )));
+                        }
+                        Ok(i)
+                    } else {
+                        vars.push(PatternVar {
+                            name: name.clone(),
+                            kind: VarKind::Node,
+                        });
+                        Ok(vars.len() - 1)
+                    }
+                }
+                None => {
+                    anon += 1;
+                    vars.push(PatternVar {
+                        name: format!("_{anon}"),
+                        kind: VarKind::Node,
+                    });
+                    Ok(vars.len() - 1)
+                }
+            }
+        };
+        // Per pattern: node indices and rel indices.
+        struct Chain<'p> {
+            nodes: Vec<(usize, &'p NodePattern)>,
+            rels: Vec<(Option<usize>, &'p RelPattern)>,
+        }
+        let mut chains = Vec::new();
+        for p in &m.patterns {
+            let mut nodes = vec![(node_var(&mut vars, &p.first)?, &p.first)];
+            let mut rels = Vec::new();
+            for (r, n) in &p.steps {
+                let rel = match &r.var {
+                    Some(name) => {
+                        if vars.iter().any(|v| &v.name == name) {
+                            return Err(QueryError::Other(format!(
+                                "{name} is bound twice; a relationship variable names one edge"
+                            )));
+                        }
+                        if r.hops.is_some() {
+                            return Err(QueryError::Other(format!(
+                                "{name} names a variable-length relationship; only single hops can be named"
+                            )));
+                        }
+                        vars.push(PatternVar {
+                            name: name.clone(),
+                            kind: VarKind::Edge,
+                        });
+                        Some(vars.len() - 1)
+                    }
+                    None => None,
+                };
+                rels.push((rel, r));
+                nodes.push((node_var(&mut vars, n)?, n));
+            }
+            chains.push(Chain { nodes, rels });
+        }
+        let scope = Scope {
+            subjects: &[Subject::Trace],
+            vars: &vars,
+            aggregates: true,
+        };
+        let filter_scope = Scope {
+            aggregates: false,
+            ..scope
+        };
+        // Constraints from labels and properties.
+        let node_constraints = |n: &NodePattern| -> Result<Vec<Constraint>> {
+            let mut out = Vec::new();
+            if let Some(l) = &n.label {
+                out.push(Constraint {
+                    field: Field::Class,
+                    value: Value::Str(l.clone()),
+                });
+            }
+            for (k, v) in &n.props {
+                out.push(Constraint {
+                    field: self.prop_field(k, fields_of(Subject::Var), "node")?,
+                    value: self.prop_value(v)?,
+                });
+            }
+            Ok(out)
+        };
+        let edge_constraints = |r: &RelPattern| -> Result<Vec<Constraint>> {
+            let mut out = Vec::new();
+            if let Some(l) = &r.label {
+                out.push(Constraint {
+                    field: Field::Kind,
+                    value: Value::Str(l.clone()),
+                });
+            }
+            for (k, v) in &r.props {
+                out.push(Constraint {
+                    field: self.prop_field(k, fields_of(Subject::Edge), "relationship")?,
+                    value: self.prop_value(v)?,
+                });
+            }
+            Ok(out)
+        };
+        // Pushed-down conditions: each WHERE conjunct runs once its variables are bound.
+        let mut pending: Vec<(Vec<usize>, Pred)> = Vec::new();
+        if let Some(w) = &m.filter {
+            for c in conjuncts(w) {
+                let used = vars_used(&c, &vars);
+                pending.push((used, self.pred(&c, &filter_scope)?));
+            }
+        }
+        let mut bound = vec![false; vars.len()];
+        let mut steps = Vec::new();
+        let flush =
+            |bound: &[bool], steps: &mut Vec<MatchStep>, pending: &mut Vec<(Vec<usize>, Pred)>| {
+                let mut i = 0;
+                while i < pending.len() {
+                    if pending[i].0.iter().all(|v| bound[*v]) {
+                        let (_, p) = pending.remove(i);
+                        steps.push(MatchStep::Filter(p));
+                    } else {
+                        i += 1;
+                    }
+                }
+            };
+        flush(&bound, &mut steps, &mut pending);
+        for chain in &chains {
+            // Anchor: a node already bound, else the most constrained node.
+            let anchor = chain
+                .nodes
+                .iter()
+                .position(|(v, _)| bound[*v])
+                .unwrap_or_else(|| {
+                    let mut best = 0;
+                    let mut best_score = -1i64;
+                    for (i, (_, n)) in chain.nodes.iter().enumerate() {
+                        let score = n.props.len() as i64 * 2 + i64::from(n.label.is_some()) * 3;
+                        if score > best_score {
+                            best = i;
+                            best_score = score;
+                        }
+                    }
+                    best
+                });
+            let (av, an) = chain.nodes[anchor];
+            if !bound[av] {
+                steps.push(MatchStep::Scan {
+                    var: av,
+                    constraints: node_constraints(an)?,
+                });
+                bound[av] = true;
+                flush(&bound, &mut steps, &mut pending);
+            } else if !an.props.is_empty() || an.label.is_some() {
+                // Re-used variable with more constraints: check them as a filter.
+                let text = an.to_string();
+                steps.push(MatchStep::Filter(Pred {
+                    expr: constraints_expr(av, node_constraints(an)?),
+                    text,
+                }));
+            }
+            // Expand rightwards from the anchor, then leftwards.
+            let order: Vec<(usize, usize, usize, bool)> = (anchor..chain.rels.len())
+                .map(|r| (r, r, r + 1, true))
+                .chain((0..anchor).rev().map(|r| (r, r + 1, r, false)))
+                .collect();
+            for (ri, from_i, to_i, rightwards) in order {
+                let (rel_var, rel) = chain.rels[ri];
+                let (from, _) = chain.nodes[from_i];
+                let (to, to_pat) = chain.nodes[to_i];
+                // Written `(a)-[]->(b)`: edges from a to b. Walking the chain
+                // rightwards over `->` follows edges forward.
+                let forward = rightwards != rel.leftward;
+                let (min_hops, max_hops) = match rel.hops {
+                    None => (1, Some(1)),
+                    Some(Hops::Exact(n)) => (n, Some(n)),
+                    Some(Hops::Range(a, b)) => (a.unwrap_or(1), b),
+                };
+                let check = bound[to];
+                steps.push(MatchStep::Expand {
+                    from,
+                    to,
+                    rel: rel_var,
+                    direction: if forward {
+                        Direction::Forward
+                    } else {
+                        Direction::Backward
+                    },
+                    edge_constraints: edge_constraints(rel)?,
+                    min_hops,
+                    max_hops,
+                    constraints: node_constraints(to_pat)?,
+                    check,
+                });
+                bound[to] = true;
+                if let Some(r) = rel_var {
+                    bound[r] = true;
+                }
+                flush(&bound, &mut steps, &mut pending);
+            }
+        }
+        if let Some((_, p)) = pending.into_iter().next() {
+            return Err(QueryError::Other(format!(
+                "WHERE {} uses a variable no pattern binds",
+                p.text
+            )));
+        }
+        let lead = if m.returns.items.iter().any(|i| contains_agg(&i.expr)) {
+            None
+        } else {
+            Some(("trace", Pexpr::Field(Subject::Trace, Field::Id)))
+        };
+        let projection = self.projection(&m.returns, &[], &m.order_by, &m.limit, &scope, lead)?;
+        Ok(MatchPlan {
+            vars,
+            steps,
+            scope: self.text_arg(&m.in_trace)?,
+            projection,
+        })
+    }
+
+    fn prop_field(&self, key: &str, table: &[(&str, Field)], what: &str) -> Result<Field> {
+        table
+            .iter()
+            .find(|(n, _)| *n == key)
+            .map(|(_, f)| f.clone())
+            .ok_or_else(|| {
+                let names: Vec<&str> = table.iter().map(|(n, _)| *n).collect();
+                let hint = nearest(key, names.iter().copied())
+                    .map(|k| format!(" (did you mean {k}?)"))
+                    .unwrap_or_default();
+                QueryError::Other(format!(
+                    "unknown {what} property {key}{hint}; properties are {}",
+                    names.join(", ")
+                ))
+            })
+    }
+
+    fn prop_value(&self, v: &Expr) -> Result<Value> {
+        match v {
+            Expr::Lit(l) => Ok(literal_value(l)),
+            Expr::Param(p) => Ok(self.param(p)?.clone()),
+            other => Err(QueryError::Other(format!(
+                "a property value must be a literal or a parameter, not {other}"
+            ))),
+        }
+    }
+}
+
+fn list_or(items: &[&str]) -> String {
+    match items.len() {
+        0 => String::new(),
+        1 => items[0].to_string(),
+        n => format!("{} or {}", items[..n - 1].join(", "), items[n - 1]),
+    }
+}
+
+fn literal_value(l: &Literal) -> Value {
+    match l {
+        Literal::Str(s) => Value::Str(s.clone()),
+        Literal::Int(n) => Value::Int(*n),
+        Literal::Float(x) => Value::Float(*x),
+        Literal::Bool(b) => Value::Bool(*b),
+        Literal::Null => Value::Null,
+    }
+}
+
+fn expr_pos(e: &Expr) -> Pos {
+    match e {
+        Expr::Field(f) => f.pos,
+        Expr::Call { pos, .. } => *pos,
+        Expr::Test(l, _) => expr_pos(l),
+        Expr::Not(x) => expr_pos(x),
+        Expr::And(v) | Expr::Or(v) | Expr::List(v) => v.first().map(expr_pos).unwrap_or_default(),
+        _ => Pos(0),
+    }
+}
+
+fn contains_agg(e: &Expr) -> bool {
+    match e {
+        Expr::Call { name, arg, .. } => {
+            AggFunc::from_name(&name.to_ascii_lowercase()).is_some()
+                || matches!(arg, CallArg::Expr { expr, .. } if contains_agg(expr))
+        }
+        Expr::Test(l, t) => {
+            contains_agg(l)
+                || match t {
+                    Test::Cmp(_, r)
+                    | Test::Contains(r)
+                    | Test::StartsWith(r)
+                    | Test::Regex(r)
+                    | Test::In { list: r, .. } => contains_agg(r),
+                    Test::IsNull { .. } => false,
+                }
+        }
+        Expr::Not(x) => contains_agg(x),
+        Expr::And(v) | Expr::Or(v) | Expr::List(v) => v.iter().any(contains_agg),
+        _ => false,
+    }
+}
+
+fn conjuncts(e: &Expr) -> Vec<Expr> {
+    match e {
+        Expr::And(items) => items.iter().flat_map(conjuncts).collect(),
+        other => vec![other.clone()],
+    }
+}
+
+fn visit_fields(e: &Expr, f: &mut dyn FnMut(&FieldPath)) {
+    match e {
+        Expr::Field(p) => f(p),
+        Expr::Call {
+            arg: CallArg::Expr { expr, .. },
+            ..
+        } => visit_fields(expr, f),
+        Expr::Test(l, t) => {
+            visit_fields(l, f);
+            match t {
+                Test::Cmp(_, r)
+                | Test::Contains(r)
+                | Test::StartsWith(r)
+                | Test::Regex(r)
+                | Test::In { list: r, .. } => visit_fields(r, f),
+                Test::IsNull { .. } => {}
+            }
+        }
+        Expr::Not(x) => visit_fields(x, f),
+        Expr::And(v) | Expr::Or(v) | Expr::List(v) => v.iter().for_each(|x| visit_fields(x, f)),
+        _ => {}
+    }
+}
+
+fn only_subject(e: &Expr, subject: &str) -> bool {
+    let mut all = true;
+    let mut any = false;
+    visit_fields(e, &mut |p| {
+        any = true;
+        all &= p.parts[0] == subject;
+    });
+    any && all
+}
+
+fn vars_used(e: &Expr, vars: &[PatternVar]) -> Vec<usize> {
+    let mut out = Vec::new();
+    visit_fields(e, &mut |p| {
+        if let Some(i) = vars.iter().position(|v| v.name == p.parts[0]) {
+            if !out.contains(&i) {
+                out.push(i);
+            }
+        }
+    });
+    out
+}
+
+fn constraints_expr(var: usize, cs: Vec<Constraint>) -> Pexpr {
+    let items: Vec<Pexpr> = cs
+        .into_iter()
+        .map(|c| {
+            Pexpr::Cmp(
+                CmpOp::Eq,
+                Box::new(Pexpr::Field(Subject::Bound(var), c.field)),
+                Box::new(Pexpr::Const(c.value)),
+            )
+        })
+        .collect();
+    Pexpr::And(items)
+}
+
+fn field(parts: &[&str]) -> Expr {
+    Expr::Field(FieldPath {
+        parts: parts.iter().map(|s| s.to_string()).collect(),
+        pos: Pos(0),
+    })
+}
+
+fn item(parts: &[&str], alias: &str) -> ReturnItem {
+    ReturnItem {
+        expr: field(parts),
+        alias: Some(alias.to_string()),
+    }
+}
+
+/// The columns a FIND returns without RETURN.
+fn default_returns(kind: FindKind, group_by: &[Expr]) -> Returns {
+    let items = if !group_by.is_empty() {
+        let mut v: Vec<ReturnItem> = group_by
+            .iter()
+            .map(|e| ReturnItem {
+                expr: e.clone(),
+                alias: None,
+            })
+            .collect();
+        v.push(ReturnItem {
+            expr: Expr::Call {
+                name: "count".into(),
+                arg: CallArg::Star,
+                pos: Pos(0),
+            },
+            alias: None,
+        });
+        v
+    } else {
+        match kind {
+            FindKind::Vars => vec![
+                item(&["trace", "id"], "trace"),
+                item(&["var", "node_id"], "node"),
+                item(&["var", "category"], "category"),
+                item(&["var", "session"], "session"),
+            ],
+            FindKind::Ops => vec![
+                item(&["trace", "id"], "trace"),
+                item(&["op", "id"], "op_id"),
+                item(&["op", "name"], "op_name"),
+                item(&["op", "kind"], "kind"),
+                item(&["op", "session"], "session"),
+            ],
+            FindKind::Edges => vec![
+                item(&["trace", "id"], "trace"),
+                item(&["edge", "id"], "edge_id"),
+                item(&["edge", "source"], "source"),
+                item(&["edge", "target"], "target"),
+                item(&["edge", "op"], "op_id"),
+                item(&["edge", "category"], "category"),
+            ],
+            FindKind::Sessions => vec![
+                item(&["trace", "id"], "trace"),
+                item(&["session", "id"], "session"),
+                item(&["session", "name"], "name"),
+                item(&["session", "category"], "category"),
+            ],
+            FindKind::Traces => vec![
+                item(&["trace", "id"], "trace"),
+                item(&["trace", "user_id"], "user_id"),
+                item(&["trace", "project_id"], "project_id"),
+                item(&["trace", "created_at"], "created_at"),
+            ],
+            FindKind::Cases => vec![
+                item(&["trace", "id"], "trace"),
+                item(&["case", "query_id"], "query_id"),
+                item(&["case", "query"], "query"),
+                item(&["case", "prediction"], "prediction"),
+                item(&["case", "error_type"], "error_type"),
+                item(&["case", "op_id"], "op_id"),
+            ],
+        }
+    };
+    Returns {
+        distinct: false,
+        items,
+    }
+}
+
+// ---------------------------------------------------------------- EXPLAIN
+
+/// Writes a plan as an indented operator tree, the innermost (first to run) last.
+struct Tree {
+    lines: Vec<String>,
+}
+
+impl Tree {
+    fn push(&mut self, depth: usize, text: String) {
+        let prefix = if depth == 0 {
+            String::new()
+        } else {
+            format!("{}└─ ", "   ".repeat(depth - 1))
+        };
+        self.lines.push(format!("{prefix}{text}"));
+    }
+}
+
+fn constraint_text(cs: &[Constraint]) -> String {
+    cs.iter()
+        .map(|c| {
+            let v = match &c.value {
+                Value::Str(s) => crate::node_ref::quote(s),
+                other => other.to_string(),
+            };
+            format!("{} = {v}", format!("{:?}", c.field).to_ascii_lowercase())
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl Plan {
+    /// The plan as lines of an operator tree (what EXPLAIN returns).
+    pub fn explain(&self) -> Vec<String> {
+        let mut t = Tree { lines: Vec::new() };
+        self.explain_into(&mut t);
+        t.lines
+    }
+
+    fn projection_lines(t: &mut Tree, p: &Projection, depth: &mut usize) {
+        if let Some(n) = p.limit {
+            t.push(*depth, format!("Limit {n}"));
+            *depth += 1;
+        }
+        if !p.order.is_empty() {
+            t.push(*depth, format!("Sort by {}", p.texts.order.join(", ")));
+            *depth += 1;
+        }
+        if p.distinct {
+            t.push(*depth, "Distinct".into());
+            *depth += 1;
+        }
+        t.push(*depth, format!("Project {}", p.columns.join(", ")));
+        *depth += 1;
+        if p.aggregating {
+            let aggs: Vec<&str> = p.aggs.iter().map(|a| a.text.as_str()).collect();
+            let keys = if p.texts.group.is_empty() {
+                "one group".to_string()
+            } else {
+                format!("group by {}", p.texts.group.join(", "))
+            };
+            t.push(*depth, format!("Aggregate {}; {keys}", aggs.join(", ")));
+            *depth += 1;
+        }
+    }
+
+    fn explain_into(&self, t: &mut Tree) {
+        match self {
+            Plan::Explain(inner) => inner.explain_into(t),
+            Plan::ShowTraces => t.push(0, "Scan trace records".into()),
+            Plan::Describe(d) => {
+                t.push(0, "Describe: op subgraphs grouped by edge category".into());
+                t.push(1, format!("Resolve {} {}", d.target, scope_text(&d.scope)));
+            }
+            Plan::Traverse(p) => {
+                let mut depth = 0;
+                if let Some(n) = p.limit {
+                    t.push(depth, format!("Limit {n}"));
+                    depth += 1;
+                }
+                t.push(
+                    depth,
+                    format!("Project {}: {}", p.output.keyword(), p.columns.join(", ")),
+                );
+                depth += 1;
+                if let Some(f) = &p.filter {
+                    t.push(depth, format!("Filter {}", f.text));
+                    depth += 1;
+                }
+                let dir = match p.direction {
+                    Direction::Backward => "backward (incoming edges)",
+                    Direction::Forward => "forward (outgoing edges)",
+                };
+                let hops = match (p.min_depth, p.max_depth) {
+                    (1, None) => "any depth".to_string(),
+                    (1, Some(n)) => format!("depth 1..{n}"),
+                    (m, None) => format!("depth {m}.."),
+                    (m, Some(n)) => format!("depth {m}..{n}"),
+                };
+                let mut walk = format!("Walk {dir} over cached CSR adjacency, {hops}");
+                if let Some(w) = &p.while_ {
+                    walk.push_str(&format!(", through {}", w.text));
+                }
+                if let Some(u) = &p.until {
+                    walk.push_str(&format!(", stop at {}", u.text));
+                }
+                t.push(depth, walk);
+                depth += 1;
+                let starts: Vec<String> = p.starts.iter().map(start_text).collect();
+                t.push(
+                    depth,
+                    format!(
+                        "Resolve starts {} {}",
+                        starts.join(", "),
+                        scope_text(&p.scope)
+                    ),
+                );
+            }
+            Plan::Find(f) => {
+                let mut depth = 0;
+                Self::projection_lines(t, &f.projection, &mut depth);
+                if let Some(w) = &f.filter {
+                    t.push(depth, format!("Filter {}", w.text));
+                    depth += 1;
+                }
+                t.push(
+                    depth,
+                    format!("Scan {} of each trace (cached catalog)", f.kind.keyword()),
+                );
+                depth += 1;
+                let mut traces = match &f.scope {
+                    Some(s) => format!("Trace '{s}'"),
+                    None => "Every trace".to_string(),
+                };
+                if let Some(w) = &f.trace_filter {
+                    traces.push_str(&format!(" where {}", w.text));
+                }
+                t.push(depth, traces);
+            }
+            Plan::Match(m) => {
+                let mut depth = 0;
+                Self::projection_lines(t, &m.projection, &mut depth);
+                let name = |i: usize| m.vars[i].name.clone();
+                for step in m.steps.iter().rev() {
+                    let line = match step {
+                        MatchStep::Filter(p) => format!("Filter {}", p.text),
+                        MatchStep::Scan { var, constraints } => {
+                            let c = constraint_text(constraints);
+                            format!(
+                                "Scan vars as ({}){}",
+                                name(*var),
+                                if c.is_empty() {
+                                    String::new()
+                                } else {
+                                    format!(" where {c}")
+                                }
+                            )
+                        }
+                        MatchStep::Expand {
+                            from,
+                            to,
+                            rel,
+                            direction,
+                            edge_constraints,
+                            min_hops,
+                            max_hops,
+                            constraints,
+                            check,
+                        } => {
+                            let dir = match direction {
+                                Direction::Forward => "forward",
+                                Direction::Backward => "backward",
+                            };
+                            let hops = match (min_hops, max_hops) {
+                                (1, Some(1)) => "1 hop".to_string(),
+                                (a, Some(b)) if a == b => format!("{a} hops"),
+                                (a, Some(b)) => format!("{a}..{b} hops"),
+                                (a, None) => format!("{a}.. hops"),
+                            };
+                            let mut s = format!(
+                                "{} ({}) {dir} {hops} to ({})",
+                                if *check { "Check" } else { "Expand" },
+                                name(*from),
+                                name(*to)
+                            );
+                            if let Some(r) = rel {
+                                s.push_str(&format!(" binding [{}]", name(*r)));
+                            }
+                            let ec = constraint_text(edge_constraints);
+                            if !ec.is_empty() {
+                                s.push_str(&format!(", edges where {ec}"));
+                            }
+                            let nc = constraint_text(constraints);
+                            if !nc.is_empty() {
+                                s.push_str(&format!(", nodes where {nc}"));
+                            }
+                            s
+                        }
+                    };
+                    t.push(depth, line);
+                    depth += 1;
+                }
+                t.push(
+                    depth,
+                    match &m.scope {
+                        Some(s) => format!("Trace '{s}'"),
+                        None => "Every trace".to_string(),
+                    },
+                );
+            }
+        }
+    }
+}
+
+fn start_text(r: &NodeRef) -> String {
+    match r {
+        NodeRef::Name { version: None, .. } => format!("{r} (latest version, or an op id)"),
+        NodeRef::Name { .. } => r.to_string(),
+        NodeRef::Quoted(_) => format!("{r} (node id, full name or op id)"),
+    }
+}
+
+fn scope_text(scope: &Option<String>) -> String {
+    match scope {
+        Some(s) => format!("in trace '{s}'"),
+        None => "in every trace that holds them".to_string(),
+    }
+}
+
+impl Display for Plan {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        for line in self.explain() {
+            writeln!(f, "{line}")?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,455 @@
+//! Property test of the round trip: any statement prints to text that parses
+//! back to the same statement, and printing is canonical.
+//!
+//! The strategies below generate arbitrary [`Statement`]s covering every
+//! variant and field of the AST. They respect what the grammar can express:
+//!
+//! - Identifiers (node and relationship variables, property keys, `AS`
+//!   aliases, function names, the first part of a field path) match
+//!   `[A-Za-z_][A-Za-z0-9_]*` and are not keywords ([`KEYWORDS`], any case):
+//!   the printer writes them bare. Parameter names follow the same shape but
+//!   may be keywords, since `$` sets them apart.
+//! - Labels and the later parts of a field path may be any text: the printer
+//!   quotes what is not a plain identifier.
+//! - `And` / `Or` hold two or more items; the parser folds a single one away.
+//! - Any expression may be the left or right operand of a `Test` and an item
+//!   of a list: the printer parenthesises what binds looser than an operand.
+//!   The list of `[NOT] IN` is an `Expr::List` or an `Expr::Param`, as the
+//!   grammar reads nothing else there (not even a parenthesised list).
+//! - Property values are literals or parameters.
+//! - `EXPLAIN` wraps a statement that is not itself an `EXPLAIN`.
+//! - `Depth::Range(a, b)` and `Hops::Range(Some(a), Some(b))` have `a <= b`;
+//!   `LIMIT` fits a u64, depths and hop counts a u32.
+//! - `Traverse::starts`, `Match::patterns` and `Returns::items` are not empty.
+//! - `NodeRef::Name`: the first `:`-separated part of the full name is bare
+//!   (`[A-Za-z0-9_.#/-]+`, not starting with `--`), as in the proptest of
+//!   `node_ref.rs` (a lone quoted part without a version reads back as a
+//!   `NodeRef::Quoted`); later parts are any text; versions are >= 1.
+//! - Floats are finite. `Pos` values are ignored by equality (left at 0).
+
+use proptest::collection::vec;
+use proptest::option;
+use proptest::prelude::*;
+
+use crate::ast::*;
+use crate::keywords::KEYWORDS;
+use crate::node_ref::NodeRef;
+use crate::{parse_script, parse_statement};
+
+/// Identifiers that come close to keywords without being one.
+const NEAR_KEYWORDS: &[&str] = &[
+    "notes", "order_id", "nullable", "in_", "is_x", "asc1", "descr", "true_", "falsey", "e", "E1",
+    "_", "ORx", "andy", "byte", "tracer", "count", "x1",
+];
+
+fn ident() -> impl Strategy<Value = String> {
+    prop_oneof![
+        3 => "[A-Za-z_][A-Za-z0-9_]{0,7}"
+            .prop_filter("not a keyword", |s| !KEYWORDS.iter().any(|k| k.eq_ignore_ascii_case(s))),
+        1 => proptest::sample::select(NEAR_KEYWORDS).prop_map(str::to_string),
+    ]
+}
+
+/// A keyword in upper, lower or mixed case.
+fn keyword() -> impl Strategy<Value = String> {
+    (
+        proptest::sample::select(KEYWORDS),
+        any::<bool>(),
+        any::<bool>(),
+    )
+        .prop_map(|(k, lower, mixed)| {
+            if mixed {
+                k.chars()
+                    .enumerate()
+                    .map(|(i, c)| {
+                        if i % 2 == 0 {
+                            c.to_ascii_lowercase()
+                        } else {
+                            c
+                        }
+                    })
+                    .collect()
+            } else if lower {
+                k.to_ascii_lowercase()
+            } else {
+                k.to_string()
+            }
+        })
+}
+
+fn param_name() -> impl Strategy<Value = String> {
+    prop_oneof![3 => ident(), 1 => keyword()]
+}
+
+/// Text with quotes, newlines, tabs, unicode, and the empty string.
+fn text() -> BoxedStrategy<String> {
+    prop_oneof![
+        2 => "(?s).{0,10}",
+        2 => "[a' \n\t:@.\\-é日🙂\\\\]{0,8}",
+        1 => Just(String::new()),
+        1 => Just("it's".to_string()),
+        1 => Just("''".to_string()),
+        1 => Just("line one\nline two\r\n".to_string()),
+        1 => Just("-- not a comment".to_string()),
+    ]
+    .boxed()
+}
+
+/// A name the printer may have to quote: labels, later field parts.
+fn name() -> BoxedStrategy<String> {
+    prop_oneof![3 => ident(), 1 => keyword(), 2 => text()].boxed()
+}
+
+fn text_arg() -> impl Strategy<Value = TextArg> {
+    prop_oneof![
+        text().prop_map(TextArg::Text),
+        param_name().prop_map(TextArg::Param)
+    ]
+}
+
+fn count_arg() -> impl Strategy<Value = CountArg> {
+    prop_oneof![
+        prop_oneof![0u64..100, any::<u64>()].prop_map(CountArg::Value),
+        param_name().prop_map(CountArg::Param),
+    ]
+}
+
+fn bare_first() -> impl Strategy<Value = String> {
+    "[A-Za-z0-9_.#/-][A-Za-z0-9_.#/-]{0,6}".prop_filter("not a comment", |s| !s.starts_with("--"))
+}
+
+fn node_ref() -> BoxedStrategy<NodeRef> {
+    let rest = prop_oneof!["[A-Za-z0-9_.#/-]{1,6}", text()];
+    prop_oneof![
+        3 => (bare_first(), vec(rest, 0..4), option::of(prop_oneof![1u32..10, 1u32..=u32::MAX]))
+            .prop_map(|(first, rest, version)| {
+                let mut parts = vec![first];
+                parts.extend(rest);
+                NodeRef::Name {
+                    full_name: parts.join(":"),
+                    version,
+                }
+            }),
+        1 => text().prop_map(NodeRef::Quoted),
+    ]
+    .boxed()
+}
+
+fn start() -> BoxedStrategy<Start> {
+    prop_oneof![
+        3 => node_ref().prop_map(Start::Ref),
+        1 => param_name().prop_map(Start::Param),
+    ]
+    .boxed()
+}
+
+fn small_u32() -> impl Strategy<Value = u32> {
+    prop_oneof![0u32..20, any::<u32>()]
+}
+
+fn depth() -> impl Strategy<Value = Depth> {
+    prop_oneof![
+        small_u32().prop_map(Depth::Max),
+        (small_u32(), small_u32()).prop_map(|(a, b)| Depth::Range(a.min(b), a.max(b))),
+    ]
+}
+
+fn hops() -> impl Strategy<Value = Hops> {
+    prop_oneof![
+        small_u32().prop_map(Hops::Exact),
+        (option::of(small_u32()), option::of(small_u32())).prop_map(|(a, b)| match (a, b) {
+            (Some(a), Some(b)) => Hops::Range(Some(a.min(b)), Some(a.max(b))),
+            (a, b) => Hops::Range(a, b),
+        }),
+    ]
+}
+
+fn output() -> impl Strategy<Value = Output> {
+    proptest::sample::select(vec![
+        Output::Nodes,
+        Output::Ops,
+        Output::Edges,
+        Output::Subgraph,
+        Output::Paths,
+        Output::Count,
+    ])
+}
+
+fn find_kind() -> impl Strategy<Value = FindKind> {
+    proptest::sample::select(vec![
+        FindKind::Vars,
+        FindKind::Ops,
+        FindKind::Edges,
+        FindKind::Sessions,
+        FindKind::Traces,
+        FindKind::Cases,
+    ])
+}
+
+fn literal() -> BoxedStrategy<Literal> {
+    prop_oneof![
+        text().prop_map(Literal::Str),
+        prop_oneof![-100i64..100, any::<i64>()].prop_map(Literal::Int),
+        prop_oneof![
+            -1e3f64..1e3,
+            any::<f64>().prop_filter("finite", |x| x.is_finite())
+        ]
+        .prop_map(Literal::Float),
+        any::<bool>().prop_map(Literal::Bool),
+        Just(Literal::Null),
+    ]
+    .boxed()
+}
+
+fn field() -> BoxedStrategy<FieldPath> {
+    (ident(), vec(name(), 0..3))
+        .prop_map(|(first, rest)| {
+            let mut parts = vec![first];
+            parts.extend(rest);
+            FieldPath { parts, pos: Pos(0) }
+        })
+        .boxed()
+}
+
+fn cmp_op() -> impl Strategy<Value = CmpOp> {
+    proptest::sample::select(vec![
+        CmpOp::Eq,
+        CmpOp::Ne,
+        CmpOp::Lt,
+        CmpOp::Le,
+        CmpOp::Gt,
+        CmpOp::Ge,
+    ])
+}
+
+fn call(arg: impl Strategy<Value = CallArg>) -> impl Strategy<Value = Expr> {
+    (ident(), arg).prop_map(|(name, arg)| Expr::Call {
+        name,
+        arg,
+        pos: Pos(0),
+    })
+}
+
+fn expr() -> BoxedStrategy<Expr> {
+    let leaf = prop_oneof![
+        3 => literal().prop_map(Expr::Lit),
+        1 => param_name().prop_map(Expr::Param),
+        3 => field().prop_map(Expr::Field),
+        1 => call(prop_oneof![Just(CallArg::None), Just(CallArg::Star)]),
+    ];
+    leaf.prop_recursive(4, 24, 4, |inner| {
+        let boxed = inner.clone().prop_map(Box::new);
+        let in_list = prop_oneof![
+            vec(inner.clone(), 0..4).prop_map(Expr::List),
+            param_name().prop_map(Expr::Param),
+        ]
+        .prop_map(Box::new);
+        let test = prop_oneof![
+            (cmp_op(), boxed.clone()).prop_map(|(op, r)| Test::Cmp(op, r)),
+            boxed.clone().prop_map(Test::Contains),
+            boxed.clone().prop_map(Test::StartsWith),
+            boxed.clone().prop_map(Test::Regex),
+            (any::<bool>(), in_list).prop_map(|(negated, list)| Test::In { negated, list }),
+            any::<bool>().prop_map(|negated| Test::IsNull { negated }),
+        ];
+        prop_oneof![
+            1 => vec(inner.clone(), 0..4).prop_map(Expr::List),
+            1 => call(
+                (any::<bool>(), boxed.clone())
+                    .prop_map(|(distinct, expr)| CallArg::Expr { distinct, expr })
+            ),
+            3 => (boxed.clone(), test).prop_map(|(l, t)| Expr::Test(l, t)),
+            1 => boxed.prop_map(Expr::Not),
+            1 => vec(inner.clone(), 2..4).prop_map(Expr::And),
+            1 => vec(inner, 2..4).prop_map(Expr::Or),
+        ]
+    })
+    .boxed()
+}
+
+fn props() -> BoxedStrategy<Vec<(String, Expr)>> {
+    let value = prop_oneof![
+        3 => literal().prop_map(Expr::Lit),
+        1 => param_name().prop_map(Expr::Param),
+    ];
+    prop_oneof![Just(Vec::new()), vec((ident(), value), 1..3)].boxed()
+}
+
+fn node_pattern() -> BoxedStrategy<NodePattern> {
+    (option::of(ident()), option::of(name()), props())
+        .prop_map(|(var, label, props)| NodePattern { var, label, props })
+        .boxed()
+}
+
+fn rel_pattern() -> BoxedStrategy<RelPattern> {
+    (
+        any::<bool>(),
+        option::of(ident()),
+        option::of(name()),
+        option::of(hops()),
+        props(),
+    )
+        .prop_map(|(leftward, var, label, hops, props)| RelPattern {
+            leftward,
+            var,
+            label,
+            hops,
+            props,
+        })
+        .boxed()
+}
+
+fn pattern() -> BoxedStrategy<Pattern> {
+    (node_pattern(), vec((rel_pattern(), node_pattern()), 0..3))
+        .prop_map(|(first, steps)| Pattern { first, steps })
+        .boxed()
+}
+
+fn returns() -> BoxedStrategy<Returns> {
+    (
+        any::<bool>(),
+        vec(
+            (expr(), option::of(ident())).prop_map(|(expr, alias)| ReturnItem { expr, alias }),
+            1..4,
+        ),
+    )
+        .prop_map(|(distinct, items)| Returns { distinct, items })
+        .boxed()
+}
+
+fn order_by() -> BoxedStrategy<Vec<OrderItem>> {
+    let dir = proptest::sample::select(vec![SortDir::Default, SortDir::Asc, SortDir::Desc]);
+    vec(
+        (expr(), dir).prop_map(|(expr, dir)| OrderItem { expr, dir }),
+        0..3,
+    )
+    .boxed()
+}
+
+fn traverse() -> BoxedStrategy<Traverse> {
+    (
+        prop_oneof![Just(Direction::Backward), Just(Direction::Forward)],
+        vec(start(), 1..4),
+        option::of(text_arg()),
+        option::of(depth()),
+        option::of(expr()),
+        option::of(expr()),
+        option::of(expr()),
+        option::of(output()),
+        option::of(count_arg()),
+    )
+        .prop_map(
+            |(direction, starts, in_trace, depth, until, while_, filter, output, limit)| Traverse {
+                direction,
+                starts,
+                in_trace,
+                depth,
+                until,
+                while_,
+                filter,
+                output,
+                limit,
+            },
+        )
+        .boxed()
+}
+
+fn match_stmt() -> BoxedStrategy<Match> {
+    (
+        vec(pattern(), 1..3),
+        option::of(text_arg()),
+        option::of(expr()),
+        returns(),
+        order_by(),
+        option::of(count_arg()),
+    )
+        .prop_map(
+            |(patterns, in_trace, filter, returns, order_by, limit)| Match {
+                patterns,
+                in_trace,
+                filter,
+                returns,
+                order_by,
+                limit,
+            },
+        )
+        .boxed()
+}
+
+fn find() -> BoxedStrategy<Find> {
+    (
+        find_kind(),
+        option::of(text_arg()),
+        option::of(expr()),
+        vec(expr(), 0..3),
+        option::of(returns()),
+        order_by(),
+        option::of(count_arg()),
+    )
+        .prop_map(
+            |(kind, in_trace, filter, group_by, returns, order_by, limit)| Find {
+                kind,
+                in_trace,
+                filter,
+                group_by,
+                returns,
+                order_by,
+                limit,
+            },
+        )
+        .boxed()
+}
+
+fn describe() -> BoxedStrategy<Describe> {
+    (start(), option::of(text_arg()))
+        .prop_map(|(target, in_trace)| Describe { target, in_trace })
+        .boxed()
+}
+
+/// Any statement but `EXPLAIN`.
+fn plain_statement() -> BoxedStrategy<Statement> {
+    prop_oneof![
+        3 => traverse().prop_map(Statement::Traverse),
+        3 => match_stmt().prop_map(Statement::Match),
+        3 => find().prop_map(Statement::Find),
+        1 => Just(Statement::ShowTraces),
+        1 => describe().prop_map(Statement::Describe),
+    ]
+    .boxed()
+}
+
+fn statement() -> BoxedStrategy<Statement> {
+    prop_oneof![
+        5 => plain_statement(),
+        1 => plain_statement().prop_map(|s| Statement::Explain(Box::new(s))),
+    ]
+    .boxed()
+}
+
+proptest! {
+    /// (a) parse(print(s)) == s, and (b) print(parse(print(s))) == print(s).
+    #[test]
+    fn printed_statements_parse_back(s in statement()) {
+        let printed = s.to_string();
+        let parsed = match parse_statement(&printed) {
+            Ok(p) => p,
+            Err(e) => return Err(TestCaseError::fail(format!("{printed}\ndid not parse: {e}"))),
+        };
+        prop_assert_eq!(&parsed, &s, "printed as {}", printed);
+        prop_assert_eq!(parsed.to_string(), printed);
+    }
+
+    /// (c) Printing is stable: the same tree prints the same text, with or
+    /// without a trailing `;`, alone or within a script.
+    #[test]
+    fn printing_is_stable(s in statement(), t in statement()) {
+        let printed = s.to_string();
+        prop_assert_eq!(s.clone().to_string(), printed.clone());
+        prop_assert_eq!(parse_statement(&format!("{printed};")).map(|p| p.to_string()), Ok(printed.clone()));
+        let script = format!("{printed};\n{t};");
+        let parsed = parse_script(&script).map_err(|e| TestCaseError::fail(format!("{script}\n{e}")))?;
+        prop_assert_eq!(parsed.len(), 2);
+        prop_assert_eq!(parsed[0].to_string(), printed);
+        prop_assert_eq!(parsed[1].to_string(), t.to_string());
+    }
+}

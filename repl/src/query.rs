@@ -1,0 +1,208 @@
+//! `memtrace query`: run a statement and print its rows as a table, JSON or CSV.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::ExitCode;
+
+use clap::ValueEnum;
+use memtrace_engine::{to_json, Cancel, Database, Params, Value};
+
+use crate::error::{io, Result};
+use crate::table;
+
+/// Output formats of query results.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum QueryFormat {
+    /// Aligned columns (long values cut with `…`).
+    Table,
+    /// `{"columns": [...], "rows": [[...], ...]}`, rows streamed as they come.
+    Json,
+    /// RFC 4180 CSV with a header line, rows streamed as they come.
+    Csv,
+}
+
+/// Longest cell a table shows before cutting it.
+const CELL_MAX: usize = 80;
+
+/// Reads `name=value` as a parameter: integers, decimals, true/false and
+/// null are typed; anything else is text.
+pub fn parse_param(s: &str) -> std::result::Result<(String, Value), String> {
+    let (name, value) = s
+        .split_once('=')
+        .ok_or_else(|| format!("--param {s}: expected NAME=VALUE"))?;
+    let name = name.trim().trim_start_matches('$');
+    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return Err(format!(
+            "--param {s}: a parameter name is letters, digits and _"
+        ));
+    }
+    let v = if let Ok(n) = value.parse::<i64>() {
+        Value::Int(n)
+    } else if let Ok(x) = value.parse::<f64>().map_err(|_| ()).and_then(|x| {
+        if x.is_finite() && value.contains('.') {
+            Ok(x)
+        } else {
+            Err(())
+        }
+    }) {
+        Value::Float(x)
+    } else {
+        match value {
+            "true" | "TRUE" => Value::Bool(true),
+            "false" | "FALSE" => Value::Bool(false),
+            "null" | "NULL" => Value::Null,
+            _ => Value::Str(value.to_string()),
+        }
+    };
+    Ok((name.to_string(), v))
+}
+
+/// A value as a table or CSV cell: text as is, others as JSON.
+fn cell(v: &Value) -> String {
+    match v {
+        Value::Null => String::new(),
+        Value::Str(s) => s.clone(),
+        other => to_json(other).to_string(),
+    }
+}
+
+fn cut(s: &str) -> String {
+    let one_line: String = s
+        .chars()
+        .map(|c| {
+            if c == '\n' || c == '\r' || c == '\t' {
+                ' '
+            } else {
+                c
+            }
+        })
+        .collect();
+    if one_line.chars().count() <= CELL_MAX {
+        one_line
+    } else {
+        let mut t: String = one_line.chars().take(CELL_MAX - 1).collect();
+        t.push('…');
+        t
+    }
+}
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+/// Runs `text` against the database at `db` and prints the result.
+pub fn run(
+    db: &Path,
+    text: &str,
+    format: QueryFormat,
+    params: &[(String, Value)],
+) -> Result<ExitCode> {
+    let db = Database::open_existing(db)?;
+    let params: Params = params.iter().cloned().collect();
+    let cancel = Cancel::new();
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    match format {
+        QueryFormat::Table => {
+            let mut rows: Vec<Vec<String>> = Vec::new();
+            let mut numeric: Vec<bool> = Vec::new();
+            let columns = db.query_stream(text, &params, &cancel, &mut |r| {
+                if numeric.is_empty() {
+                    numeric = r
+                        .iter()
+                        .map(|v| matches!(v, Value::Int(_) | Value::Float(_)))
+                        .collect();
+                }
+                rows.push(r.iter().map(|v| cut(&cell(v))).collect());
+                Ok(true)
+            })?;
+            let header: Vec<&str> = columns.iter().map(String::as_str).collect();
+            let right: Vec<usize> = (0..numeric.len()).filter(|i| numeric[*i]).collect();
+            write!(out, "{}", table::render(&header, &rows, &right)).map_err(io("stdout"))?;
+            writeln!(
+                out,
+                "({} row{})",
+                rows.len(),
+                if rows.len() == 1 { "" } else { "s" }
+            )
+            .map_err(io("stdout"))?;
+        }
+        QueryFormat::Json => {
+            // Columns are known only once the statement is planned: rows are
+            // buffered as JSON text and the object written when complete, so
+            // that a failing statement prints no half object.
+            let mut body = String::new();
+            let mut n = 0usize;
+            let columns = db.query_stream(text, &params, &cancel, &mut |r| {
+                if n > 0 {
+                    body.push(',');
+                }
+                n += 1;
+                body.push_str("\n  ");
+                let arr = serde_json::Value::Array(r.iter().map(to_json).collect());
+                body.push_str(&arr.to_string());
+                Ok(true)
+            })?;
+            let cols = serde_json::to_string(&columns)?;
+            let end = if n > 0 { "\n" } else { "" };
+            writeln!(out, "{{\"columns\": {cols}, \"rows\": [{body}{end}]}}")
+                .map_err(io("stdout"))?;
+        }
+        QueryFormat::Csv => {
+            let mut body = String::new();
+            let columns = db.query_stream(text, &params, &cancel, &mut |r| {
+                let line: Vec<String> = r.iter().map(|v| csv_field(&cell(v))).collect();
+                body.push_str(&line.join(","));
+                body.push_str("\r\n");
+                Ok(true)
+            })?;
+            let header: Vec<String> = columns.iter().map(|c| csv_field(c)).collect();
+            write!(out, "{}\r\n{body}", header.join(",")).map_err(io("stdout"))?;
+        }
+    }
+    out.flush().map_err(io("stdout"))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parameters_are_typed() {
+        assert_eq!(parse_param("k=3").unwrap(), ("k".into(), Value::Int(3)));
+        assert_eq!(
+            parse_param("$x=1.5").unwrap(),
+            ("x".into(), Value::Float(1.5))
+        );
+        assert_eq!(
+            parse_param("t=true").unwrap(),
+            ("t".into(), Value::Bool(true))
+        );
+        assert_eq!(
+            parse_param("s=a=b").unwrap(),
+            ("s".into(), Value::Str("a=b".into()))
+        );
+        assert_eq!(
+            parse_param("s=1e5").unwrap(),
+            ("s".into(), Value::Str("1e5".into()))
+        );
+        assert!(parse_param("novalue").is_err());
+        assert!(parse_param("bad name=1").is_err());
+    }
+
+    #[test]
+    fn csv_quotes_what_needs_it_and_tables_cut_long_cells() {
+        assert_eq!(csv_field("a,b"), "\"a,b\"");
+        assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
+        assert_eq!(csv_field("plain"), "plain");
+        let long = "x".repeat(200);
+        assert_eq!(cut(&long).chars().count(), CELL_MAX);
+        assert!(cut(&long).ends_with('…'));
+        assert_eq!(cut("a\nb"), "a b");
+    }
+}
