@@ -1,7 +1,7 @@
 # The two commands of the README, and a few more for developers.
 # Every target installs the build dependencies first when they are missing.
 
-.PHONY: demo test deps check bench bench-suite
+.PHONY: demo test deps check bench bench-suite fuzz
 
 # Import the bundled sample into ./memtrace.db and print stats and the traces.
 demo: deps
@@ -24,6 +24,14 @@ bench: deps
 	cargo run --locked --release -p memtrace-repl -- bench import
 
 # The benchmark suite (release build): generated sets of 10, 100 and 1,000 traces; import beside
-# raw RocksDB puts, backward provenance beside SQLite recursive CTEs.
+# raw RocksDB puts; TRACE, MATCH and FIND beside SQLite recursive CTEs and joins.
 bench-suite: deps
 	cargo run --locked --release -p memtrace-repl -- bench suite
+
+# Fuzz the query parser and its round trip (cargo-fuzz, nightly toolchain) for FUZZ_SECONDS;
+# new inputs go to fuzz/corpus/parse, a crashing input to fuzz/artifacts/parse.
+FUZZ_SECONDS ?= 600
+fuzz: deps
+	@cargo fuzz --version >/dev/null 2>&1 || cargo install --locked cargo-fuzz
+	mkdir -p fuzz/corpus/parse
+	cargo +nightly fuzz run parse fuzz/corpus/parse fuzz/seeds -- -max_total_time=$(FUZZ_SECONDS) -dict=fuzz/memtrace.dict

@@ -399,3 +399,106 @@ fn generated_traces_import_with_their_cases_and_labels_replay() {
         assert!(t.sim.replay(&Intervention::repair_then_ideal(label.slot))[label.question]);
     }
 }
+
+/// A chain of `n` variables, each derived from the one before.
+fn chain(n: usize) -> String {
+    let nodes: Vec<Value> = (0..n)
+        .map(|i| json!({"name": format!("{i}"), "class_name": "v", "version": 1, "value": "x", "session_id": "s"}))
+        .collect();
+    let ops: Vec<Value> = (1..n)
+        .map(|i| json!({"op_id": format!("op{i}"), "op_name": "step", "category": "update", "session_id": "s"}))
+        .collect();
+    let edges: Vec<Value> = (1..n)
+        .map(|i| {
+            json!({"edge_id": format!("e{i}"), "op_id": format!("op{i}"), "session_id": "s",
+                   "source_full_node_id": format!("v:{}@1", i - 1), "target_full_node_id": format!("v:{i}@1")})
+        })
+        .collect();
+    json!({"graph_id": "chain", "data": {"sessions": [{"session_id": "s"}], "operations": ops, "nodes": nodes, "edges": edges}})
+        .to_string()
+}
+
+#[test]
+fn query_rows_stream_and_the_sink_can_stop_them() {
+    let (_dir, db) = db();
+    import(&db, &chain(500)).unwrap();
+    let all = db.query("TRACE v:499 RETURN nodes").unwrap();
+    assert_eq!(all.rows.len(), 499);
+    assert_eq!(all.rows[0][1], "v:498@1");
+    assert_eq!(all.rows[498][3], 499);
+    let mut seen = Vec::new();
+    let cols = db
+        .query_stream(
+            "TRACE v:499 RETURN nodes",
+            &memtrace::Params::new(),
+            &memtrace::Cancel::new(),
+            &mut |row| {
+                seen.push(row);
+                Ok(seen.len() < 3)
+            },
+        )
+        .unwrap();
+    assert_eq!(cols[1], "node");
+    assert_eq!(seen.len(), 3, "the sink's false stops the rows");
+    let limited = db.query("TRACE v:499 RETURN nodes LIMIT 7").unwrap();
+    assert_eq!(limited.rows.len(), 7);
+}
+
+#[test]
+fn a_cancelled_query_stops_with_cancelled_and_the_database_goes_on() {
+    let (_dir, db) = db();
+    import(&db, &chain(20_000)).unwrap();
+    let cancel = memtrace::Cancel::new();
+    let c2 = cancel.clone();
+    // Cancel from another thread as soon as the first row arrives.
+    let mut first = true;
+    let err = db
+        .query_stream(
+            "MATCH (a:v)-[*]->(b:v) RETURN a, b",
+            &memtrace::Params::new(),
+            &cancel,
+            &mut |_| {
+                if first {
+                    first = false;
+                    let c = c2.clone();
+                    std::thread::spawn(move || c.cancel()).join().unwrap();
+                }
+                Ok(true)
+            },
+        )
+        .unwrap_err();
+    assert!(matches!(err, EngineError::Cancelled), "{err}");
+    let pre = memtrace::Cancel::new();
+    pre.cancel();
+    let err = db
+        .query_with("FIND vars", &memtrace::Params::new(), &pre)
+        .unwrap_err();
+    assert!(matches!(err, EngineError::Cancelled), "{err}");
+    assert_eq!(
+        db.query("TRACE v:19999 RETURN count").unwrap().rows[0][1],
+        19_999
+    );
+}
+
+#[test]
+fn query_errors_are_typed() {
+    let (_dir, db) = db();
+    import(&db, SAMPLE).unwrap();
+    assert!(matches!(
+        db.query("TRACE answer:42 UNTILL x").unwrap_err(),
+        EngineError::Query(memtrace_query_error) if memtrace_query_error.to_string().contains("did you mean UNTIL?")
+    ));
+    assert!(matches!(
+        db.query(&format!("TRACE answer:42 IN TRACE '{GRAPH}'"))
+            .unwrap_err(),
+        EngineError::UnknownNode { .. }
+    ));
+    assert!(matches!(
+        db.query("TRACE answer:42 IN TRACE 'nope'").unwrap_err(),
+        EngineError::UnknownTrace(_)
+    ));
+    let r = db
+        .query(&format!("FORWARD '{ANSWER}' RETURN count"))
+        .unwrap();
+    assert_eq!(r.rows, vec![vec![json!(GRAPH), json!(0)]]);
+}

@@ -11,7 +11,7 @@ fn help_shows_examples_for_every_subcommand() {
     let top = ok(run(dir.path(), None, &["--help"]));
     assert!(stdout(&top).contains("Examples:"));
     for sub in [
-        "import", "export", "stats", "traces", "drop", "log", "demo", "bench",
+        "import", "export", "stats", "traces", "drop", "log", "demo", "bench", "query",
     ] {
         let o = ok(run(dir.path(), None, &[sub, "--help"]));
         assert!(

@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 use std::mem::size_of;
+use std::sync::OnceLock;
 
 use memtrace_storage::records::{Common, Counts, Shared};
 use memtrace_storage::{
@@ -81,10 +82,17 @@ pub struct TraceCatalog {
     sessions: Vec<SessionRecord>,
     vars: Vec<VarRecord>,
     ops: Vec<OpRecord>,
+    /// Built on the first lookup: scans and traversals never need them.
+    lookups: OnceLock<Lookups>,
+    bytes: usize,
+}
+
+/// Lookups by string id and name.
+#[derive(Debug, Clone)]
+struct Lookups {
     by_node_id: HashMap<String, u32>,
     by_name: HashMap<String, Vec<u32>>,
     by_op_id: HashMap<String, u32>,
-    bytes: usize,
 }
 
 impl TraceCatalog {
@@ -105,32 +113,41 @@ impl TraceCatalog {
         vars: Vec<VarRecord>,
         ops: Vec<OpRecord>,
     ) -> TraceCatalog {
-        let mut by_node_id = HashMap::with_capacity(vars.len());
-        let mut by_name: HashMap<String, Vec<u32>> = HashMap::new();
-        for (local, v) in vars.iter().enumerate() {
-            by_node_id.entry(v.full_node_id()).or_insert(local as u32);
-            by_name.entry(v.full_name()).or_default().push(local as u32);
-        }
-        for locals in by_name.values_mut() {
-            // Stable: equal versions (not imported, but possible) keep recorded order.
-            locals.sort_by_key(|&l| vars[l as usize].version);
-            locals.shrink_to_fit();
-        }
-        let mut by_op_id = HashMap::with_capacity(ops.len());
-        for (local, o) in ops.iter().enumerate() {
-            by_op_id.entry(o.op_id.clone()).or_insert(local as u32);
-        }
         let mut catalog = TraceCatalog {
             sessions,
             vars,
             ops,
-            by_node_id,
-            by_name,
-            by_op_id,
+            lookups: OnceLock::new(),
             bytes: 0,
         };
         catalog.bytes = catalog.measure();
         catalog
+    }
+
+    fn lookups(&self) -> &Lookups {
+        self.lookups.get_or_init(|| {
+            let vars = &self.vars;
+            let mut by_node_id = HashMap::with_capacity(vars.len());
+            let mut by_name: HashMap<String, Vec<u32>> = HashMap::new();
+            for (local, v) in vars.iter().enumerate() {
+                by_node_id.entry(v.full_node_id()).or_insert(local as u32);
+                by_name.entry(v.full_name()).or_default().push(local as u32);
+            }
+            for locals in by_name.values_mut() {
+                // Stable: equal versions (not imported, but possible) keep recorded order.
+                locals.sort_by_key(|&l| vars[l as usize].version);
+                locals.shrink_to_fit();
+            }
+            let mut by_op_id = HashMap::with_capacity(self.ops.len());
+            for (local, o) in self.ops.iter().enumerate() {
+                by_op_id.entry(o.op_id.clone()).or_insert(local as u32);
+            }
+            Lookups {
+                by_node_id,
+                by_name,
+                by_op_id,
+            }
+        })
     }
 
     fn measure(&self) -> usize {
@@ -177,9 +194,11 @@ impl TraceCatalog {
             + sessions
             + vars
             + ops
-            + map_bytes(&self.by_node_id, |_| 0)
-            + map_bytes(&self.by_name, |v| v.capacity() * size_of::<u32>())
-            + map_bytes(&self.by_op_id, |_| 0)
+            + self.lookups.get().map_or(0, |l| {
+                map_bytes(&l.by_node_id, |_| 0)
+                    + map_bytes(&l.by_name, |v| v.capacity() * size_of::<u32>())
+                    + map_bytes(&l.by_op_id, |_| 0)
+            })
     }
 
     /// The sessions, by local id.
@@ -214,13 +233,16 @@ impl TraceCatalog {
 
     /// The local id of the variable with this full node id (`full_name@version`).
     pub fn var_by_node_id(&self, full_node_id: &str) -> Option<u32> {
-        self.by_node_id.get(full_node_id).copied()
+        self.lookups().by_node_id.get(full_node_id).copied()
     }
 
     /// Local ids of the versions of a full name, oldest version first
     /// (empty for an unknown name).
     pub fn versions(&self, full_name: &str) -> &[u32] {
-        self.by_name.get(full_name).map_or(&[], Vec::as_slice)
+        self.lookups()
+            .by_name
+            .get(full_name)
+            .map_or(&[], Vec::as_slice)
     }
 
     /// The local id of the latest version of a full name.
@@ -230,10 +252,11 @@ impl TraceCatalog {
 
     /// The local id of the op with this op id.
     pub fn op_by_id(&self, op_id: &str) -> Option<u32> {
-        self.by_op_id.get(op_id).copied()
+        self.lookups().by_op_id.get(op_id).copied()
     }
 
-    /// Approximate bytes held: string lengths, vector and map capacities.
+    /// Approximate bytes held: string lengths and vector capacities (the
+    /// lookups, built on first use, are not counted).
     pub fn bytes(&self) -> usize {
         self.bytes
     }

@@ -197,6 +197,23 @@ impl<'a> TraceCtx<'a> {
         })
     }
 
+    /// A variable's text field, borrowed: `Some(value)` for the plain text
+    /// fields, `None` for the others (which need [`var_field`](Self::var_field)).
+    fn var_str(&self, v: u32, f: &Field) -> Result<Option<Option<&str>>> {
+        let Some(r) = self.catalog()?.variable(v) else {
+            return Ok(Some(None));
+        };
+        Ok(match f {
+            Field::Name => Some(Some(r.name.as_str())),
+            Field::Class => Some(r.class_name.as_deref()),
+            Field::Category => Some(r.category.as_deref()),
+            Field::Comment => Some(r.comment.as_deref()),
+            Field::Session => Some(r.session_id.as_deref()),
+            Field::CreatedAt => Some(r.common.created_at.as_deref()),
+            _ => None,
+        })
+    }
+
     fn op_field(&self, o: u32, f: &Field) -> Result<Value> {
         let c = self.catalog()?;
         let Some(r) = c.op(o) else {
@@ -684,8 +701,11 @@ impl<'a> Exec<'a> {
         let fail = |e: QueryError| {
             failure.borrow_mut().get_or_insert(EngineError::Query(e));
         };
+        // Whether the last node admitted is expanded (not an UNTIL stop): the
+        // walk reports a node right after admitting it.
+        let expanding = std::cell::Cell::new(false);
         // Decide for one edge: skip it, reach its far node, or expand it.
-        let admit = |edge: u32, other: u32, _depth: u32| -> Admit {
+        let admit_edge = |edge: u32, other: u32| -> Admit {
             if failure.borrow().is_some() {
                 return Admit::Skip;
             }
@@ -717,7 +737,14 @@ impl<'a> Exec<'a> {
             }
             Admit::Expand
         };
+        let admit = |edge: u32, other: u32, _depth: u32| -> Admit {
+            let verdict = admit_edge(edge, other);
+            expanding.set(verdict == Admit::Expand);
+            verdict
+        };
         let mut visits: Vec<Visit> = Vec::new();
+        // Visited nodes that the walk expanded (not UNTIL stops).
+        let mut expanded: std::collections::HashSet<u32> = std::collections::HashSet::new();
         let mut var_starts: Vec<u32> = Vec::new();
         let mut start_nodes: Vec<u32> = Vec::new();
         for s in starts {
@@ -746,16 +773,20 @@ impl<'a> Exec<'a> {
                                 });
                                 if a == Admit::Expand {
                                     seeds.push(n);
+                                    expanded.insert(n);
                                 }
                             }
                         }
                     }
                     let mut more = Vec::new();
                     g.walk(&seeds, 1, dir, p.max_depth, self.cancel, admit, |v| {
-                        more.push(v)
+                        more.push((v, expanding.get()))
                     })?;
-                    for v in more {
-                        if !visits.iter().any(|x| x.node == v.node) {
+                    for (v, x) in more {
+                        if !visits.iter().any(|y| y.node == v.node) {
+                            if x {
+                                expanded.insert(v.node);
+                            }
                             visits.push(v);
                         }
                     }
@@ -765,17 +796,15 @@ impl<'a> Exec<'a> {
         if !var_starts.is_empty() {
             let mut found = Vec::new();
             g.walk(&var_starts, 0, dir, p.max_depth, self.cancel, admit, |v| {
-                found.push(v)
+                found.push((v, expanding.get()))
             })?;
-            if visits.is_empty() {
-                visits = found;
-            } else {
-                let mut seen: std::collections::HashSet<u32> =
-                    visits.iter().map(|v| v.node).collect();
-                for v in found {
-                    if seen.insert(v.node) {
-                        visits.push(v);
+            let mut seen: std::collections::HashSet<u32> = visits.iter().map(|v| v.node).collect();
+            for (v, x) in found {
+                if seen.insert(v.node) {
+                    if x {
+                        expanded.insert(v.node);
                     }
+                    visits.push(v);
                 }
             }
         }
@@ -869,7 +898,10 @@ impl<'a> Exec<'a> {
             }
             Output::Ops | Output::Edges | Output::Subgraph => {
                 // The result subgraph: starts and the nodes that pass WHERE,
-                // with the walked edges between them.
+                // with the walked edges between them: the edges of the nodes
+                // the walk expanded (starts, and visited nodes that are
+                // neither UNTIL stops nor at the DEPTH limit), each at one
+                // hop more than the node it was walked from.
                 let mut keep: HashMap<u32, u32> = HashMap::new();
                 for s in &start_nodes {
                     keep.insert(*s, 0);
@@ -887,35 +919,38 @@ impl<'a> Exec<'a> {
                         keep.entry(v.node).or_insert(v.depth);
                     }
                 }
-                let mut edge_ids: Vec<u32> = Vec::new();
-                let mut op_starts: Vec<u32> = Vec::new();
+                let mut edge_depth: HashMap<u32, u32> = HashMap::new();
+                let mut walked = |e: u32, d: u32| {
+                    let x = edge_depth.entry(e).or_insert(d);
+                    *x = (*x).min(d);
+                };
                 for s in starts {
                     if let StartNode::Op(o) = s {
-                        op_starts.push(*o);
+                        for &e in g.op_edges(*o) {
+                            if far(e).is_some_and(|n| keep.contains_key(&n)) {
+                                walked(e, 1);
+                            }
+                        }
                     }
                 }
-                for (&n, _) in keep.iter() {
+                for (&n, &d) in keep.iter() {
+                    let expands = (start_nodes.contains(&n) || expanded.contains(&n))
+                        && p.max_depth.is_none_or(|m| d < m);
+                    if !expands {
+                        continue;
+                    }
                     let list = match dir {
                         Direction::Backward => g.incoming(n),
                         Direction::Forward => g.outgoing(n),
                     };
                     for &e in list {
-                        if let Some(o) = far(e) {
-                            if keep.contains_key(&o) {
-                                edge_ids.push(e);
-                            }
+                        if far(e).is_some_and(|o| keep.contains_key(&o)) {
+                            walked(e, d + 1);
                         }
                     }
                 }
-                for o in op_starts {
-                    for &e in g.op_edges(o) {
-                        if far(e).is_some_and(|n| keep.contains_key(&n)) {
-                            edge_ids.push(e);
-                        }
-                    }
-                }
+                let mut edge_ids: Vec<u32> = edge_depth.keys().copied().collect();
                 edge_ids.sort_unstable();
-                edge_ids.dedup();
                 if let Some(w) = &p.while_ {
                     let mut kept = Vec::new();
                     for e in edge_ids {
@@ -931,7 +966,7 @@ impl<'a> Exec<'a> {
                     }
                     edge_ids = kept;
                 }
-                let depth_of = |e: u32| far(e).and_then(|n| keep.get(&n).copied()).unwrap_or(0);
+                let depth_of = |e: u32| edge_depth.get(&e).copied().unwrap_or(0);
                 match p.output {
                     Output::Ops => {
                         let mut ops: Vec<(u32, u32)> = Vec::new();
@@ -1189,9 +1224,10 @@ impl<'a> Exec<'a> {
                     trace: s.clone(),
                     reference: p.target.to_string(),
                 },
-                None => {
-                    EngineError::BadRequest(format!("no trace holds a variable or op {}", p.target))
-                }
+                None => EngineError::BadRequest(format!(
+                    "no trace holds a variable or op {} (see FIND vars WHERE var.full_name CONTAINS '...')",
+                    p.target
+                )),
             });
         }
         for (tid, node) in found {
@@ -1263,6 +1299,13 @@ struct Matcher<'m, 'a, 's, 'p> {
 impl Matcher<'_, '_, '_, '_> {
     fn fits_node(&self, v: u32, cs: &[Constraint]) -> Result<bool> {
         for c in cs {
+            // Text fields compare in place, without building a value.
+            if let (Value::Str(want), Some(got)) = (&c.value, self.t.var_str(v, &c.field)?) {
+                if got != Some(want.as_str()) {
+                    return Ok(false);
+                }
+                continue;
+            }
             let got = self.t.var_field(v, &c.field)?;
             if got.compare(&c.value) != Some(std::cmp::Ordering::Equal) {
                 return Ok(false);
@@ -1273,6 +1316,17 @@ impl Matcher<'_, '_, '_, '_> {
 
     fn fits_edge(&self, e: u32, cs: &[Constraint]) -> Result<bool> {
         for c in cs {
+            if let (Value::Str(want), Field::Kind) = (&c.value, &c.field) {
+                let op = self.t.graph()?.op(e);
+                let kind = match op {
+                    Some(o) => self.t.catalog()?.op(o).and_then(|r| r.category.as_deref()),
+                    None => None,
+                };
+                if kind != Some(want.as_str()) {
+                    return Ok(false);
+                }
+                continue;
+            }
             let got = self.t.edge_field(e, &c.field)?;
             if got.compare(&c.value) != Some(std::cmp::Ordering::Equal) {
                 return Ok(false);
@@ -1489,5 +1543,97 @@ impl Database {
         };
         exec.run(plan, sink)?;
         Ok(Exec::columns(plan))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Database, ImportOptions, InputFormat};
+
+    /// a -> b -> c -> a (ops ab, bc, ca), and x -> a (op xa).
+    fn cycle() -> (tempfile::TempDir, Database) {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path().join("t.db")).unwrap();
+        let node = |n: &str| {
+            format!(
+                r#"{{"name": "{n}", "class_name": "v", "version": 1, "value": "'{n}'", "session_id": "s"}}"#
+            )
+        };
+        let op = |o: &str| {
+            format!(r#"{{"op_id": "{o}", "op_name": "{o}", "category": "k", "session_id": "s"}}"#)
+        };
+        let edge = |id: &str, o: &str, a: &str, b: &str| {
+            format!(
+                r#"{{"edge_id": "{id}", "op_id": "{o}", "session_id": "s",
+                    "source_full_node_id": "v:{a}@1", "target_full_node_id": "v:{b}@1"}}"#
+            )
+        };
+        let text = format!(
+            r#"{{"graph_id": "g", "user_id": "u", "project_id": "p", "data": {{
+                "sessions": [{{"session_id": "s", "session_name": "s"}}],
+                "operations": [{}],
+                "nodes": [{}],
+                "edges": [{}]}}}}"#,
+            ["ab", "bc", "ca", "xa"].map(op).join(","),
+            ["a", "b", "c", "x"].map(node).join(","),
+            [
+                edge("e1", "ab", "a", "b"),
+                edge("e2", "bc", "b", "c"),
+                edge("e3", "ca", "c", "a"),
+                edge("e4", "xa", "x", "a"),
+            ]
+            .join(",")
+        );
+        db.import_reader(
+            text.as_bytes(),
+            InputFormat::Json,
+            "t",
+            &ImportOptions::default(),
+        )
+        .unwrap();
+        (dir, db)
+    }
+
+    fn ops(db: &Database, q: &str) -> Vec<(String, i64)> {
+        db.query(q)
+            .unwrap()
+            .rows
+            .iter()
+            .map(|r| (r[1].as_str().unwrap().to_string(), r[4].as_i64().unwrap()))
+            .collect()
+    }
+
+    #[test]
+    fn returned_ops_and_edges_stop_where_the_walk_stops() {
+        let (_d, db) = cycle();
+        // Backward from c: b (1, op bc), a (2, op ab), then x (3, op xa); the
+        // edge c -> a (op ca) is walked from a, one hop past a: depth 3, not
+        // the depth of its input c (the start, 0).
+        assert_eq!(
+            ops(&db, "TRACE v:c RETURN ops"),
+            [
+                ("bc".into(), 1),
+                ("ab".into(), 2),
+                ("ca".into(), 3),
+                ("xa".into(), 3)
+            ]
+        );
+        // DEPTH 2 does not expand a, so neither ca nor xa is crossed.
+        assert_eq!(
+            ops(&db, "TRACE v:c DEPTH 2 RETURN ops"),
+            [("bc".into(), 1), ("ab".into(), 2)]
+        );
+        // An UNTIL stop is returned, its inputs are not: no edge c -> a.
+        let r = db
+            .query("TRACE v:c UNTIL var.name = 'a' RETURN edges")
+            .unwrap();
+        let ids: Vec<&str> = r.rows.iter().map(|r| r[1].as_str().unwrap()).collect();
+        assert_eq!(ids, ["e1", "e2"]);
+        // DEPTH 0 crosses nothing.
+        assert!(db
+            .query("TRACE v:c DEPTH 0 RETURN edges")
+            .unwrap()
+            .rows
+            .is_empty());
     }
 }

@@ -756,7 +756,20 @@ impl Display for Expr {
         match self {
             Expr::Lit(l) => l.fmt(f),
             Expr::Param(p) => write!(f, "${p}"),
-            Expr::Field(p) => p.fmt(f),
+            Expr::Field(p) => {
+                // A keyword heading a path reads as that keyword where one may
+                // stand (`RETURN distinct.x`, `not IS NULL`): such a path goes in
+                // parentheses, unless it is longer than the keyword and the
+                // keyword cannot be taken for it (`trace.id`).
+                let head = p.parts.first().map_or("", String::as_str);
+                if crate::keywords::is_reserved(head)
+                    && (p.parts.len() == 1 || head.eq_ignore_ascii_case("distinct"))
+                {
+                    write!(f, "({p})")
+                } else {
+                    p.fmt(f)
+                }
+            }
             Expr::List(items) => {
                 // Items are operands: a test or a connective goes in parentheses.
                 f.write_str("[")?;

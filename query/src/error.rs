@@ -77,9 +77,16 @@ impl QueryError {
                 // The end of input reads best last.
                 ordered.sort_by_key(|r| *r == crate::Rule::EOI);
                 for r in &ordered {
-                    let d = describe(*r);
-                    if !names.contains(&d) {
-                        names.push(d);
+                    // A direction is one of two keywords: listed as such, the
+                    // choice reads "..., TRACE or FORWARD", not "... or TRACE or FORWARD".
+                    let ds = match r {
+                        crate::Rule::direction => vec!["TRACE".to_string(), "FORWARD".to_string()],
+                        r => vec![describe(*r)],
+                    };
+                    for d in ds {
+                        if !names.contains(&d) {
+                            names.push(d);
+                        }
                     }
                 }
                 let expected = match names.len() {
@@ -88,6 +95,11 @@ impl QueryError {
                 };
                 let found = if word.is_empty() {
                     match text.get(offset..).and_then(|s| s.chars().next()) {
+                        Some('\'') if !closed(&text[offset..]) => {
+                            "a string that is never closed (a quote inside one is written twice: 'it''s')"
+                                .to_string()
+                        }
+                        Some('\'') => "a string".to_string(),
                         Some(c) => format!("'{c}'"),
                         None => "the end of the statement".to_string(),
                     }
@@ -140,6 +152,21 @@ impl QueryError {
             snippet: caret(text, line, column),
         }
     }
+}
+
+/// Whether `s`, which starts with a quote, holds a whole quoted string.
+fn closed(s: &str) -> bool {
+    let mut chars = s.chars().skip(1).peekable();
+    while let Some(c) = chars.next() {
+        if c == '\'' {
+            if chars.peek() == Some(&'\'') {
+                chars.next();
+            } else {
+                return true;
+            }
+        }
+    }
+    false
 }
 
 const OUTPUTS: [&str; 6] = ["nodes", "ops", "edges", "subgraph", "paths", "count"];
@@ -230,7 +257,7 @@ fn describe(rule: crate::Rule) -> String {
         Rule::order_by => "ORDER BY".into(),
         Rule::pattern | Rule::node_pat => "a node pattern such as (a:message)".into(),
         Rule::rel | Rule::rel_right | Rule::rel_left => "a relationship such as -[:kind]->".into(),
-        Rule::rel_body => "'['".into(),
+        Rule::rel_body => "'[' (a relationship is written -->, -[...]->, <-- or <-[...]-)".into(),
         Rule::hops | Rule::hop_range => "'*'".into(),
         Rule::props | Rule::prop => "'{'".into(),
         Rule::ret_item | Rule::order_item => "an expression".into(),
@@ -257,5 +284,25 @@ mod tests {
         assert_eq!(line_col("abc", 0), (1, 1));
         assert_eq!(line_col("abc\ndé f", 7), (2, 3));
         assert_eq!(line_col("abc", 99), (1, 4));
+    }
+
+    #[test]
+    fn an_unclosed_string_and_a_direction_read_well() {
+        let e = crate::parse_statement("FIND vars WHERE var.name = 'it''s").unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("found a string that is never closed"),
+            "{e}"
+        );
+        assert!(closed("'it''s' AND") && !closed("'it''s") && !closed("'"));
+        let e = crate::parse_statement("EXPLAIN EXPLAIN SHOW TRACES").unwrap_err();
+        let m = e.to_string();
+        assert!(m.contains(", TRACE or FORWARD, found 'EXPLAIN'"), "{m}");
+        assert!(!m.contains("or TRACE or"), "{m}");
+        let e = crate::parse_statement("MATCH (a)->(b) RETURN a").unwrap_err();
+        assert!(
+            e.to_string().contains("expected '[' (a relationship is written -->, -[...]->, <-- or <-[...]-), found '>'"),
+            "{e}"
+        );
     }
 }

@@ -123,6 +123,26 @@ fn text_of(v: &Value) -> Option<String> {
     v.as_text()
 }
 
+/// A value as a message shows it: text quoted, so that `'1'` and `1` differ.
+pub(crate) fn shown(v: &Value) -> String {
+    match v {
+        Value::Str(s) => crate::node_ref::quote(s),
+        other => other.to_string(),
+    }
+}
+
+/// Why a regular expression does not compile, in one line (the regex
+/// crate's own message repeats the pattern with a caret of its own).
+pub(crate) fn regex_reason(e: &regex::Error) -> String {
+    let text = e.to_string();
+    let last = text
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("");
+    last.trim().trim_start_matches("error: ").to_string()
+}
+
 impl Pexpr {
     /// Evaluates over a row.
     pub fn eval(&self, row: &dyn Row) -> Result<Value> {
@@ -226,14 +246,19 @@ impl Pexpr {
             Pexpr::Regex(a, p) => match (text_of(&ev(a)?), ev(p)?) {
                 (Some(s), Value::Str(p)) => {
                     let re = regex::Regex::new(&p).map_err(|e| {
-                        QueryError::Other(format!("bad regular expression '{p}': {e}"))
+                        QueryError::Other(format!(
+                            "bad regular expression {}: {}",
+                            crate::node_ref::quote(&p),
+                            regex_reason(&e)
+                        ))
                     })?;
                     Value::Bool(re.is_match(&s))
                 }
                 (None, _) | (_, Value::Null) => Value::Null,
                 (_, other) => {
                     return Err(QueryError::Other(format!(
-                        "=~ needs a text pattern, not {other}"
+                        "=~ needs a text pattern, not {}",
+                        shown(&other)
                     )))
                 }
             },
@@ -244,7 +269,8 @@ impl Pexpr {
                     Value::Null => return Ok(Value::Null),
                     other => {
                         return Err(QueryError::Other(format!(
-                            "IN needs a list, such as ['a', 'b'], not {other}"
+                            "IN needs a list, such as ['a', 'b'], not {}",
+                            shown(&other)
                         )))
                     }
                 };
@@ -303,6 +329,27 @@ fn key(v: &Value) -> Key {
     }
 }
 
+/// Like [`key`], taking the value (its text moves instead of being copied).
+fn into_key(v: Value) -> Key {
+    match v {
+        Value::Str(s) => Key::Str(s),
+        other => key(&other),
+    }
+}
+
+/// The value a key stands for (whole floats come back as integers, which
+/// compare and print the same).
+fn from_key(k: &Key) -> Value {
+    match k {
+        Key::Null => Value::Null,
+        Key::Bool(b) => Value::Bool(*b),
+        Key::Int(n) => Value::Int(*n),
+        Key::Float(bits) => Value::Float(f64::from_bits(*bits)),
+        Key::Str(s) => Value::Str(s.clone()),
+        Key::List(l) => Value::List(l.iter().map(from_key).collect()),
+    }
+}
+
 /// The running state of one aggregate.
 #[derive(Debug, Clone)]
 enum AggState {
@@ -358,7 +405,11 @@ impl AggState {
             AggState::Sum(s, int, set) => {
                 if fresh(set) {
                     let x = v.as_f64().ok_or_else(|| {
-                        QueryError::Other(format!("{} needs numbers, and got {v}", spec.text))
+                        QueryError::Other(format!(
+                            "{} needs numbers, but got {}",
+                            spec.text,
+                            shown(&v)
+                        ))
                     })?;
                     *int &= matches!(v, Value::Int(_));
                     *s += x;
@@ -367,7 +418,11 @@ impl AggState {
             AggState::Avg(s, n, set) => {
                 if fresh(set) {
                     let x = v.as_f64().ok_or_else(|| {
-                        QueryError::Other(format!("{} needs numbers, and got {v}", spec.text))
+                        QueryError::Other(format!(
+                            "{} needs numbers, but got {}",
+                            spec.text,
+                            shown(&v)
+                        ))
                     })?;
                     *s += x;
                     *n += 1;
@@ -436,12 +491,14 @@ impl<'p> Collector<'p> {
                 .iter()
                 .map(|k| k.eval(row))
                 .collect::<Result<_>>()?;
-            let hk: Vec<Key> = keys.iter().map(key).collect();
+            // Keys move into the hash key; a new group's values are rebuilt from it.
+            let hk: Vec<Key> = keys.into_iter().map(into_key).collect();
             let i = match self.groups.get(&hk) {
                 Some(i) => *i,
                 None => {
+                    let values = hk.iter().map(from_key).collect();
                     self.group_rows
-                        .push((keys, p.aggs.iter().map(AggState::new).collect()));
+                        .push((values, p.aggs.iter().map(AggState::new).collect()));
                     self.groups.insert(hk, self.group_rows.len() - 1);
                     self.group_rows.len() - 1
                 }

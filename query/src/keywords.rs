@@ -12,18 +12,24 @@ pub(crate) fn is_reserved(word: &str) -> bool {
     KEYWORDS.iter().any(|k| k.eq_ignore_ascii_case(word))
 }
 
-/// Edit distance (Levenshtein) between two short words, ignoring case.
+/// Edit distance between two short words, ignoring case: insertions,
+/// deletions, substitutions and swaps of two adjacent letters (`vra` is one
+/// edit from `var`) each count one (optimal string alignment).
 pub(crate) fn distance(a: &str, b: &str) -> usize {
     let a: Vec<char> = a.to_ascii_uppercase().chars().collect();
     let b: Vec<char> = b.to_ascii_uppercase().chars().collect();
+    let mut before: Vec<usize> = Vec::new();
     let mut prev: Vec<usize> = (0..=b.len()).collect();
     for (i, ca) in a.iter().enumerate() {
         let mut cur = vec![i + 1; b.len() + 1];
         for (j, cb) in b.iter().enumerate() {
             let sub = prev[j] + usize::from(ca != cb);
             cur[j + 1] = sub.min(prev[j + 1] + 1).min(cur[j] + 1);
+            if i > 0 && j > 0 && *ca == b[j - 1] && a[i - 1] == *cb {
+                cur[j + 1] = cur[j + 1].min(before[j - 1] + 1);
+            }
         }
-        prev = cur;
+        before = std::mem::replace(&mut prev, cur);
     }
     prev[b.len()]
 }
@@ -60,6 +66,11 @@ mod tests {
         assert_eq!(distance("abc", "abc"), 0);
         assert_eq!(distance("", "abc"), 3);
         assert_eq!(distance("kitten", "sitting"), 3);
+        // A swap of two adjacent letters is one edit.
+        assert_eq!(distance("vra", "var"), 1);
+        assert_eq!(distance("retrun", "RETURN"), 1);
+        assert_eq!(distance("ab", "ba"), 1);
+        assert_eq!(distance("ca", "abc"), 3);
     }
 
     #[test]

@@ -411,7 +411,11 @@ pub fn plan_text(stmt: &Statement, params: &Params, text: &str) -> Result<Plan> 
 }
 
 fn plan_in(stmt: &Statement, params: &Params, text: &str) -> Result<Plan> {
-    let p = Planner { params, text };
+    let p = Planner {
+        params,
+        text,
+        implicit_groups: std::cell::Cell::new(false),
+    };
     match stmt {
         Statement::Traverse(t) => p.traverse(t).map(Plan::Traverse),
         Statement::Match(m) => p.match_plan(m).map(Plan::Match),
@@ -449,6 +453,9 @@ struct Scope<'a> {
 struct Planner<'a> {
     params: &'a Params,
     text: &'a str,
+    /// The projection being planned groups by its RETURN items without an
+    /// aggregate (no GROUP BY), which error messages then name.
+    implicit_groups: std::cell::Cell<bool>,
 }
 
 impl Planner<'_> {
@@ -460,11 +467,33 @@ impl Planner<'_> {
         }
     }
 
+    /// An error placed where `pattern` (a regular expression) first matches
+    /// the text, at its first group when it has one: for parts of a statement
+    /// the tree keeps no position of (parameters, pattern variables,
+    /// properties). Without a match, an error without position.
+    fn err_near(&self, pattern: &str, message: String) -> QueryError {
+        let found = regex::Regex::new(pattern).ok().and_then(|re| {
+            re.captures(self.text)
+                .and_then(|c| c.get(1).or_else(|| c.get(0)))
+                .map(|m| m.start())
+        });
+        match found {
+            Some(at) => QueryError::at(self.text, at, message),
+            None => QueryError::Other(message),
+        }
+    }
+
+    /// An error about parameter `$name`, placed at its first use.
+    fn param_err(&self, name: &str, message: String) -> QueryError {
+        self.err_near(&format!(r"\${}\b", regex::escape(name)), message)
+    }
+
     fn param(&self, name: &str) -> Result<&Value> {
         self.params.get(name).ok_or_else(|| {
-            QueryError::Other(format!(
-                "parameter ${name} is not set (give it a value, e.g. --param {name}=...)"
-            ))
+            self.param_err(
+                name,
+                format!("parameter ${name} is not set (give it a value, e.g. --param {name}=...)"),
+            )
         })
     }
 
@@ -474,9 +503,10 @@ impl Planner<'_> {
             Some(TextArg::Text(s)) => Ok(Some(s.clone())),
             Some(TextArg::Param(p)) => match self.param(p)? {
                 Value::Str(s) => Ok(Some(s.clone())),
-                other => Err(QueryError::Other(format!(
-                    "parameter ${p} must be text (a trace id), not {other}"
-                ))),
+                other => Err(self.param_err(
+                    p,
+                    format!("parameter ${p} must be text (a trace id), not {other}"),
+                )),
             },
         }
     }
@@ -487,9 +517,12 @@ impl Planner<'_> {
             Some(CountArg::Value(n)) => Ok(Some(*n)),
             Some(CountArg::Param(p)) => match self.param(p)? {
                 Value::Int(n) if *n >= 0 => Ok(Some(*n as u64)),
-                other => Err(QueryError::Other(format!(
-                    "parameter ${p} must be a count (a whole number, 0 or more), not {other}"
-                ))),
+                other => Err(self.param_err(
+                    p,
+                    format!(
+                        "parameter ${p} must be a count (a whole number, 0 or more), not {other}"
+                    ),
+                )),
             },
         }
     }
@@ -499,9 +532,10 @@ impl Planner<'_> {
             Start::Ref(r) => Ok(r.clone()),
             Start::Param(p) => match self.param(p)? {
                 Value::Str(s) => parse_node_ref(s).or_else(|_| Ok(NodeRef::Quoted(s.clone()))),
-                other => Err(QueryError::Other(format!(
-                    "parameter ${p} must be text naming a variable or op, not {other}"
-                ))),
+                other => Err(self.param_err(
+                    p,
+                    format!("parameter ${p} must be text naming a variable or op, not {other}"),
+                )),
             },
         }
     }
@@ -691,12 +725,12 @@ impl Planner<'_> {
             Expr::Field(path) => {
                 let f = self.field(path, scope)?;
                 if !group.is_empty() {
-                    return Err(self.err(
-                        path.pos,
-                        format!(
-                            "{path} must be in GROUP BY or inside an aggregate such as count({path})"
-                        ),
-                    ));
+                    let message = if self.implicit_groups.get() {
+                        format!("{path} must be a group key (RETURN it without an aggregate, or GROUP BY it) or inside an aggregate such as count({path})")
+                    } else {
+                        format!("{path} must be in GROUP BY or inside an aggregate such as count({path})")
+                    };
+                    return Err(self.err(path.pos, message));
                 }
                 f
             }
@@ -785,21 +819,61 @@ impl Planner<'_> {
                     Test::StartsWith(r) => Pexpr::StartsWith(l, Box::new(c(r, aggs)?)),
                     Test::Regex(r) => {
                         let pattern = c(r, aggs)?;
+                        // Where the pattern is written: its parameter, else its
+                        // literal after the left operand, else the operator.
+                        let at = |what: &str| {
+                            let from = expr_pos(left).0.min(self.text.len());
+                            let rest = self.text.get(from..).unwrap_or("");
+                            let found = match r.as_ref() {
+                                Expr::Lit(Literal::Str(s)) => {
+                                    rest.find(&crate::node_ref::quote(s)).map(|i| from + i)
+                                }
+                                _ => None,
+                            }
+                            .or_else(|| rest.find("=~").map(|i| from + i));
+                            match (r.as_ref(), found) {
+                                (Expr::Param(p), _) => self.param_err(p, what.to_string()),
+                                (_, Some(i)) => self.err(Pos(i), what.to_string()),
+                                _ => self.err(expr_pos(left), what.to_string()),
+                            }
+                        };
                         match &pattern {
                             Pexpr::Const(Value::Str(s)) => {
                                 let re = regex::Regex::new(s).map_err(|e| {
-                                    let pos = match r.as_ref() {
-                                        Expr::Field(f) => f.pos,
-                                        _ => expr_pos(left),
-                                    };
-                                    self.err(pos, format!("bad regular expression '{s}': {e}"))
+                                    at(&format!(
+                                        "bad regular expression {}: {}",
+                                        crate::node_ref::quote(s),
+                                        crate::eval::regex_reason(&e)
+                                    ))
                                 })?;
                                 Pexpr::RegexConst(l, Box::new(re))
+                            }
+                            Pexpr::Const(Value::Null) => Pexpr::Regex(l, Box::new(pattern)),
+                            Pexpr::Const(other) => {
+                                return Err(at(&format!(
+                                    "=~ needs a text pattern, not {}",
+                                    crate::eval::shown(other)
+                                )))
                             }
                             _ => Pexpr::Regex(l, Box::new(pattern)),
                         }
                     }
-                    Test::In { negated, list } => Pexpr::In(l, Box::new(c(list, aggs)?), *negated),
+                    Test::In { negated, list } => {
+                        let items = c(list, aggs)?;
+                        if let Pexpr::Const(v) = &items {
+                            if !matches!(v, Value::List(_) | Value::Null) {
+                                let what = format!(
+                                    "IN needs a list, such as ['a', 'b'], not {}",
+                                    crate::eval::shown(v)
+                                );
+                                return Err(match list.as_ref() {
+                                    Expr::Param(p) => self.param_err(p, what),
+                                    _ => self.err(expr_pos(left), what),
+                                });
+                            }
+                        }
+                        Pexpr::In(l, Box::new(items), *negated)
+                    }
                     Test::IsNull { negated } => Pexpr::IsNull(l, *negated),
                 }
             }
@@ -834,6 +908,7 @@ impl Planner<'_> {
         let has_agg = returns.items.iter().any(|i| contains_agg(&i.expr))
             || order_by.iter().any(|o| contains_agg(&o.expr));
         let aggregating = has_agg || !group_by.is_empty();
+        self.implicit_groups.set(group_by.is_empty());
         let mut columns = Vec::new();
         let mut outputs = Vec::new();
         let mut aggs = Vec::new();
@@ -984,9 +1059,10 @@ impl Planner<'_> {
                 Some(name) => {
                     if let Some(i) = vars.iter().position(|v| &v.name == name) {
                         if vars[i].kind != VarKind::Node {
-                            return Err(QueryError::Other(format!(
-                                "{name} names a relationship and a node"
-                            )));
+                            return Err(self.err_near(
+                                &format!(r"\(\s*({})\b", regex::escape(name)),
+                                format!("{name} names a relationship and a node"),
+                            ));
                         }
                         Ok(i)
                     } else {
@@ -1019,15 +1095,20 @@ impl Planner<'_> {
             for (r, n) in &p.steps {
                 let rel = match &r.var {
                     Some(name) => {
+                        let at = format!(r"\[\s*({})\b", regex::escape(name));
                         if vars.iter().any(|v| &v.name == name) {
-                            return Err(QueryError::Other(format!(
-                                "{name} is bound twice; a relationship variable names one edge"
-                            )));
+                            return Err(self.err_near(
+                                &at,
+                                format!(
+                                    "{name} is bound twice; a relationship variable names one edge"
+                                ),
+                            ));
                         }
                         if r.hops.is_some() {
-                            return Err(QueryError::Other(format!(
-                                "{name} names a variable-length relationship; only single hops can be named"
-                            )));
+                            return Err(self.err_near(
+                                &at,
+                                format!("{name} names a variable-length relationship; only single hops can be named"),
+                            ));
                         }
                         vars.push(PatternVar {
                             name: name.clone(),
@@ -1211,10 +1292,13 @@ impl Planner<'_> {
                 let hint = nearest(key, names.iter().copied())
                     .map(|k| format!(" (did you mean {k}?)"))
                     .unwrap_or_default();
-                QueryError::Other(format!(
-                    "unknown {what} property {key}{hint}; properties are {}",
-                    names.join(", ")
-                ))
+                self.err_near(
+                    &format!(r"[{{,]\s*({})\s*:", regex::escape(key)),
+                    format!(
+                        "unknown {what} property {key}{hint}; properties are {}",
+                        names.join(", ")
+                    ),
+                )
             })
     }
 
@@ -1667,5 +1751,114 @@ impl Display for Plan {
             writeln!(f, "{line}")?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan_err(text: &str, params: &[(&str, Value)]) -> String {
+        let stmt = crate::parse_statement(text).unwrap();
+        let params: Params = params
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect();
+        plan_text(&stmt, &params, text).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn errors_about_parameters_point_at_them() {
+        let e = plan_err("TRACE x IN TRACE $t LIMIT $n", &[("t", Value::Int(1))]);
+        assert!(
+            e.starts_with("error at line 1, column 18: parameter $t must be text"),
+            "{e}"
+        );
+        let e = plan_err("TRACE x LIMIT $n", &[]);
+        assert!(
+            e.starts_with("error at line 1, column 15: parameter $n is not set"),
+            "{e}"
+        );
+        // `$n` is not found inside `$nn`.
+        let e = plan_err(
+            "FIND vars WHERE var.name = $nn OR var.name = $n",
+            &[("nn", Value::Int(1))],
+        );
+        assert!(
+            e.starts_with("error at line 1, column 46: parameter $n is not set"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn pattern_variable_and_property_errors_point_at_them() {
+        let e = plan_err("MATCH (a)-[a]->(b) RETURN a", &[]);
+        assert!(
+            e.starts_with("error at line 1, column 12: a is bound twice"),
+            "{e}"
+        );
+        let e = plan_err("MATCH (a)-[e]->(b), ( e ) RETURN a", &[]);
+        assert!(
+            e.starts_with("error at line 1, column 23: e names a relationship and a node"),
+            "{e}"
+        );
+        let e = plan_err("MATCH (a)-[e*2]->(b) RETURN a", &[]);
+        assert!(
+            e.starts_with("error at line 1, column 12: e names a variable-length"),
+            "{e}"
+        );
+        let e = plan_err("MATCH (a {name: 'x', categry: 'y'}) RETURN a", &[]);
+        assert!(
+            e.starts_with("error at line 1, column 22: unknown node property categry (did you mean category?)"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_field_outside_the_groups_is_told_how_groups_were_made() {
+        let e = plan_err(
+            "FIND vars GROUP BY var.category RETURN var.name, count(*)",
+            &[],
+        );
+        assert!(
+            e.contains(": var.name must be in GROUP BY or inside an aggregate"),
+            "{e}"
+        );
+        let e = plan_err(
+            "FIND vars RETURN var.category, count(*) ORDER BY var.name",
+            &[],
+        );
+        assert!(
+            e.contains(
+                ": var.name must be a group key (RETURN it without an aggregate, or GROUP BY it)"
+            ),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn constant_operands_of_in_and_regex_are_checked_when_planning() {
+        let e = plan_err("FIND vars WHERE var.name IN $s", &[("s", "x".into())]);
+        assert!(
+            e.starts_with(
+                "error at line 1, column 29: IN needs a list, such as ['a', 'b'], not 'x'"
+            ),
+            "{e}"
+        );
+        let e = plan_err("FIND vars WHERE var.name =~ 1", &[]);
+        assert!(
+            e.starts_with("error at line 1, column 26: =~ needs a text pattern, not 1"),
+            "{e}"
+        );
+        let e = plan_err("FIND vars WHERE var.name =~ '(x'", &[]);
+        assert_eq!(
+            e,
+            "error at line 1, column 29: bad regular expression '(x': unclosed group\n  \
+             FIND vars WHERE var.name =~ '(x'\n                              ^"
+        );
+        // A NULL list or pattern is no error: the test is unknown.
+        let stmt = crate::parse_statement("FIND vars WHERE var.name IN $s").unwrap();
+        let params: Params = [("s".to_string(), Value::Null)].into_iter().collect();
+        assert!(plan_text(&stmt, &params, "FIND vars WHERE var.name IN $s").is_ok());
     }
 }

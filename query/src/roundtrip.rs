@@ -8,7 +8,10 @@
 //!   aliases, function names, the first part of a field path) match
 //!   `[A-Za-z_][A-Za-z0-9_]*` and are not keywords ([`KEYWORDS`], any case):
 //!   the printer writes them bare. Parameter names follow the same shape but
-//!   may be keywords, since `$` sets them apart.
+//!   may be keywords, since `$` sets them apart; so may the first part of a
+//!   field path (`trace.id`), except NULL, TRUE and FALSE, which are read as
+//!   literals (the printer parenthesises a path the grammar could read as a
+//!   keyword: `(distinct.x)`, `(not)`).
 //! - Labels and the later parts of a field path may be any text: the printer
 //!   quotes what is not a plain identifier.
 //! - `And` / `Or` hold two or more items; the parser folds a single one away.
@@ -26,6 +29,8 @@
 //!   `node_ref.rs` (a lone quoted part without a version reads back as a
 //!   `NodeRef::Quoted`); later parts are any text; versions are >= 1.
 //! - Floats are finite. `Pos` values are ignored by equality (left at 0).
+//! - Expressions nest at most 48 levels deep (the parser refuses deeper
+//!   text rather than overflow its stack); the strategies stay far below.
 
 use proptest::collection::vec;
 use proptest::option;
@@ -202,13 +207,23 @@ fn literal() -> BoxedStrategy<Literal> {
 }
 
 fn field() -> BoxedStrategy<FieldPath> {
-    (ident(), vec(name(), 0..3))
-        .prop_map(|(first, rest)| {
-            let mut parts = vec![first];
-            parts.extend(rest);
-            FieldPath { parts, pos: Pos(0) }
-        })
-        .boxed()
+    // A keyword may start a path (`trace.id`), except the literals NULL, TRUE
+    // and FALSE, which the grammar reads first.
+    let keyword_head = keyword().prop_filter("not a literal", |k| {
+        !["null", "true", "false"]
+            .iter()
+            .any(|l| k.eq_ignore_ascii_case(l))
+    });
+    prop_oneof![
+        4 => (ident(), vec(name(), 0..3)),
+        1 => (keyword_head, vec(name(), 0..3)),
+    ]
+    .prop_map(|(first, rest)| {
+        let mut parts = vec![first];
+        parts.extend(rest);
+        FieldPath { parts, pos: Pos(0) }
+    })
+    .boxed()
 }
 
 fn cmp_op() -> impl Strategy<Value = CmpOp> {
@@ -451,5 +466,81 @@ proptest! {
         prop_assert_eq!(parsed.len(), 2);
         prop_assert_eq!(parsed[0].to_string(), printed);
         prop_assert_eq!(parsed[1].to_string(), t.to_string());
+    }
+}
+
+/// Parses `text` on a thread with the default 2 MB stack, as a caller might.
+fn parse_on_small_stack(text: String) -> Result<Statement, String> {
+    std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(move || parse_statement(&text).map_err(|e| e.to_string()))
+        .expect("thread")
+        .join()
+        .expect("no panic")
+}
+
+#[test]
+fn deep_nesting_is_refused_rather_than_overflowing_the_stack() {
+    let deep =
+        |open: &str, close: &str, n: usize| format!("{}x{}", open.repeat(n), close.repeat(n));
+    let refused = [
+        format!("FIND vars WHERE {}", deep("(", ")", 100_000)),
+        format!("FIND vars WHERE {}", deep("(", "", 100_000)),
+        format!("FIND vars WHERE {}", deep("[", "]", 5_000)),
+        format!("FIND vars WHERE {}", deep("f(", ")", 5_000)),
+        format!("FIND vars WHERE {}", deep("NOT ", "", 50_000)),
+        format!("FIND vars WHERE {}", deep("NOT (", ")", 5_000)),
+        format!("FIND vars WHERE {}", deep("NOT f(", ")", 5_000)),
+        format!("FIND vars WHERE {}", deep("(", ")", 49)),
+        // A quote in a comment does not hide what follows it...
+        format!(
+            "FIND vars WHERE x-- it's\n = {} -- '",
+            deep("(", ")", 5_000)
+        ),
+        // ...nor does `--` inside a bare name or after an arrow.
+        format!("TRACE a--b WHERE {}", deep("(", ")", 5_000)),
+        format!("TRACE a---b WHERE {} -- '", deep("(", ")", 5_000)),
+        format!("MATCH (a)<--(b) WHERE {} RETURN a", deep("(", ")", 5_000)),
+    ];
+    for text in refused {
+        let e = parse_on_small_stack(text).unwrap_err();
+        assert!(e.contains("nest more than 48 levels"), "{e}");
+    }
+    let accepted = [
+        format!("FIND vars WHERE {}", deep("(", ")", 47)),
+        format!("FIND vars WHERE {}", deep("NOT ", "", 47)),
+        format!("FIND vars WHERE x = '{}'", "(".repeat(1_000)),
+        "-- don't (\nFIND vars WHERE (x = 1) -- it's (((\n".to_string(),
+        format!(
+            "FIND vars WHERE {} RETURN {}",
+            vec!["NOT x"; 300].join(" AND "),
+            vec!["f(x)"; 300].join(", ")
+        ),
+        "TRACE a--b, c WHERE (x) -- (((".to_string(),
+        // Many places where `--` may or may not start a comment.
+        format!("TRACE {}", "a--".repeat(20_000)),
+        format!("TRACE a{}", "-".repeat(20_000)),
+    ];
+    for text in accepted {
+        if let Err(e) = parse_on_small_stack(text.clone()) {
+            panic!("{text}\n{e}");
+        }
+    }
+}
+
+/// Fields named like keywords, reachable through parentheses, print back so
+/// that they read as fields again.
+#[test]
+fn fields_named_like_keywords_round_trip() {
+    for text in [
+        "FIND vars RETURN (distinct.x), count((distinct))",
+        "FIND vars WHERE (not) IS NULL AND NOT (not) AND (asc) = (desc) ORDER BY (asc) DESC",
+        "FIND traces WHERE trace.id = 'a' AND not.x IS NULL RETURN (limit)",
+    ] {
+        let stmt = parse_statement(text).unwrap_or_else(|e| panic!("{text}\n{e}"));
+        let printed = stmt.to_string();
+        let again = parse_statement(&printed).unwrap_or_else(|e| panic!("{printed}\n{e}"));
+        assert_eq!(again, stmt, "{printed}");
+        assert_eq!(again.to_string(), printed);
     }
 }

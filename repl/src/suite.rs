@@ -1,8 +1,9 @@
 //! `memtrace bench suite`: generated sets of simulated memory-system traces
 //! at several scales (10, 100, 1,000 traces by default); for each scale the
 //! generation, the import beside raw RocksDB batched puts of the same bytes,
-//! and backward provenance from predictions beside SQLite recursive CTEs over
-//! the same edges. Every step runs in its own process, so its peak resident
+//! and queries (full and depth-3 provenance of predictions, cold and warm, a
+//! MATCH and a FIND with GROUP BY) beside SQLite recursive CTEs and joins over
+//! the same graph. Every step runs in its own process, so its peak resident
 //! memory is its own.
 
 use std::path::{Path, PathBuf};
@@ -30,7 +31,7 @@ pub struct SuiteArgs {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Predictions traced back per trace.
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = 2)]
     pub starts: usize,
     /// Working folder (default: a new folder under the system's temp folder).
     #[arg(long)]
@@ -43,7 +44,7 @@ pub struct SuiteArgs {
 /// One measured step of the suite (internal).
 #[derive(Debug, Args)]
 pub struct SuiteStepArgs {
-    /// gen, import, raw, sqlite-load, trace-memtrace or trace-sqlite.
+    /// gen, import, raw, sqlite-load, query-memtrace or query-sqlite.
     pub which: String,
     /// The generated set's folder.
     #[arg(long)]
@@ -58,7 +59,7 @@ pub struct SuiteStepArgs {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Predictions traced back per trace.
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = 2)]
     pub starts: usize,
 }
 
@@ -72,6 +73,117 @@ pub struct Measured {
     units: u64,
     /// Sum of ancestor counts (traversals), to check both sides agree.
     checksum: u64,
+    /// Query workloads measured by the query steps.
+    #[serde(default)]
+    figures: Vec<Figure>,
+}
+
+/// One query workload: per-query latencies and a checksum both sides must agree on.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Figure {
+    /// Workload name (the same on both sides).
+    name: String,
+    /// Queries run.
+    queries: u64,
+    /// Median latency, microseconds.
+    median_us: f64,
+    /// 95th percentile latency, microseconds.
+    p95_us: f64,
+    /// Total seconds.
+    seconds: f64,
+    /// Sum of the answers (counts), compared across sides.
+    checksum: u64,
+}
+
+impl Figure {
+    fn from_samples(name: &str, mut us: Vec<f64>, checksum: u64) -> Figure {
+        us.sort_by(f64::total_cmp);
+        let pick = |q: f64| {
+            if us.is_empty() {
+                0.0
+            } else {
+                us[((us.len() - 1) as f64 * q).round() as usize]
+            }
+        };
+        Figure {
+            name: name.to_string(),
+            queries: us.len() as u64,
+            median_us: pick(0.5),
+            p95_us: pick(0.95),
+            seconds: us.iter().sum::<f64>() / 1e6,
+            checksum,
+        }
+    }
+}
+
+/// The workloads, in the order the table shows them: (name, what memtrace runs, what SQLite runs).
+const WORKLOADS: &[(&str, &str, &str)] = &[
+    (
+        "closure-cold",
+        "TRACE <prediction> RETURN count, trace not in the cache (CSR built by one prefix scan)",
+        "recursive CTE, full closure",
+    ),
+    (
+        "closure-warm",
+        "TRACE <prediction> RETURN count, cached",
+        "recursive CTE, full closure",
+    ),
+    (
+        "closure-nodes-warm",
+        "TRACE <prediction> RETURN nodes (rows with node ids), cached",
+        "recursive CTE joined to node ids",
+    ),
+    (
+        "depth3-cold",
+        "TRACE <prediction> DEPTH 3 RETURN count, not cached",
+        "recursive CTE to depth 3",
+    ),
+    (
+        "depth3-warm",
+        "TRACE <prediction> DEPTH 3 RETURN count, cached",
+        "recursive CTE to depth 3",
+    ),
+    (
+        "match-cold",
+        "MATCH (u)-[:retrieval]->(r:retrieved_memories)-[:evaluation]->(p:prediction) RETURN count(*), all traces, nothing cached",
+        "two-edge join with node classes and op kinds, first run",
+    ),
+    (
+        "match-warm",
+        "the same MATCH, cached",
+        "the same join, repeated",
+    ),
+    (
+        "find-group-cold",
+        "FIND ops GROUP BY op.name RETURN op.name, count(*), all traces, nothing cached",
+        "SELECT name, count(*) FROM ops GROUP BY name, first run",
+    ),
+    (
+        "find-group-warm",
+        "the same FIND, cached",
+        "the same SELECT, repeated",
+    ),
+];
+
+const MATCH_QUERY: &str =
+    "MATCH (u)-[:retrieval]->(r:retrieved_memories)-[:evaluation]->(p:prediction) RETURN count(*)";
+const FIND_QUERY: &str = "FIND ops GROUP BY op.name RETURN op.name, count(*)";
+/// Traces of the 10k-variable set (one per system).
+const BIG_TRACES: usize = 4;
+/// Warm repetitions of each traversal.
+const WARM_RUNS: usize = 3;
+
+fn timed<T>(f: impl FnOnce() -> Result<T>) -> Result<(T, f64)> {
+    let start = Instant::now();
+    let v = f()?;
+    Ok((v, start.elapsed().as_secs_f64() * 1e6))
+}
+
+fn count_of(r: &memtrace_engine::QueryResult, col: usize) -> u64 {
+    r.rows
+        .iter()
+        .filter_map(|row| row.get(col).and_then(|v| v.as_u64()))
+        .sum()
 }
 
 /// The first `n` files of a generated set, with their record counts.
@@ -124,6 +236,18 @@ pub fn step(a: &SuiteStepArgs) -> Result<Measured> {
             m.units = traces.len() as u64;
             m.disk_bytes = traces.iter().map(|t| t.bytes).sum();
         }
+        "gen-big" => {
+            let spec = GenSpec {
+                traces: a.n,
+                seed: a.seed,
+                sessions: 32..=32,
+                messages_per_session: 62..=62,
+                questions: 600,
+                ..GenSpec::default()
+            };
+            let traces = generate_set(&spec, &a.set, true, |_, _| {})?;
+            m.units = traces.len() as u64;
+        }
         "import" => {
             let files = set_files(&a.set, a.n)?;
             let start = Instant::now();
@@ -169,8 +293,12 @@ pub fn step(a: &SuiteStepArgs) -> Result<Measured> {
                  CREATE TABLE nodes (trace INTEGER NOT NULL, id INTEGER NOT NULL, class TEXT,
                                      full_node_id TEXT NOT NULL, PRIMARY KEY (trace, id)) WITHOUT ROWID;
                  CREATE TABLE edges (trace INTEGER NOT NULL, src INTEGER NOT NULL,
-                                     dst INTEGER NOT NULL, op TEXT NOT NULL);
+                                     dst INTEGER NOT NULL, op TEXT NOT NULL, kind TEXT);
+                 CREATE TABLE ops (trace INTEGER NOT NULL, op_id TEXT NOT NULL, name TEXT,
+                                   kind TEXT, PRIMARY KEY (trace, op_id)) WITHOUT ROWID;
                  CREATE INDEX edges_in ON edges (trace, dst, src);
+                 CREATE INDEX edges_out ON edges (trace, src, dst);
+                 CREATE INDEX edges_kind ON edges (kind, trace, dst);
                  CREATE INDEX nodes_class ON nodes (trace, class);",
             )
             .map_err(sqlite_err)?;
@@ -194,8 +322,23 @@ pub fn step(a: &SuiteStepArgs) -> Result<Measured> {
                             .map_err(sqlite_err)?;
                         ids.insert(id, i);
                     }
+                    let mut op = tx
+                        .prepare("INSERT INTO ops VALUES (?1, ?2, ?3, ?4)")
+                        .map_err(sqlite_err)?;
+                    let mut kinds = std::collections::HashMap::new();
+                    for o in doc["data"]["operations"].as_array().into_iter().flatten() {
+                        let id = o["op_id"].as_str().unwrap_or_default();
+                        op.execute(rusqlite::params![
+                            t,
+                            id,
+                            o["op_name"].as_str(),
+                            o["category"].as_str()
+                        ])
+                        .map_err(sqlite_err)?;
+                        kinds.insert(id.to_string(), o["category"].as_str().map(str::to_string));
+                    }
                     let mut edge = tx
-                        .prepare("INSERT INTO edges VALUES (?1, ?2, ?3, ?4)")
+                        .prepare("INSERT INTO edges VALUES (?1, ?2, ?3, ?4, ?5)")
                         .map_err(sqlite_err)?;
                     for e in doc["data"]["edges"].as_array().into_iter().flatten() {
                         let end = |k: &str| {
@@ -206,11 +349,13 @@ pub fn step(a: &SuiteStepArgs) -> Result<Measured> {
                                     CliError::Bench(format!("{}: edge {k} unknown", file.display()))
                                 })
                         };
+                        let op_id = e["op_id"].as_str().unwrap_or_default();
                         edge.execute(rusqlite::params![
                             t,
                             end("source_full_node_id")?,
                             end("target_full_node_id")?,
-                            e["op_id"].as_str()
+                            op_id,
+                            kinds.get(op_id).cloned().flatten()
                         ])
                         .map_err(sqlite_err)?;
                         m.units += 1;
@@ -224,31 +369,72 @@ pub fn step(a: &SuiteStepArgs) -> Result<Measured> {
             drop(conn);
             m.disk_bytes = std::fs::metadata(&a.db).map(|md| md.len()).unwrap_or(0);
         }
-        "trace-memtrace" => {
+        "query-memtrace" => {
             let db = Database::open_existing(&a.db)?;
+            // The first `starts` predictions of each trace, as in the SQLite step.
             let mut starts = Vec::new();
             for t in db.traces()? {
                 let view = db.trace_by_id(t.id)?;
-                let found: Vec<u32> = view
+                for v in view
                     .variables()?
                     .into_iter()
                     .filter(|v| v.class_name.as_deref() == Some("prediction"))
                     .take(a.starts)
-                    .map(|v| v.id)
-                    .collect();
-                starts.push((t.id, found));
-            }
-            let start = Instant::now();
-            for (trace, vars) in &starts {
-                let view = db.trace_by_id(*trace)?;
-                for v in vars {
-                    m.checksum += view.ancestors(*v)?.len() as u64;
-                    m.units += 1;
+                {
+                    starts.push((t.id, v.full_node_id));
                 }
             }
-            m.seconds = start.elapsed().as_secs_f64();
+            let quote = |s: &str| s.replace('\'', "''");
+            let count = |q: &str| -> Result<u64> { Ok(count_of(&db.query(q)?, 1)) };
+            let mut samples: Vec<(Vec<f64>, u64)> = vec![(Vec::new(), 0); WORKLOADS.len()];
+            for (trace, node) in &starts {
+                let closure = format!("TRACE '{}' IN TRACE '#{trace}' RETURN count", quote(node));
+                let nodes = format!("TRACE '{}' IN TRACE '#{trace}' RETURN nodes", quote(node));
+                let depth3 = format!(
+                    "TRACE '{}' IN TRACE '#{trace}' DEPTH 3 RETURN count",
+                    quote(node)
+                );
+                for (cold, warm, q) in [(0, 1, &closure), (3, 4, &depth3)] {
+                    db.clear_cache();
+                    let (n, us) = timed(|| count(q))?;
+                    samples[cold].0.push(us);
+                    samples[cold].1 += n;
+                    for _ in 0..WARM_RUNS {
+                        let (n, us) = timed(|| count(q))?;
+                        samples[warm].0.push(us);
+                        samples[warm].1 += n;
+                    }
+                }
+                for _ in 0..WARM_RUNS {
+                    let (r, us) = timed(|| Ok(db.query(&nodes)?))?;
+                    samples[2].0.push(us);
+                    samples[2].1 += r.rows.len() as u64;
+                }
+                m.units += 1;
+            }
+            // The warm repetitions repeat the answer; the checksum counts it once.
+            for i in [1, 2, 4] {
+                samples[i].1 /= WARM_RUNS as u64;
+            }
+            for (cold, q, col) in [(5, MATCH_QUERY, 0), (7, FIND_QUERY, 1)] {
+                db.clear_cache();
+                let (n, us) = timed(|| Ok(count_of(&db.query(q)?, col)))?;
+                samples[cold].0.push(us);
+                samples[cold].1 += n;
+                for _ in 0..WARM_RUNS {
+                    let (n, us) = timed(|| Ok(count_of(&db.query(q)?, col)))?;
+                    samples[cold + 1].0.push(us);
+                    samples[cold + 1].1 += n;
+                }
+                samples[cold + 1].1 /= WARM_RUNS as u64;
+            }
+            m.figures = WORKLOADS
+                .iter()
+                .zip(samples)
+                .map(|((name, _, _), (us, sum))| Figure::from_samples(name, us, sum))
+                .collect();
         }
-        "trace-sqlite" => {
+        "query-sqlite" => {
             let conn = rusqlite::Connection::open(&a.db).map_err(sqlite_err)?;
             let mut starts = Vec::new();
             {
@@ -268,21 +454,99 @@ pub fn step(a: &SuiteStepArgs) -> Result<Measured> {
                     }
                 }
             }
-            let mut anc = conn
+            let mut closure = conn
                 .prepare(
                     "WITH RECURSIVE anc(n) AS (SELECT ?2 UNION SELECT e.src FROM edges e JOIN anc ON e.trace = ?1 AND e.dst = anc.n)
                      SELECT count(*) - 1 FROM anc",
                 )
                 .map_err(sqlite_err)?;
-            let start = Instant::now();
-            for (trace, id) in &starts {
-                let n: i64 = anc
-                    .query_row(rusqlite::params![trace, id], |r| r.get(0))
+            let mut nodes = conn
+                .prepare(
+                    "WITH RECURSIVE anc(n) AS (SELECT ?2 UNION SELECT e.src FROM edges e JOIN anc ON e.trace = ?1 AND e.dst = anc.n)
+                     SELECT nd.full_node_id FROM anc JOIN nodes nd ON nd.trace = ?1 AND nd.id = anc.n WHERE anc.n != ?2",
+                )
+                .map_err(sqlite_err)?;
+            let mut depth3 = conn
+                .prepare(
+                    "WITH RECURSIVE anc(n, d) AS (SELECT ?2, 0 UNION SELECT e.src, anc.d + 1 FROM edges e JOIN anc ON e.trace = ?1 AND e.dst = anc.n WHERE anc.d < 3)
+                     SELECT count(DISTINCT n) - 1 FROM anc",
+                )
+                .map_err(sqlite_err)?;
+            let mut samples: Vec<(Vec<f64>, u64)> = vec![(Vec::new(), 0); WORKLOADS.len()];
+            let one = |st: &mut rusqlite::Statement<'_>, t: i64, id: i64| -> Result<u64> {
+                let n: i64 = st
+                    .query_row(rusqlite::params![t, id], |r| r.get(0))
                     .map_err(sqlite_err)?;
-                m.checksum += n as u64;
+                Ok(n as u64)
+            };
+            for &(t, id) in &starts {
+                // SQLite keeps no per-query cache to empty, and its recursive
+                // CTEs take long enough that repeating them would dominate the
+                // suite: one run per start serves as its cold and warm figure.
+                for (cold, warm, st) in [(0, 1, &mut closure), (3, 4, &mut depth3)] {
+                    let (n, us) = timed(|| one(st, t, id))?;
+                    samples[cold].0.push(us);
+                    samples[cold].1 += n;
+                    for _ in 0..WARM_RUNS {
+                        samples[warm].0.push(us);
+                        samples[warm].1 += n;
+                    }
+                }
+                {
+                    let (n, us) = timed(|| {
+                        let rows = nodes
+                            .query_map(rusqlite::params![t, id], |r| r.get::<_, String>(0))
+                            .map_err(sqlite_err)?;
+                        let mut n = 0u64;
+                        for r in rows {
+                            r.map_err(sqlite_err)?;
+                            n += 1;
+                        }
+                        Ok(n)
+                    })?;
+                    for _ in 0..WARM_RUNS {
+                        samples[2].0.push(us);
+                        samples[2].1 += n;
+                    }
+                }
                 m.units += 1;
             }
-            m.seconds = start.elapsed().as_secs_f64();
+            for i in [1, 2, 4] {
+                samples[i].1 /= WARM_RUNS as u64;
+            }
+            let join = "SELECT count(*) FROM edges e1
+                   JOIN nodes r ON r.trace = e1.trace AND r.id = e1.dst AND r.class = 'retrieved_memories'
+                   JOIN edges e2 ON e2.trace = e1.trace AND e2.src = e1.dst AND e2.kind = 'evaluation'
+                   JOIN nodes p ON p.trace = e2.trace AND p.id = e2.dst AND p.class = 'prediction'
+                 WHERE e1.kind = 'retrieval'";
+            let group = "SELECT name, count(*) FROM ops GROUP BY name";
+            for (cold, sql, col) in [(5, join, 0), (7, group, 1)] {
+                let run = || -> Result<u64> {
+                    let mut st = conn.prepare_cached(sql).map_err(sqlite_err)?;
+                    let rows = st
+                        .query_map([], |r| r.get::<_, i64>(col))
+                        .map_err(sqlite_err)?;
+                    let mut sum = 0u64;
+                    for r in rows {
+                        sum += r.map_err(sqlite_err)? as u64;
+                    }
+                    Ok(sum)
+                };
+                let (n, us) = timed(run)?;
+                samples[cold].0.push(us);
+                samples[cold].1 += n;
+                for _ in 0..WARM_RUNS {
+                    let (n, us) = timed(run)?;
+                    samples[cold + 1].0.push(us);
+                    samples[cold + 1].1 += n;
+                }
+                samples[cold + 1].1 /= WARM_RUNS as u64;
+            }
+            m.figures = WORKLOADS
+                .iter()
+                .zip(samples)
+                .map(|((name, _, _), (us, sum))| Figure::from_samples(name, us, sum))
+                .collect();
         }
         other => return Err(CliError::Bench(format!("unknown suite step {other}"))),
     }
@@ -308,6 +572,103 @@ fn child(which: &str, set: &Path, n: usize, db: &Path, a: &SuiteArgs) -> Result<
         )));
     }
     Ok(serde_json::from_slice(&out.stdout)?)
+}
+
+/// Measures one scale: import beside its peers, then the query workloads.
+/// `label` names the scale in the table's first column.
+fn scale(a: &SuiteArgs, dir: &Path, set: &Path, n: usize, label: &str) -> Result<()> {
+    let print = |r: Vec<String>| println!("| {} |", r.join(" | "));
+    let mem = dir.join(format!("memtrace-{label}.db"));
+    let raw = dir.join(format!("raw-{label}.db"));
+    let sql = dir.join(format!("sqlite-{label}.db"));
+    for p in [&mem, &raw] {
+        let _ = std::fs::remove_dir_all(p);
+    }
+    let _ = std::fs::remove_file(&sql);
+    eprintln!("scale {label}: import ...");
+    let imp = child("import", set, n, &mem, a)?;
+    let peer = child("raw", set, n, &raw, a)?;
+    let load = child("sqlite-load", set, n, &sql, a)?;
+    eprintln!("scale {label}: queries ...");
+    let qm = child("query-memtrace", set, n, &mem, a)?;
+    let qs = child("query-sqlite", set, n, &sql, a)?;
+    let per = |m: &Measured, what: &str| format!("{:.0} {what}/s", m.units as f64 / m.seconds);
+    let row = |name: &str, m: &Measured, rate: String, disk: String| {
+        print(vec![
+            label.to_string(),
+            name.to_string(),
+            format!("{:.2}", m.seconds),
+            rate,
+            table::bytes(m.peak_rss_kib * 1024),
+            disk,
+        ])
+    };
+    row(
+        "memtrace import (parse, validate, index, one batch per trace)",
+        &imp,
+        per(&imp, "records"),
+        table::bytes(imp.disk_bytes),
+    );
+    row(
+        "peer: raw RocksDB batched puts of the same bytes",
+        &peer,
+        per(&peer, "records"),
+        table::bytes(peer.disk_bytes),
+    );
+    row(
+        "SQLite load of the same graph (nodes, edges, ops; no values)",
+        &load,
+        per(&load, "edges"),
+        table::bytes(load.disk_bytes),
+    );
+    for ((name, ours, theirs), (fm, fs)) in WORKLOADS.iter().zip(qm.figures.iter().zip(&qs.figures))
+    {
+        if fm.checksum != fs.checksum || fm.queries != fs.queries {
+            return Err(CliError::Bench(format!(
+                "{name} at {n} traces: memtrace answered {} over {} queries, SQLite {} over {}",
+                fm.checksum, fm.queries, fs.checksum, fs.queries
+            )));
+        }
+        let latency =
+            |f: &Figure| format!("median {}, p95 {}", micros(f.median_us), micros(f.p95_us));
+        print(vec![
+            label.to_string(),
+            format!("memtrace {name}: {ours}"),
+            format!("{:.3}", fm.seconds),
+            latency(fm),
+            table::bytes(qm.peak_rss_kib * 1024),
+            format!(
+                "{} (x{:.0} faster)",
+                fm.checksum,
+                fs.median_us / fm.median_us.max(0.001)
+            ),
+        ]);
+        print(vec![
+            label.to_string(),
+            format!("peer: SQLite {name}: {theirs}"),
+            format!("{:.3}", fs.seconds),
+            latency(fs),
+            table::bytes(qs.peak_rss_kib * 1024),
+            fs.checksum.to_string(),
+        ]);
+    }
+    if !a.keep {
+        for p in [&mem, &raw] {
+            let _ = std::fs::remove_dir_all(p);
+        }
+        let _ = std::fs::remove_file(&sql);
+    }
+    Ok(())
+}
+
+fn micros(us: f64) -> String {
+    if us >= 10_000.0 {
+        format!("{:.1} ms", us / 1000.0)
+    } else if us >= 100.0 {
+        format!("{us:.0} us")
+    } else {
+        format!("{us:.1} us")
+    }
 }
 
 /// Runs the suite and prints its table (Markdown).
@@ -354,76 +715,21 @@ pub fn suite(a: &SuiteArgs) -> Result<ExitCode> {
     scales.sort_unstable();
     scales.dedup();
     for n in scales {
-        let mem = dir.join(format!("memtrace-{n}.db"));
-        let raw = dir.join(format!("raw-{n}.db"));
-        let sql = dir.join(format!("sqlite-{n}.db"));
-        for p in [&mem, &raw] {
-            let _ = std::fs::remove_dir_all(p);
-        }
-        let _ = std::fs::remove_file(&sql);
-        eprintln!("scale {n}: import ...");
-        let imp = child("import", &set, n, &mem, a)?;
-        let peer = child("raw", &set, n, &raw, a)?;
-        let load = child("sqlite-load", &set, n, &sql, a)?;
-        eprintln!("scale {n}: traversals ...");
-        let tm = child("trace-memtrace", &set, n, &mem, a)?;
-        let ts = child("trace-sqlite", &set, n, &sql, a)?;
-        let per = |m: &Measured, what: &str| format!("{:.0} {what}/s", m.units as f64 / m.seconds);
-        let row = |name: &str, m: &Measured, rate: String, disk: String| {
-            print(vec![
-                n.to_string(),
-                name.to_string(),
-                format!("{:.2}", m.seconds),
-                rate,
-                table::bytes(m.peak_rss_kib * 1024),
-                disk,
-            ])
-        };
-        row(
-            "memtrace import (parse, validate, index, one batch per trace)",
-            &imp,
-            per(&imp, "records"),
-            table::bytes(imp.disk_bytes),
-        );
-        row(
-            "peer: raw RocksDB batched puts of the same bytes",
-            &peer,
-            per(&peer, "records"),
-            table::bytes(peer.disk_bytes),
-        );
-        row(
-            "SQLite load of the same graph (nodes and edges, no values)",
-            &load,
-            per(&load, "edges"),
-            table::bytes(load.disk_bytes),
-        );
-        row(
-            &format!(
-                "memtrace backward provenance of {} predictions per trace (index BFS)",
-                a.starts
-            ),
-            &tm,
-            per(&tm, "traversals"),
-            format!("{} ancestors", tm.checksum),
-        );
-        row(
-            "peer: SQLite recursive CTE, same starts",
-            &ts,
-            per(&ts, "traversals"),
-            format!("{} ancestors", ts.checksum),
-        );
-        if (tm.units, tm.checksum) != (ts.units, ts.checksum) {
-            return Err(CliError::Bench(format!(
-                "memtrace and SQLite disagree at {n} traces: {} traversals / {} ancestors vs {} / {}",
-                tm.units, tm.checksum, ts.units, ts.checksum
-            )));
-        }
-        if !a.keep {
-            for p in [&mem, &raw] {
-                let _ = std::fs::remove_dir_all(p);
-            }
-            let _ = std::fs::remove_file(&sql);
-        }
+        scale(a, &dir, &set, n, &n.to_string())?;
+    }
+    // A few traces of about 10,000 variables each, for the per-trace goals.
+    let big = dir.join(format!("set-big-s{}", a.seed));
+    eprintln!("generating {BIG_TRACES} traces of about 10k variables ...");
+    child("gen-big", &big, BIG_TRACES, &big, a)?;
+    scale(
+        a,
+        &dir,
+        &big,
+        BIG_TRACES,
+        &format!("{BIG_TRACES} × 10k-var"),
+    )?;
+    if !a.keep {
+        let _ = std::fs::remove_dir_all(&big);
     }
     if !a.keep {
         let _ = std::fs::remove_dir_all(&set);

@@ -1,0 +1,1 @@
+TRACE answer:42 UNTIL op.kind = 'extraction'

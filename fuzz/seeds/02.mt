@@ -1,0 +1,1 @@
+TRACE 'prediction:locomo-qa-1-7@1' DEPTH 5 RETURN ops

@@ -1,0 +1,1 @@
+FORWARD message:'U1:D1:3' WHERE var.category = 'memory_entry' RETURN subgraph

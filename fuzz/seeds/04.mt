@@ -1,0 +1,1 @@
+trace answer:42@2, op-4ec49f11, $start in trace 'g1' depth 2..4 while not op.kind in ['update', 'x'] return paths limit 10

@@ -1,0 +1,1 @@
+MATCH (m:message)-[:extraction]->(f)-[*1..20]->(p:prediction) WHERE NOT f.value CONTAINS 'Paris' RETURN m, f, p

@@ -1,0 +1,1 @@
+MATCH (a:memory {category: 'memory_entry'})<-[e:update*]-(b), (b)-->(c) RETURN DISTINCT a.full_name AS n, count(*) ORDER BY n DESC, c.version LIMIT $k

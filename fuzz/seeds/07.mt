@@ -1,0 +1,1 @@
+MATCH (a)-[*3]->(b)-[*2..]->(c)<-[*..4]-(d:'odd label' {n: -3, x: $p}) IN TRACE $t RETURN a

@@ -1,0 +1,1 @@
+FIND ops WHERE op.category = 'retrieval' GROUP BY op.name RETURN op.name, count(*)

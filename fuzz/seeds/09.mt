@@ -1,0 +1,1 @@
+FIND vars WHERE var.meta.evidence IS NOT NULL AND (var.version >= 2 OR var.name =~ '^Q[0-9]+$') RETURN count(DISTINCT var.full_name), min(var.version), max(var.created_at)

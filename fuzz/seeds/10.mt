@@ -1,0 +1,1 @@
+FIND traces WHERE trace.meta.'odd key' STARTS WITH 'it''s' AND trace.id != 'a' ORDER BY trace.id ASC

@@ -1,0 +1,1 @@
+FIND vars WHERE var.version IN [1, 2.5, -3, 1e-7, TRUE, NULL, 'x'] AND var.name NOT IN $names RETURN var.name LIMIT 5

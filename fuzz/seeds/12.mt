@@ -1,0 +1,1 @@
+FIND cases IN TRACE 'g'

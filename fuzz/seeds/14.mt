@@ -1,0 +1,1 @@
+DESCRIBE prediction:Q1 IN TRACE 'g'

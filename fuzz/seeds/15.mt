@@ -1,0 +1,1 @@
+EXPLAIN TRACE answer:42 UNTIL op.kind = 'extraction'

@@ -1,0 +1,3 @@
+-- a script
+SHOW TRACES; FIND sessions;
+DESCRIBE $ref;

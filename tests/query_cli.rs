@@ -1,0 +1,195 @@
+//! End-to-end tests of `memtrace query`: formats, parameters, errors, exit codes.
+
+mod common_cli;
+
+use common_cli::*;
+
+const ANSWER: &str = "str:663d79858dc5e938f2b614b6b560fc10a2aeeb24@1";
+
+#[test]
+fn json_rows_carry_the_trace_and_full_node_ids() {
+    let (dir, db) = with_sample();
+    let q = format!("TRACE '{ANSWER}' DEPTH 1 RETURN nodes");
+    let o = ok(run(
+        dir.path(),
+        Some(&db),
+        &["query", &q, "--format", "json"],
+    ));
+    let v = json(&o);
+    assert_eq!(
+        v["columns"],
+        serde_json::json!(["trace", "node", "category", "depth", "via_op"])
+    );
+    let rows = v["rows"].as_array().unwrap();
+    let mut nodes: Vec<&str> = rows.iter().map(|r| r[1].as_str().unwrap()).collect();
+    nodes.sort_unstable();
+    assert_eq!(
+        nodes,
+        [
+            "memory_store@2",
+            "retrieved:list:7f3c311ff07f7757a701259feebe1c535d5f8fbc@1",
+            "str:05e8691f5383ac46bd377f51116e408b07624d1e@1"
+        ]
+    );
+    assert!(rows.iter().all(|r| r[0] == SAMPLE_GRAPH && r[3] == 1));
+}
+
+#[test]
+fn csv_and_table_show_the_same_rows() {
+    let (dir, db) = with_sample();
+    let q = "FIND ops GROUP BY op.kind RETURN op.kind AS kind, count(*) AS n ORDER BY kind";
+    let csv = stdout(&ok(run(
+        dir.path(),
+        Some(&db),
+        &["query", q, "--format", "csv"],
+    )));
+    assert_eq!(
+        csv,
+        "kind,n\r\ngeneration,1\r\nllm_call,1\r\nmutation,1\r\nsentinel,1\r\n"
+    );
+    let table = stdout(&ok(run(dir.path(), Some(&db), &["query", q])));
+    let lines: Vec<&str> = table.lines().collect();
+    assert_eq!(
+        lines[0].split_whitespace().collect::<Vec<_>>(),
+        ["kind", "n"]
+    );
+    assert!(lines[2].starts_with("generation"), "{table}");
+    assert_eq!(*lines.last().unwrap(), "(4 rows)");
+}
+
+#[test]
+fn parameters_fill_starts_and_values() {
+    let (dir, db) = with_sample();
+    let o = ok(run(
+        dir.path(),
+        Some(&db),
+        &[
+            "query",
+            "TRACE $start IN TRACE $t WHERE var.category = $cat RETURN count",
+            "--param",
+            &format!("start={ANSWER}"),
+            "--param",
+            &format!("t={SAMPLE_GRAPH}"),
+            "--param",
+            "cat=prompt",
+            "--format",
+            "json",
+        ],
+    ));
+    assert_eq!(json(&o)["rows"], serde_json::json!([[SAMPLE_GRAPH, 1]]));
+    let o = run(
+        dir.path(),
+        Some(&db),
+        &["query", "TRACE $start RETURN count"],
+    );
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("parameter $start is not set"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn a_syntax_error_shows_the_caret_and_the_nearest_keyword_and_fails() {
+    let (dir, db) = with_sample();
+    let o = run(
+        dir.path(),
+        Some(&db),
+        &["query", "TRACE answer:42 UNTILL op.kind = 'extraction'"],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(err.contains("line 1, column 17"), "{err}");
+    assert!(err.contains("did you mean UNTIL?"), "{err}");
+    assert!(err.contains("\n                  ^"), "{err}");
+    assert!(stdout(&o).is_empty(), "no half result on stdout");
+}
+
+#[test]
+fn a_start_that_does_not_exist_is_an_error_not_an_empty_result() {
+    let (dir, db) = with_sample();
+    let o = run(
+        dir.path(),
+        Some(&db),
+        &["query", "TRACE answer:42 --format json"],
+    );
+    assert!(!o.status.success());
+    let o = run(
+        dir.path(),
+        Some(&db),
+        &["query", "TRACE answer:42", "--format", "json"],
+    );
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("no trace holds a variable or op answer:42"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(stdout(&o).is_empty());
+    let o = run(
+        dir.path(),
+        Some(&db),
+        &[
+            "query",
+            &format!("TRACE answer:42 IN TRACE '{SAMPLE_GRAPH}'"),
+        ],
+    );
+    assert!(
+        stderr(&o).contains("no variable or op answer:42"),
+        "{}",
+        stderr(&o)
+    );
+    let o = run(dir.path(), Some(&db), &["query", "SHOW TRACES IN"]);
+    assert!(!o.status.success());
+}
+
+#[test]
+fn querying_a_missing_database_creates_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("absent.db");
+    let o = run(dir.path(), Some(&db), &["query", "SHOW TRACES"]);
+    assert!(!o.status.success());
+    assert!(!db.exists());
+}
+
+#[test]
+fn explain_prints_the_plan_without_running_it() {
+    let (dir, db) = with_sample();
+    let o = ok(run(
+        dir.path(),
+        Some(&db),
+        &[
+            "query",
+            "EXPLAIN TRACE answer:42 UNTIL op.kind = 'extraction' RETURN ops LIMIT 3",
+            "--format",
+            "json",
+        ],
+    ));
+    let v = json(&o);
+    let lines: Vec<&str> = v["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r[0].as_str().unwrap())
+        .collect();
+    assert_eq!(lines[0], "Limit 3");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("stop at op.kind = 'extraction'")),
+        "{lines:?}"
+    );
+    assert!(
+        lines.last().unwrap().contains("Resolve starts answer:42"),
+        "{lines:?}"
+    );
+}
+
+#[test]
+fn query_help_has_examples() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = ok(run(dir.path(), None, &["query", "--help"]));
+    assert!(stdout(&o).contains("Examples:"));
+    assert!(stdout(&o).contains("--format"));
+}
