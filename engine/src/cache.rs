@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use memtrace_storage::TraceId;
 
-use crate::catalog::{TraceCatalog, TraceEdges};
+use crate::catalog::{TraceCatalog, TraceEdges, TraceOps};
 use crate::error::Result;
 use crate::graph::TraceGraph;
 
@@ -40,6 +40,8 @@ pub(crate) enum Kind {
     Graph,
     /// A [`TraceCatalog`].
     Catalog,
+    /// A [`TraceOps`].
+    Ops,
     /// A [`TraceEdges`].
     Edges,
 }
@@ -49,8 +51,10 @@ pub(crate) enum Kind {
 pub(crate) enum Entry {
     /// A trace's graph.
     Graph(Arc<TraceGraph>),
-    /// A trace's catalog.
+    /// A trace's variables.
     Catalog(Arc<TraceCatalog>),
+    /// A trace's sessions and ops.
+    Ops(Arc<TraceOps>),
     /// A trace's edge records.
     Edges(Arc<TraceEdges>),
 }
@@ -94,6 +98,22 @@ impl Cached for TraceCatalog {
     fn unwrap(entry: &Entry) -> Option<Arc<Self>> {
         match entry {
             Entry::Catalog(c) => Some(c.clone()),
+            _ => None,
+        }
+    }
+}
+
+impl Cached for TraceOps {
+    const KIND: Kind = Kind::Ops;
+    fn size(&self) -> usize {
+        self.bytes()
+    }
+    fn wrap(this: Arc<Self>) -> Entry {
+        Entry::Ops(this)
+    }
+    fn unwrap(entry: &Entry) -> Option<Arc<Self>> {
+        match entry {
+            Entry::Ops(o) => Some(o.clone()),
             _ => None,
         }
     }
@@ -254,7 +274,7 @@ impl TraceCache {
     pub(crate) fn evict_trace(&self, trace: TraceId) {
         let mut inner = self.lock();
         inner.dropped.insert(trace);
-        for kind in [Kind::Graph, Kind::Catalog, Kind::Edges] {
+        for kind in [Kind::Graph, Kind::Catalog, Kind::Ops, Kind::Edges] {
             inner.remove(&(trace, kind));
         }
     }
@@ -339,7 +359,7 @@ mod tests {
         // Kinds of one trace are separate entries.
         assert!(!cache.holds(1, Kind::Catalog));
         let c = cache
-            .get_or_load(1, || Ok(TraceCatalog::new(vec![], vec![], vec![])))
+            .get_or_load(1, || Ok(TraceCatalog::new(vec![])))
             .unwrap();
         assert!(c.variables().is_empty());
         assert!(cache.holds(1, Kind::Catalog));

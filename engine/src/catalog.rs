@@ -1,7 +1,8 @@
-//! A trace's records in memory, for queries: its sessions, variables and
-//! ops ([`TraceCatalog`], values not loaded) with lookups by string id and
-//! name, and, loaded separately because fewer queries need them, its edge
-//! records ([`TraceEdges`]). Each kind is read by one prefix scan.
+//! A trace's records in memory, for queries, each kind read by one prefix
+//! scan and cached separately, so that a query loads only what it reads: its
+//! variables ([`TraceCatalog`], values not loaded) with lookups by node id and
+//! name, its sessions and ops ([`TraceOps`]) with a lookup by op id, and its
+//! edge records ([`TraceEdges`]).
 
 use std::collections::HashMap;
 use std::mem::size_of;
@@ -75,48 +76,131 @@ fn map_bytes<V>(map: &HashMap<String, V>, value_heap: impl Fn(&V) -> usize) -> u
             .sum::<usize>()
 }
 
-/// One trace's sessions, variables and ops, in local-id order (variable
-/// values are not loaded: a [`VarRecord`] holds a reference), with lookups.
+/// One trace's variables, in local-id order (values are not loaded: a
+/// [`VarRecord`] holds a reference), with lookups by node id and full name.
 #[derive(Debug, Clone)]
 pub struct TraceCatalog {
-    sessions: Vec<SessionRecord>,
     vars: Vec<VarRecord>,
-    ops: Vec<OpRecord>,
     /// Built on the first lookup: scans and traversals never need them.
     lookups: OnceLock<Lookups>,
     bytes: usize,
 }
 
-/// Lookups by string id and name.
+/// Lookups by node id and full name.
 #[derive(Debug, Clone)]
 struct Lookups {
     by_node_id: HashMap<String, u32>,
     by_name: HashMap<String, Vec<u32>>,
-    by_op_id: HashMap<String, u32>,
+}
+
+/// One trace's sessions and ops, in local-id order, with a lookup by op id.
+#[derive(Debug, Clone)]
+pub struct TraceOps {
+    sessions: Vec<SessionRecord>,
+    ops: Vec<OpRecord>,
+    by_op_id: OnceLock<HashMap<String, u32>>,
+    bytes: usize,
+}
+
+impl TraceOps {
+    /// Loads a trace's sessions and ops, one prefix scan each; `counts` are
+    /// the trace record's (missing, extra or out-of-order records are damage).
+    pub fn load(view: &ReadView, trace: TraceId, counts: &Counts) -> Result<TraceOps> {
+        let sessions = dense(view.sessions(trace), counts.sessions, "session", trace)?;
+        let ops = dense(view.ops(trace), counts.ops, "op", trace)?;
+        Ok(Self::new(sessions, ops))
+    }
+
+    /// These records (local id = position).
+    pub fn new(sessions: Vec<SessionRecord>, ops: Vec<OpRecord>) -> TraceOps {
+        let s: usize = sessions
+            .iter()
+            .map(|s| {
+                s.session_id.capacity()
+                    + opt(&s.session_name)
+                    + opt(&s.comment)
+                    + opt(&s.category)
+                    + common(&s.common)
+            })
+            .sum();
+        let o: usize = ops
+            .iter()
+            .map(|o| {
+                o.op_id.capacity()
+                    + opt(&o.op_name)
+                    + opt(&o.comment)
+                    + opt(&o.category)
+                    + opt(&o.session_id)
+                    + common(&o.common)
+            })
+            .sum();
+        let bytes = size_of::<Self>()
+            + sessions.capacity() * size_of::<SessionRecord>()
+            + ops.capacity() * size_of::<OpRecord>()
+            + s
+            + o;
+        TraceOps {
+            sessions,
+            ops,
+            by_op_id: OnceLock::new(),
+            bytes,
+        }
+    }
+
+    /// The sessions, by local id.
+    pub fn sessions(&self) -> &[SessionRecord] {
+        &self.sessions
+    }
+
+    /// The ops, by local id.
+    pub fn ops(&self) -> &[OpRecord] {
+        &self.ops
+    }
+
+    /// A session by local id.
+    pub fn session(&self, id: u32) -> Option<&SessionRecord> {
+        self.sessions.get(id as usize)
+    }
+
+    /// An op by local id.
+    pub fn op(&self, id: u32) -> Option<&OpRecord> {
+        self.ops.get(id as usize)
+    }
+
+    /// The local id of the op with this op id (the lookup is built on first use).
+    pub fn op_by_id(&self, op_id: &str) -> Option<u32> {
+        self.by_op_id
+            .get_or_init(|| {
+                let mut m = HashMap::with_capacity(self.ops.len());
+                for (local, o) in self.ops.iter().enumerate() {
+                    m.entry(o.op_id.clone()).or_insert(local as u32);
+                }
+                m
+            })
+            .get(op_id)
+            .copied()
+    }
+
+    /// Approximate bytes held: string lengths and vector capacities.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
 }
 
 impl TraceCatalog {
-    /// Loads a trace's sessions, variables and ops, one prefix scan each.
+    /// Loads a trace's variables by one prefix scan.
     ///
     /// `counts` are the trace record's; records that are missing, extra or
     /// out of order are reported as damaged data.
     pub fn load(view: &ReadView, trace: TraceId, counts: &Counts) -> Result<TraceCatalog> {
-        let sessions = dense(view.sessions(trace), counts.sessions, "session", trace)?;
         let vars = dense(view.variables(trace), counts.variables, "variable", trace)?;
-        let ops = dense(view.ops(trace), counts.ops, "op", trace)?;
-        Ok(Self::new(sessions, vars, ops))
+        Ok(Self::new(vars))
     }
 
-    /// A catalog of these records (local id = position), with its lookups.
-    pub fn new(
-        sessions: Vec<SessionRecord>,
-        vars: Vec<VarRecord>,
-        ops: Vec<OpRecord>,
-    ) -> TraceCatalog {
+    /// A catalog of these variables (local id = position).
+    pub fn new(vars: Vec<VarRecord>) -> TraceCatalog {
         let mut catalog = TraceCatalog {
-            sessions,
             vars,
-            ops,
             lookups: OnceLock::new(),
             bytes: 0,
         };
@@ -138,30 +222,14 @@ impl TraceCatalog {
                 locals.sort_by_key(|&l| vars[l as usize].version);
                 locals.shrink_to_fit();
             }
-            let mut by_op_id = HashMap::with_capacity(self.ops.len());
-            for (local, o) in self.ops.iter().enumerate() {
-                by_op_id.entry(o.op_id.clone()).or_insert(local as u32);
-            }
             Lookups {
                 by_node_id,
                 by_name,
-                by_op_id,
             }
         })
     }
 
     fn measure(&self) -> usize {
-        let sessions: usize = self
-            .sessions
-            .iter()
-            .map(|s| {
-                s.session_id.capacity()
-                    + opt(&s.session_name)
-                    + opt(&s.comment)
-                    + opt(&s.category)
-                    + common(&s.common)
-            })
-            .sum();
         let vars: usize = self
             .vars
             .iter()
@@ -175,35 +243,13 @@ impl TraceCatalog {
                     + common(&v.common)
             })
             .sum();
-        let ops: usize = self
-            .ops
-            .iter()
-            .map(|o| {
-                o.op_id.capacity()
-                    + opt(&o.op_name)
-                    + opt(&o.comment)
-                    + opt(&o.category)
-                    + opt(&o.session_id)
-                    + common(&o.common)
-            })
-            .sum();
         size_of::<Self>()
-            + self.sessions.capacity() * size_of::<SessionRecord>()
             + self.vars.capacity() * size_of::<VarRecord>()
-            + self.ops.capacity() * size_of::<OpRecord>()
-            + sessions
             + vars
-            + ops
             + self.lookups.get().map_or(0, |l| {
                 map_bytes(&l.by_node_id, |_| 0)
                     + map_bytes(&l.by_name, |v| v.capacity() * size_of::<u32>())
-                    + map_bytes(&l.by_op_id, |_| 0)
             })
-    }
-
-    /// The sessions, by local id.
-    pub fn sessions(&self) -> &[SessionRecord] {
-        &self.sessions
     }
 
     /// The variables (every version), by local id.
@@ -211,24 +257,9 @@ impl TraceCatalog {
         &self.vars
     }
 
-    /// The ops, by local id.
-    pub fn ops(&self) -> &[OpRecord] {
-        &self.ops
-    }
-
-    /// A session by local id.
-    pub fn session(&self, id: u32) -> Option<&SessionRecord> {
-        self.sessions.get(id as usize)
-    }
-
     /// A variable by local id.
     pub fn variable(&self, id: u32) -> Option<&VarRecord> {
         self.vars.get(id as usize)
-    }
-
-    /// An op by local id.
-    pub fn op(&self, id: u32) -> Option<&OpRecord> {
-        self.ops.get(id as usize)
     }
 
     /// The local id of the variable with this full node id (`full_name@version`).
@@ -248,11 +279,6 @@ impl TraceCatalog {
     /// The local id of the latest version of a full name.
     pub fn latest(&self, full_name: &str) -> Option<u32> {
         self.versions(full_name).last().copied()
-    }
-
-    /// The local id of the op with this op id.
-    pub fn op_by_id(&self, op_id: &str) -> Option<u32> {
-        self.lookups().by_op_id.get(op_id).copied()
     }
 
     /// Approximate bytes held: string lengths and vector capacities (the
@@ -328,9 +354,10 @@ mod tests {
         let (db, t, counts) = import_sample(dir.path());
         let tv = db.trace_by_id(t).unwrap();
         let c = TraceCatalog::load(tv.store(), t, &counts).unwrap();
-        assert_eq!(c.sessions().len(), counts.sessions as usize);
+        let ops = TraceOps::load(tv.store(), t, &counts).unwrap();
+        assert_eq!(ops.sessions().len(), counts.sessions as usize);
         assert_eq!(c.variables().len(), counts.variables as usize);
-        assert_eq!(c.ops().len(), counts.ops as usize);
+        assert_eq!(ops.ops().len(), counts.ops as usize);
         for v in tv.variables().unwrap() {
             let rec = c.variable(v.id).unwrap();
             assert_eq!(rec.full_node_id(), v.full_node_id);
@@ -348,15 +375,16 @@ mod tests {
             );
         }
         for o in tv.ops().unwrap() {
-            assert_eq!(c.op_by_id(&o.op_id), Some(o.id));
-            assert_eq!(c.op(o.id).unwrap().op_id, o.op_id);
+            assert_eq!(ops.op_by_id(&o.op_id), Some(o.id));
+            assert_eq!(ops.op(o.id).unwrap().op_id, o.op_id);
         }
         for s in tv.sessions().unwrap() {
-            assert_eq!(c.session(s.id).unwrap().session_id, s.session_id);
+            assert_eq!(ops.session(s.id).unwrap().session_id, s.session_id);
         }
         assert_eq!(c.var_by_node_id("nope@1"), None);
         assert!(c.versions("nope").is_empty());
-        assert_eq!(c.op_by_id("op-nope"), None);
+        assert_eq!(ops.op_by_id("op-nope"), None);
+        assert!(ops.bytes() > counts.ops as usize * size_of::<OpRecord>());
         assert!(c.variable(counts.variables).is_none());
         let names: usize = c.variables().iter().map(|v| v.name.len()).sum();
         assert!(c.bytes() > names);
@@ -398,7 +426,7 @@ mod tests {
             .map(drop),
         );
         damaged(
-            TraceCatalog::load(
+            TraceOps::load(
                 tv.store(),
                 t,
                 &Counts {

@@ -13,7 +13,7 @@ use memtrace_storage::{LocalId, ReadView, Store, StoreOptions, TraceId};
 use serde_json::Value;
 
 use crate::cache::{CacheStats, Cached, TraceCache};
-use crate::catalog::{TraceCatalog, TraceEdges};
+use crate::catalog::{TraceCatalog, TraceEdges, TraceOps};
 use crate::error::{EngineError, Result};
 use crate::export::{self, ExportFormat};
 use crate::graph::TraceGraph;
@@ -240,14 +240,18 @@ impl Database {
         self.cached(view, trace, TraceGraph::load)
     }
 
-    /// A trace's sessions, variables and ops with their lookups, from the
-    /// cache or by one prefix scan per kind.
+    /// A trace's variables with their lookups, from the cache or by one prefix scan.
     pub(crate) fn trace_catalog(
         &self,
         view: &ReadView,
         trace: TraceId,
     ) -> Result<Arc<TraceCatalog>> {
         self.cached(view, trace, TraceCatalog::load)
+    }
+
+    /// A trace's sessions and ops, from the cache or by one prefix scan each.
+    pub(crate) fn trace_ops(&self, view: &ReadView, trace: TraceId) -> Result<Arc<TraceOps>> {
+        self.cached(view, trace, TraceOps::load)
     }
 
     /// A trace's edge records, from the cache or by one prefix scan.

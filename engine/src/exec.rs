@@ -15,7 +15,7 @@ use memtrace_storage::records::TraceRecord;
 use memtrace_storage::{LocalId, ReadView, TraceId};
 use serde::Serialize;
 
-use crate::catalog::{TraceCatalog, TraceEdges};
+use crate::catalog::{TraceCatalog, TraceEdges, TraceOps};
 use crate::db::Database;
 use crate::error::{EngineError, Result};
 use crate::graph::{Admit, Cancel, Direction, TraceGraph, Visit};
@@ -91,6 +91,7 @@ struct TraceCtx<'a> {
     id: TraceId,
     record: TraceRecord,
     catalog: OnceLock<Arc<TraceCatalog>>,
+    ops: OnceLock<Arc<TraceOps>>,
     graph: OnceLock<Arc<TraceGraph>>,
     edges: OnceLock<Arc<TraceEdges>>,
     values: RefCell<HashMap<u32, Value>>,
@@ -104,6 +105,7 @@ impl<'a> TraceCtx<'a> {
             id,
             record,
             catalog: OnceLock::new(),
+            ops: OnceLock::new(),
             graph: OnceLock::new(),
             edges: OnceLock::new(),
             values: RefCell::new(HashMap::new()),
@@ -116,6 +118,14 @@ impl<'a> TraceCtx<'a> {
         }
         let c = self.db.trace_catalog(self.view, self.id)?;
         Ok(self.catalog.get_or_init(|| c))
+    }
+
+    fn ops(&self) -> Result<&TraceOps> {
+        if let Some(o) = self.ops.get() {
+            return Ok(o);
+        }
+        let o = self.db.trace_ops(self.view, self.id)?;
+        Ok(self.ops.get_or_init(|| o))
     }
 
     fn graph(&self) -> Result<&TraceGraph> {
@@ -148,7 +158,7 @@ impl<'a> TraceCtx<'a> {
 
     fn op_id(&self, o: u32) -> Result<String> {
         Ok(self
-            .catalog()?
+            .ops()?
             .op(o)
             .map(|r| r.op_id.clone())
             .unwrap_or_default())
@@ -157,7 +167,7 @@ impl<'a> TraceCtx<'a> {
     fn session_id(&self, s: Option<LocalId>) -> Result<Value> {
         Ok(match s {
             Some(s) => self
-                .catalog()?
+                .ops()?
                 .session(s)
                 .map_or(Value::Null, |r| Value::Str(r.session_id.clone())),
             None => Value::Null,
@@ -215,7 +225,7 @@ impl<'a> TraceCtx<'a> {
     }
 
     fn op_field(&self, o: u32, f: &Field) -> Result<Value> {
-        let c = self.catalog()?;
+        let c = self.ops()?;
         let Some(r) = c.op(o) else {
             return Ok(Value::Null);
         };
@@ -273,7 +283,7 @@ impl<'a> TraceCtx<'a> {
     }
 
     fn session_field(&self, s: u32, f: &Field) -> Result<Value> {
-        let c = self.catalog()?;
+        let c = self.ops()?;
         let Some(r) = c.session(s) else {
             return Ok(Value::Null);
         };
@@ -357,17 +367,16 @@ impl<'r, 'a> RecRow<'r, 'a> {
         if self.session.is_some() {
             return Ok(self.session);
         }
-        let c = self.t.catalog()?;
         if let Some(e) = self.edge {
             if let Some(r) = self.t.edges()?.get(e) {
                 return Ok(Some(r.session));
             }
         }
         if let Some(o) = self.op {
-            return Ok(c.op(o).and_then(|r| r.session));
+            return Ok(self.t.ops()?.op(o).and_then(|r| r.session));
         }
         if let Some(v) = self.var {
-            return Ok(c.variable(v).and_then(|r| r.session));
+            return Ok(self.t.catalog()?.variable(v).and_then(|r| r.session));
         }
         Ok(None)
     }
@@ -1113,7 +1122,7 @@ impl<'a> Exec<'a> {
                     }
                 }
                 FindKind::Ops => {
-                    let n = t.catalog()?.ops().len() as u32;
+                    let n = t.ops()?.ops().len() as u32;
                     for o in 0..n {
                         let row = RecRow {
                             op: Some(o),
@@ -1126,7 +1135,7 @@ impl<'a> Exec<'a> {
                     }
                 }
                 FindKind::Sessions => {
-                    let n = t.catalog()?.sessions().len() as u32;
+                    let n = t.ops()?.sessions().len() as u32;
                     for s in 0..n {
                         let row = RecRow {
                             session: Some(s),
@@ -1319,7 +1328,7 @@ impl Matcher<'_, '_, '_, '_> {
             if let (Value::Str(want), Field::Kind) = (&c.value, &c.field) {
                 let op = self.t.graph()?.op(e);
                 let kind = match op {
-                    Some(o) => self.t.catalog()?.op(o).and_then(|r| r.category.as_deref()),
+                    Some(o) => self.t.ops()?.op(o).and_then(|r| r.category.as_deref()),
                     None => None,
                 };
                 if kind != Some(want.as_str()) {

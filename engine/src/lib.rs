@@ -26,7 +26,7 @@ pub mod text;
 mod timestamp;
 
 pub use cache::CacheStats;
-pub use catalog::{TraceCatalog, TraceEdges};
+pub use catalog::{TraceCatalog, TraceEdges, TraceOps};
 pub use db::{Database, TraceView};
 pub use error::{EngineError, Result};
 pub use exec::{to_json, QueryResult, Sink};
