@@ -1075,7 +1075,6 @@ impl<'a> Exec<'a> {
 
     fn find(&self, p: &FindPlan, sink: &mut Sink<'_>) -> Result<()> {
         let mut col = Collector::new(&p.projection);
-        let mut stopped = false;
         'traces: for (tid, record) in self.traces(&p.scope)? {
             self.cancel.check()?;
             let t = TraceCtx::new(self.db, self.view, tid, record);
@@ -1098,73 +1097,15 @@ impl<'a> Exec<'a> {
                 Ok(!col.done())
             };
             let base = RecRow::new(&t);
-            match p.kind {
-                FindKind::Traces => {
-                    if !offer(&base, &mut col)? {
-                        stopped = true;
-                        break 'traces;
-                    }
-                }
-                FindKind::Vars => {
-                    let n = t.catalog()?.variables().len() as u32;
-                    for v in 0..n {
-                        if v.is_multiple_of(4096) {
-                            self.cancel.check()?;
-                        }
-                        let row = RecRow {
-                            var: Some(v),
-                            ..base
-                        };
-                        if !offer(&row, &mut col)? {
-                            stopped = true;
-                            break 'traces;
-                        }
-                    }
-                }
-                FindKind::Ops => {
-                    let n = t.ops()?.ops().len() as u32;
-                    for o in 0..n {
-                        let row = RecRow {
-                            op: Some(o),
-                            ..base
-                        };
-                        if !offer(&row, &mut col)? {
-                            stopped = true;
-                            break 'traces;
-                        }
-                    }
-                }
-                FindKind::Sessions => {
-                    let n = t.ops()?.sessions().len() as u32;
-                    for s in 0..n {
-                        let row = RecRow {
-                            session: Some(s),
-                            ..base
-                        };
-                        if !offer(&row, &mut col)? {
-                            stopped = true;
-                            break 'traces;
-                        }
-                    }
-                }
-                FindKind::Edges => {
-                    let g = t.graph()?;
-                    for e in 0..g.edge_count() {
-                        if e.is_multiple_of(4096) {
-                            self.cancel.check()?;
-                        }
-                        let row = RecRow {
-                            edge: Some(e),
-                            op: g.op(e),
-                            ..base
-                        };
-                        if !offer(&row, &mut col)? {
-                            stopped = true;
-                            break 'traces;
-                        }
-                    }
-                }
+            // One row per record of the kind.
+            let n: u32 = match p.kind {
+                FindKind::Traces => 1,
+                FindKind::Vars => t.catalog()?.variables().len() as u32,
+                FindKind::Ops => t.ops()?.ops().len() as u32,
+                FindKind::Sessions => t.ops()?.sessions().len() as u32,
+                FindKind::Edges => t.graph()?.edge_count(),
                 FindKind::Cases => {
+                    // Cases are annotation objects, read from the store as JSON.
                     for item in self.view.cases(tid) {
                         let (_, c) = item?;
                         let json: serde_json::Value = serde_json::from_str(&c.json)?;
@@ -1173,14 +1114,41 @@ impl<'a> Exec<'a> {
                             ..base
                         };
                         if !offer(&row, &mut col)? {
-                            stopped = true;
                             break 'traces;
                         }
                     }
+                    continue;
+                }
+            };
+            for i in 0..n {
+                if i.is_multiple_of(4096) {
+                    self.cancel.check()?;
+                }
+                let row = match p.kind {
+                    FindKind::Vars => RecRow {
+                        var: Some(i),
+                        ..base
+                    },
+                    FindKind::Ops => RecRow {
+                        op: Some(i),
+                        ..base
+                    },
+                    FindKind::Sessions => RecRow {
+                        session: Some(i),
+                        ..base
+                    },
+                    FindKind::Edges => RecRow {
+                        edge: Some(i),
+                        op: t.graph()?.op(i),
+                        ..base
+                    },
+                    FindKind::Traces | FindKind::Cases => base,
+                };
+                if !offer(&row, &mut col)? {
+                    break 'traces;
                 }
             }
         }
-        let _ = stopped;
         for row in col.finish().map_err(qerr)? {
             if !sink(row)? {
                 break;

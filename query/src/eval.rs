@@ -180,34 +180,22 @@ impl Pexpr {
                 Value::Bool(b) => Value::Bool(!b),
                 _ => Value::Null,
             },
-            Pexpr::And(items) => {
+            // Three-valued: AND stops at the first FALSE, OR at the first TRUE;
+            // otherwise any unknown makes the whole unknown.
+            Pexpr::And(items) | Pexpr::Or(items) => {
+                let decisive = matches!(self, Pexpr::Or(_));
                 let mut unknown = false;
                 for x in items {
                     match ev(x)? {
-                        Value::Bool(false) => return Ok(Value::Bool(false)),
-                        Value::Bool(true) => {}
+                        Value::Bool(b) if b == decisive => return Ok(Value::Bool(decisive)),
+                        Value::Bool(_) => {}
                         _ => unknown = true,
                     }
                 }
                 if unknown {
                     Value::Null
                 } else {
-                    Value::Bool(true)
-                }
-            }
-            Pexpr::Or(items) => {
-                let mut unknown = false;
-                for x in items {
-                    match ev(x)? {
-                        Value::Bool(true) => return Ok(Value::Bool(true)),
-                        Value::Bool(false) => {}
-                        _ => unknown = true,
-                    }
-                }
-                if unknown {
-                    Value::Null
-                } else {
-                    Value::Bool(false)
+                    Value::Bool(!decisive)
                 }
             }
             Pexpr::Cmp(op, a, b) => {

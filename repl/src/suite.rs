@@ -173,6 +173,36 @@ const BIG_TRACES: usize = 4;
 /// Warm repetitions of each traversal.
 const WARM_RUNS: usize = 3;
 
+/// Latencies and answer sums, one entry per workload.
+type Samples = Vec<(Vec<f64>, u64)>;
+
+/// Runs `run` once as the cold sample of workload `cold`, then [`WARM_RUNS`]
+/// times as the warm sample of the workload after it (whose answer counts once).
+fn cold_then_warm(
+    samples: &mut Samples,
+    cold: usize,
+    mut run: impl FnMut() -> Result<u64>,
+) -> Result<()> {
+    let (n, us) = timed(&mut run)?;
+    samples[cold].0.push(us);
+    samples[cold].1 += n;
+    for _ in 0..WARM_RUNS {
+        let (n, us) = timed(&mut run)?;
+        samples[cold + 1].0.push(us);
+        samples[cold + 1].1 += n;
+    }
+    samples[cold + 1].1 /= WARM_RUNS as u64;
+    Ok(())
+}
+
+fn figures(samples: Samples) -> Vec<Figure> {
+    WORKLOADS
+        .iter()
+        .zip(samples)
+        .map(|((name, _, _), (us, sum))| Figure::from_samples(name, us, sum))
+        .collect()
+}
+
 fn timed<T>(f: impl FnOnce() -> Result<T>) -> Result<(T, f64)> {
     let start = Instant::now();
     let v = f()?;
@@ -386,7 +416,7 @@ pub fn step(a: &SuiteStepArgs) -> Result<Measured> {
             }
             let quote = |s: &str| s.replace('\'', "''");
             let count = |q: &str| -> Result<u64> { Ok(count_of(&db.query(q)?, 1)) };
-            let mut samples: Vec<(Vec<f64>, u64)> = vec![(Vec::new(), 0); WORKLOADS.len()];
+            let mut samples: Samples = vec![(Vec::new(), 0); WORKLOADS.len()];
             for (trace, node) in &starts {
                 let closure = format!("TRACE '{}' IN TRACE '#{trace}' RETURN count", quote(node));
                 let nodes = format!("TRACE '{}' IN TRACE '#{trace}' RETURN nodes", quote(node));
@@ -418,21 +448,9 @@ pub fn step(a: &SuiteStepArgs) -> Result<Measured> {
             }
             for (cold, q, col) in [(5, MATCH_QUERY, 0), (7, FIND_QUERY, 1)] {
                 db.clear_cache();
-                let (n, us) = timed(|| Ok(count_of(&db.query(q)?, col)))?;
-                samples[cold].0.push(us);
-                samples[cold].1 += n;
-                for _ in 0..WARM_RUNS {
-                    let (n, us) = timed(|| Ok(count_of(&db.query(q)?, col)))?;
-                    samples[cold + 1].0.push(us);
-                    samples[cold + 1].1 += n;
-                }
-                samples[cold + 1].1 /= WARM_RUNS as u64;
+                cold_then_warm(&mut samples, cold, || Ok(count_of(&db.query(q)?, col)))?;
             }
-            m.figures = WORKLOADS
-                .iter()
-                .zip(samples)
-                .map(|((name, _, _), (us, sum))| Figure::from_samples(name, us, sum))
-                .collect();
+            m.figures = figures(samples);
         }
         "query-sqlite" => {
             let conn = rusqlite::Connection::open(&a.db).map_err(sqlite_err)?;
@@ -472,7 +490,7 @@ pub fn step(a: &SuiteStepArgs) -> Result<Measured> {
                      SELECT count(DISTINCT n) - 1 FROM anc",
                 )
                 .map_err(sqlite_err)?;
-            let mut samples: Vec<(Vec<f64>, u64)> = vec![(Vec::new(), 0); WORKLOADS.len()];
+            let mut samples: Samples = vec![(Vec::new(), 0); WORKLOADS.len()];
             let one = |st: &mut rusqlite::Statement<'_>, t: i64, id: i64| -> Result<u64> {
                 let n: i64 = st
                     .query_row(rusqlite::params![t, id], |r| r.get(0))
@@ -532,21 +550,9 @@ pub fn step(a: &SuiteStepArgs) -> Result<Measured> {
                     }
                     Ok(sum)
                 };
-                let (n, us) = timed(run)?;
-                samples[cold].0.push(us);
-                samples[cold].1 += n;
-                for _ in 0..WARM_RUNS {
-                    let (n, us) = timed(run)?;
-                    samples[cold + 1].0.push(us);
-                    samples[cold + 1].1 += n;
-                }
-                samples[cold + 1].1 /= WARM_RUNS as u64;
+                cold_then_warm(&mut samples, cold, run)?;
             }
-            m.figures = WORKLOADS
-                .iter()
-                .zip(samples)
-                .map(|((name, _, _), (us, sum))| Figure::from_samples(name, us, sum))
-                .collect();
+            m.figures = figures(samples);
         }
         other => return Err(CliError::Bench(format!("unknown suite step {other}"))),
     }
