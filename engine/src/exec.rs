@@ -81,6 +81,11 @@ fn meta_path(json: Option<&str>, path: &[String]) -> Value {
     from_json(cur)
 }
 
+/// The column names a planned statement returns.
+pub fn columns_of(plan: &Plan) -> Vec<String> {
+    Exec::columns(plan)
+}
+
 /// Where rows go. Returning `false` stops the query early.
 pub type Sink<'s> = dyn FnMut(Vec<Value>) -> Result<bool> + 's;
 
@@ -802,15 +807,20 @@ impl<'a> Exec<'a> {
                 }
             }
         }
+        // Only the subgraph outputs need to know which nodes were expanded.
+        let need_expanded = matches!(p.output, Output::Ops | Output::Edges | Output::Subgraph);
         if !var_starts.is_empty() {
             let mut found = Vec::new();
             g.walk(&var_starts, 0, dir, p.max_depth, self.cancel, admit, |v| {
                 found.push((v, expanding.get()))
             })?;
+            // With op starts too, a node may already be a visit.
             let mut seen: std::collections::HashSet<u32> = visits.iter().map(|v| v.node).collect();
+            let only_walk = visits.is_empty();
+            visits.reserve(found.len());
             for (v, x) in found {
-                if seen.insert(v.node) {
-                    if x {
+                if only_walk || seen.insert(v.node) {
+                    if x && need_expanded {
                         expanded.insert(v.node);
                     }
                     visits.push(v);
@@ -1500,9 +1510,15 @@ impl Database {
         cancel: &Cancel,
         sink: &mut Sink<'_>,
     ) -> Result<Vec<String>> {
-        let stmt = memtrace_query::parse_statement(text)?;
-        let plan = memtrace_query::plan_text(&stmt, params, text)?;
+        let plan = self.prepare(text, params)?;
         self.run_plan(&plan, cancel, sink)
+    }
+
+    /// Parses and plans a statement without running it: syntax, field and
+    /// parameter errors show here. [`columns_of`] names its result columns.
+    pub fn prepare(&self, text: &str, params: &Params) -> Result<Plan> {
+        let stmt = memtrace_query::parse_statement(text)?;
+        Ok(memtrace_query::plan_text(&stmt, params, text)?)
     }
 
     /// Runs a planned statement; returns the column names.

@@ -544,3 +544,14 @@ fn fields_named_like_keywords_round_trip() {
         assert_eq!(again.to_string(), printed);
     }
 }
+
+/// `NOT (` is not also tried as a call to a function named NOT, which made
+/// the time to reject unclosed text double with each NOT.
+#[test]
+fn unclosed_nots_fail_fast() {
+    let text = format!("FIND vars WHERE {}x", "NOT (h(NOT(".repeat(30));
+    let started = std::time::Instant::now();
+    assert!(parse_statement(&text).is_err());
+    assert!(parse_script(&text).is_err());
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+}

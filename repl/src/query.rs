@@ -5,7 +5,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use clap::ValueEnum;
-use memtrace_engine::{to_json, Cancel, Database, Params, Value};
+use memtrace_engine::{columns_of, to_json, Cancel, Database, Params, Value};
 
 use crate::error::{io, Result};
 use crate::table;
@@ -15,9 +15,9 @@ use crate::table;
 pub enum QueryFormat {
     /// Aligned columns (long values cut with `…`).
     Table,
-    /// `{"columns": [...], "rows": [[...], ...]}`, rows streamed as they come.
+    /// `{"columns": [...], "rows": [[...], ...]}`, rows written as they come.
     Json,
-    /// RFC 4180 CSV with a header line, rows streamed as they come.
+    /// RFC 4180 CSV with a header line, rows written as they come.
     Csv,
 }
 
@@ -131,37 +131,54 @@ pub fn run(
             )
             .map_err(io("stdout"))?;
         }
-        QueryFormat::Json => {
-            // Columns are known only once the statement is planned: rows are
-            // buffered as JSON text and the object written when complete, so
-            // that a failing statement prints no half object.
-            let mut body = String::new();
+        QueryFormat::Json | QueryFormat::Csv => {
+            // Rows are written as they come. The header waits for the first
+            // row (or the end), so that a statement that fails before its
+            // first row leaves nothing on standard output.
+            let plan = db.prepare(text, &params)?;
+            let columns = columns_of(&plan);
+            let header = match format {
+                QueryFormat::Json => format!(
+                    "{{\"columns\": {}, \"rows\": [",
+                    serde_json::to_string(&columns)?
+                ),
+                _ => {
+                    let h: Vec<String> = columns.iter().map(|c| csv_field(c)).collect();
+                    format!("{}\r\n", h.join(","))
+                }
+            };
             let mut n = 0usize;
-            let columns = db.query_stream(text, &params, &cancel, &mut |r| {
-                if n > 0 {
-                    body.push(',');
+            let mut write_row = |out: &mut dyn Write, r: &[Value]| -> std::io::Result<()> {
+                if n == 0 {
+                    out.write_all(header.as_bytes())?;
+                }
+                match format {
+                    QueryFormat::Json => {
+                        let arr = serde_json::Value::Array(r.iter().map(to_json).collect());
+                        write!(out, "{}\n  {arr}", if n == 0 { "" } else { "," })?;
+                    }
+                    _ => {
+                        let line: Vec<String> = r.iter().map(|v| csv_field(&cell(v))).collect();
+                        write!(out, "{}\r\n", line.join(","))?;
+                    }
                 }
                 n += 1;
-                body.push_str("\n  ");
-                let arr = serde_json::Value::Array(r.iter().map(to_json).collect());
-                body.push_str(&arr.to_string());
+                Ok(())
+            };
+            db.run_plan(&plan, &cancel, &mut |r| {
+                write_row(&mut out, &r).map_err(|e| memtrace_engine::EngineError::Io {
+                    path: "stdout".into(),
+                    source: e,
+                })?;
                 Ok(true)
             })?;
-            let cols = serde_json::to_string(&columns)?;
-            let end = if n > 0 { "\n" } else { "" };
-            writeln!(out, "{{\"columns\": {cols}, \"rows\": [{body}{end}]}}")
-                .map_err(io("stdout"))?;
-        }
-        QueryFormat::Csv => {
-            let mut body = String::new();
-            let columns = db.query_stream(text, &params, &cancel, &mut |r| {
-                let line: Vec<String> = r.iter().map(|v| csv_field(&cell(v))).collect();
-                body.push_str(&line.join(","));
-                body.push_str("\r\n");
-                Ok(true)
-            })?;
-            let header: Vec<String> = columns.iter().map(|c| csv_field(c)).collect();
-            write!(out, "{}\r\n{body}", header.join(",")).map_err(io("stdout"))?;
+            if n == 0 {
+                out.write_all(header.as_bytes()).map_err(io("stdout"))?;
+            }
+            if format == QueryFormat::Json {
+                let end = if n > 0 { "\n" } else { "" };
+                writeln!(out, "{end}]}}").map_err(io("stdout"))?;
+            }
         }
     }
     out.flush().map_err(io("stdout"))?;
