@@ -89,6 +89,15 @@ pub fn columns_of(plan: &Plan) -> Vec<String> {
 /// Where rows go. Returning `false` stops the query early.
 pub type Sink<'s> = dyn FnMut(Vec<Value>) -> Result<bool> + 's;
 
+/// The value in `cell`, loaded (from the trace cache) on first use.
+fn lazy<T>(cell: &OnceLock<Arc<T>>, load: impl FnOnce() -> Result<Arc<T>>) -> Result<&T> {
+    if let Some(x) = cell.get() {
+        return Ok(x);
+    }
+    let x = load()?;
+    Ok(cell.get_or_init(|| x))
+}
+
 /// One trace as a query sees it: its record and lazily loaded cached parts.
 struct TraceCtx<'a> {
     db: &'a Database,
@@ -118,35 +127,19 @@ impl<'a> TraceCtx<'a> {
     }
 
     fn catalog(&self) -> Result<&TraceCatalog> {
-        if let Some(c) = self.catalog.get() {
-            return Ok(c);
-        }
-        let c = self.db.trace_catalog(self.view, self.id)?;
-        Ok(self.catalog.get_or_init(|| c))
+        lazy(&self.catalog, || self.db.trace_catalog(self.view, self.id))
     }
 
     fn ops(&self) -> Result<&TraceOps> {
-        if let Some(o) = self.ops.get() {
-            return Ok(o);
-        }
-        let o = self.db.trace_ops(self.view, self.id)?;
-        Ok(self.ops.get_or_init(|| o))
+        lazy(&self.ops, || self.db.trace_ops(self.view, self.id))
     }
 
     fn graph(&self) -> Result<&TraceGraph> {
-        if let Some(g) = self.graph.get() {
-            return Ok(g);
-        }
-        let g = self.db.trace_graph(self.view, self.id)?;
-        Ok(self.graph.get_or_init(|| g))
+        lazy(&self.graph, || self.db.trace_graph(self.view, self.id))
     }
 
     fn edges(&self) -> Result<&TraceEdges> {
-        if let Some(e) = self.edges.get() {
-            return Ok(e);
-        }
-        let e = self.db.trace_edges(self.view, self.id)?;
-        Ok(self.edges.get_or_init(|| e))
+        lazy(&self.edges, || self.db.trace_edges(self.view, self.id))
     }
 
     fn gid(&self) -> Value {

@@ -338,6 +338,13 @@ fn from_key(k: &Key) -> Value {
     }
 }
 
+/// `v` as a number for `sum`/`avg`, or an error naming the aggregate.
+fn number(spec: &AggSpec, v: &Value) -> Result<f64> {
+    v.as_f64().ok_or_else(|| {
+        QueryError::Other(format!("{} needs numbers, but got {}", spec.text, shown(v)))
+    })
+}
+
 /// The running state of one aggregate.
 #[derive(Debug, Clone)]
 enum AggState {
@@ -392,27 +399,13 @@ impl AggState {
             }
             AggState::Sum(s, int, set) => {
                 if fresh(set) {
-                    let x = v.as_f64().ok_or_else(|| {
-                        QueryError::Other(format!(
-                            "{} needs numbers, but got {}",
-                            spec.text,
-                            shown(&v)
-                        ))
-                    })?;
+                    *s += number(spec, &v)?;
                     *int &= matches!(v, Value::Int(_));
-                    *s += x;
                 }
             }
             AggState::Avg(s, n, set) => {
                 if fresh(set) {
-                    let x = v.as_f64().ok_or_else(|| {
-                        QueryError::Other(format!(
-                            "{} needs numbers, but got {}",
-                            spec.text,
-                            shown(&v)
-                        ))
-                    })?;
-                    *s += x;
+                    *s += number(spec, &v)?;
                     *n += 1;
                 }
             }
