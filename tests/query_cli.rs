@@ -193,3 +193,87 @@ fn query_help_has_examples() {
     assert!(stdout(&o).contains("Examples:"));
     assert!(stdout(&o).contains("--format"));
 }
+
+#[test]
+fn scripts_run_from_a_file_or_standard_input_statement_by_statement() {
+    use std::io::Write;
+    let (dir, db) = with_sample();
+    let script = dir.path().join("checks.mt");
+    std::fs::write(
+        &script,
+        "-- counts\nFIND ops RETURN count(*) AS n;\n\nFIND vars\n  WHERE var.category = 'prompt'\n  RETURN var.node_id; -- trailing\n",
+    )
+    .unwrap();
+    let o = ok(run(
+        dir.path(),
+        Some(&db),
+        &["query", "-f", script.to_str().unwrap(), "--format", "csv"],
+    ));
+    assert_eq!(
+        stdout(&o),
+        "n\r\n4\r\n\r\nvar.node_id\r\nprompt:str:3f054e1126c996b7d7b3a51f8b508abce3d7333c@1\r\n"
+    );
+
+    // Standard input, JSON: one object per statement.
+    let mut child = std::process::Command::new(bin())
+        .current_dir(dir.path())
+        .env_remove("MEMTRACE_DB")
+        .args(["--db", db.to_str().unwrap(), "query", "--format", "json"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"SHOW TRACES; FIND ops RETURN count(*)")
+        .unwrap();
+    let o = ok(child.wait_with_output().unwrap());
+    let values: Vec<serde_json::Value> = serde_json::Deserializer::from_slice(&o.stdout)
+        .into_iter()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(values.len(), 2);
+    assert_eq!(values[0]["rows"][0][0], SAMPLE_GRAPH);
+    assert_eq!(values[1]["rows"], serde_json::json!([[4]]));
+}
+
+#[test]
+fn a_failing_statement_stops_the_script_and_says_which() {
+    let (dir, db) = with_sample();
+    let o = run(
+        dir.path(),
+        Some(&db),
+        &[
+            "query",
+            "FIND ops RETURN count(*); FIND vars WHERE var.nope = 1; SHOW TRACES",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stdout(&o).contains("(1 row)"),
+        "the first ran: {}",
+        stdout(&o)
+    );
+    assert!(!stdout(&o).contains(SAMPLE_GRAPH), "the third did not run");
+    let err = stderr(&o);
+    assert!(err.contains("statement 2"), "{err}");
+    assert!(err.contains("unknown field var.nope"), "{err}");
+    // A script that does not parse runs nothing.
+    let o = run(dir.path(), Some(&db), &["query", "SHOW TRACES; FIND varz"]);
+    assert!(!o.status.success());
+    assert!(stdout(&o).is_empty());
+    assert!(stderr(&o).contains("did you mean vars?"), "{}", stderr(&o));
+    // Only comments: nothing to run.
+    let blank = dir.path().join("blank.mt");
+    std::fs::write(&blank, "-- nothing yet\n\n").unwrap();
+    let o = run(
+        dir.path(),
+        Some(&db),
+        &["query", "-f", blank.to_str().unwrap()],
+    );
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("no statement to run"), "{}", stderr(&o));
+}

@@ -9,7 +9,9 @@ use memtrace_query::ast::{Direction as QDir, FindKind, Output};
 use memtrace_query::plan::{
     Constraint, DescribePlan, FindPlan, MatchPlan, MatchStep, PatternVar, TraversePlan, VarKind,
 };
-use memtrace_query::{Collector, Field, NodeRef, Params, Plan, QueryError, Row, Subject, Value};
+use memtrace_query::{
+    Collector, Field, NodeRef, Params, Plan, QueryError, Row, Statement, Subject, Value,
+};
 use memtrace_storage::keys::IdKind;
 use memtrace_storage::records::TraceRecord;
 use memtrace_storage::{LocalId, ReadView, TraceId};
@@ -1505,6 +1507,17 @@ impl Database {
     ) -> Result<Vec<String>> {
         let plan = self.prepare(text, params)?;
         self.run_plan(&plan, cancel, sink)
+    }
+
+    /// Parses a script: statements separated by `;`, with `--` comments.
+    pub fn parse_script(&self, text: &str) -> Result<Vec<Statement>> {
+        Ok(memtrace_query::parse_script(text)?)
+    }
+
+    /// Plans one statement of a script parsed from `text` (error positions
+    /// refer to `text`), binding `params`.
+    pub fn plan(&self, stmt: &Statement, params: &Params, text: &str) -> Result<Plan> {
+        Ok(memtrace_query::plan_text(stmt, params, text)?)
     }
 
     /// Parses and plans a statement without running it: syntax, field and

@@ -118,11 +118,15 @@ pub enum Command {
     },
     /// Run a statement of the query language and print its rows.
     #[command(
-        after_help = "Examples:\n  memtrace query \"SHOW TRACES\"\n  memtrace query \"TRACE prediction:Q1 DEPTH 3 RETURN nodes\"\n  memtrace query \"FORWARD message:D1:1 WHERE var.category = 'memory_entry'\" --format json\n  memtrace query \"FIND ops GROUP BY op.name RETURN op.name, count(*) ORDER BY count(*) DESC\" --format csv\n  memtrace query \"TRACE \\$start IN TRACE \\$t RETURN count\" --param start=prediction:Q7 --param t=locomo_3\n  memtrace query \"EXPLAIN MATCH (m:message)-[*1..20]->(p:prediction) RETURN m, p\"\n\nThe language is described in README.md (section \"The query language\")."
+        after_help = "Examples:\n  memtrace query \"SHOW TRACES\"\n  memtrace query \"TRACE prediction:Q1 DEPTH 3 RETURN nodes\"\n  memtrace query \"FORWARD message:D1:1 WHERE var.category = 'memory_entry'\" --format json\n  memtrace query \"FIND ops GROUP BY op.name RETURN op.name, count(*) ORDER BY count(*) DESC\" --format csv\n  memtrace query \"TRACE \\$start IN TRACE \\$t RETURN count\" --param start=prediction:Q7 --param t=locomo_3\n  memtrace query \"EXPLAIN MATCH (m:message)-[*1..20]->(p:prediction) RETURN m, p\"\n  memtrace query -f checks.mt                  several statements, ';'-separated, '--' comments\n  echo \"SHOW TRACES; FIND cases\" | memtrace query --format json   one JSON object per statement\n\nThe language is described in README.md (section \"The query language\")."
     )]
     Query {
-        /// The statement.
-        text: String,
+        /// The statement (or several, `;`-separated). Without it, statements
+        /// are read from -f FILE or from standard input.
+        text: Option<String>,
+        /// Read the statements from this file (`;`-separated, `--` comments).
+        #[arg(short = 'f', long = "file", conflicts_with = "text")]
+        file: Option<PathBuf>,
         /// Output format.
         #[arg(long, value_enum, default_value_t = crate::query::QueryFormat::Table)]
         format: crate::query::QueryFormat,
@@ -226,9 +230,17 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Log => log(&cli.db),
         Command::Query {
             text,
+            file,
             format,
             params,
-        } => crate::query::run(&cli.db, &text, format, &params),
+        } => {
+            let source = match (text, file) {
+                (Some(t), _) => crate::query::Source::Text(t),
+                (None, Some(f)) => crate::query::Source::File(f),
+                (None, None) => crate::query::Source::Stdin,
+            };
+            crate::query::run(&cli.db, &source, format, &params)
+        }
         Command::Demo => demo(&cli.db),
         Command::Bench { which } => crate::bench::run(which),
         Command::Gen {

@@ -19,6 +19,9 @@ pub enum CliError {
     /// Writing JSON failed.
     #[error("JSON: {0}")]
     Json(#[from] serde_json::Error),
+    /// The command line asks for something that cannot be done as given.
+    #[error("{0}")]
+    Usage(String),
     /// A benchmark step failed.
     #[error("benchmark: {0}")]
     Bench(String),

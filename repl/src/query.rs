@@ -1,13 +1,13 @@
 //! `memtrace query`: run a statement and print its rows as a table, JSON or CSV.
 
-use std::io::Write;
+use std::io::{IsTerminal, Read, Write};
 use std::path::Path;
 use std::process::ExitCode;
 
 use clap::ValueEnum;
-use memtrace_engine::{columns_of, to_json, Cancel, Database, Params, Value};
+use memtrace_engine::{columns_of, to_json, Cancel, Database, EngineError, Params, Plan, Value};
 
-use crate::error::{io, Result};
+use crate::error::{io, CliError, Result};
 use crate::table;
 
 /// Output formats of query results.
@@ -94,23 +94,101 @@ fn csv_field(s: &str) -> String {
     }
 }
 
-/// Runs `text` against the database at `db` and prints the result.
+/// Where the statements come from.
+#[derive(Debug, Clone)]
+pub enum Source {
+    /// Given on the command line.
+    Text(String),
+    /// A script file.
+    File(std::path::PathBuf),
+    /// Standard input (not a terminal).
+    Stdin,
+}
+
+impl Source {
+    fn read(&self) -> Result<String> {
+        match self {
+            Source::Text(t) => Ok(t.clone()),
+            Source::File(p) => std::fs::read_to_string(p).map_err(io(p.display())),
+            Source::Stdin => {
+                if std::io::stdin().is_terminal() {
+                    return Err(CliError::Usage(
+                        "give a statement, -f FILE, or statements on standard input \
+                         (e.g. memtrace query \"SHOW TRACES\")"
+                            .into(),
+                    ));
+                }
+                let mut text = String::new();
+                std::io::stdin()
+                    .read_to_string(&mut text)
+                    .map_err(io("standard input"))?;
+                Ok(text)
+            }
+        }
+    }
+}
+
+/// Runs the statements of `source` against the database at `db`, in order,
+/// printing each result; stops at the first statement that fails.
 pub fn run(
     db: &Path,
-    text: &str,
+    source: &Source,
     format: QueryFormat,
     params: &[(String, Value)],
 ) -> Result<ExitCode> {
+    let text = source.read()?;
     let db = Database::open_existing(db)?;
     let params: Params = params.iter().cloned().collect();
+    let statements = db.parse_script(&text)?;
+    if statements.is_empty() {
+        return Err(CliError::Usage(
+            "no statement to run (only comments or blanks)".into(),
+        ));
+    }
+    let several = statements.len() > 1;
     let cancel = Cancel::new();
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
+    for (i, stmt) in statements.iter().enumerate() {
+        let done = db
+            .plan(stmt, &params, &text)
+            .and_then(|plan| print_result(&db, &plan, format, &cancel, &mut out, i > 0));
+        if let Err(e) = done {
+            out.flush().map_err(io("stdout"))?;
+            return Err(if several {
+                CliError::Usage(format!("statement {} ({stmt}): {e}", i + 1))
+            } else {
+                e.into()
+            });
+        }
+    }
+    out.flush().map_err(io("stdout"))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn stdout_err(e: std::io::Error) -> EngineError {
+    EngineError::Io {
+        path: "stdout".into(),
+        source: e,
+    }
+}
+
+/// Runs one planned statement and prints its result; `after` puts a blank
+/// line (table, CSV) or a line break (JSON) after the previous result.
+fn print_result(
+    db: &Database,
+    plan: &Plan,
+    format: QueryFormat,
+    cancel: &Cancel,
+    out: &mut dyn Write,
+    after: bool,
+) -> std::result::Result<(), EngineError> {
+    let columns = columns_of(plan);
     match format {
         QueryFormat::Table => {
             let mut rows: Vec<Vec<String>> = Vec::new();
             let mut numeric: Vec<bool> = Vec::new();
-            let columns = db.query_stream(text, &params, &cancel, &mut |r| {
+            db.run_plan(plan, cancel, &mut |r| {
                 if numeric.is_empty() {
                     numeric = r
                         .iter()
@@ -122,67 +200,66 @@ pub fn run(
             })?;
             let header: Vec<&str> = columns.iter().map(String::as_str).collect();
             let right: Vec<usize> = (0..numeric.len()).filter(|i| numeric[*i]).collect();
-            write!(out, "{}", table::render(&header, &rows, &right)).map_err(io("stdout"))?;
+            if after {
+                writeln!(out).map_err(stdout_err)?;
+            }
+            write!(out, "{}", table::render(&header, &rows, &right)).map_err(stdout_err)?;
             writeln!(
                 out,
                 "({} row{})",
                 rows.len(),
                 if rows.len() == 1 { "" } else { "s" }
             )
-            .map_err(io("stdout"))?;
+            .map_err(stdout_err)?;
         }
         QueryFormat::Json | QueryFormat::Csv => {
             // Rows are written as they come. The header waits for the first
             // row (or the end), so that a statement that fails before its
             // first row leaves nothing on standard output.
-            let plan = db.prepare(text, &params)?;
-            let columns = columns_of(&plan);
-            let header = match format {
-                QueryFormat::Json => format!(
+            let mut header = if after && format == QueryFormat::Csv {
+                "\r\n".to_string()
+            } else {
+                String::new()
+            };
+            match format {
+                QueryFormat::Json => header.push_str(&format!(
                     "{{\"columns\": {}, \"rows\": [",
                     serde_json::to_string(&columns)?
-                ),
+                )),
                 _ => {
                     let h: Vec<String> = columns.iter().map(|c| csv_field(c)).collect();
-                    format!("{}\r\n", h.join(","))
+                    header.push_str(&format!("{}\r\n", h.join(",")));
                 }
-            };
+            }
             let mut n = 0usize;
-            let mut write_row = |out: &mut dyn Write, r: &[Value]| -> std::io::Result<()> {
+            db.run_plan(plan, cancel, &mut |r| {
                 if n == 0 {
-                    out.write_all(header.as_bytes())?;
+                    out.write_all(header.as_bytes()).map_err(stdout_err)?;
                 }
                 match format {
                     QueryFormat::Json => {
                         let arr = serde_json::Value::Array(r.iter().map(to_json).collect());
-                        write!(out, "{}\n  {arr}", if n == 0 { "" } else { "," })?;
+                        write!(out, "{}\n  {arr}", if n == 0 { "" } else { "," })
                     }
                     _ => {
                         let line: Vec<String> = r.iter().map(|v| csv_field(&cell(v))).collect();
-                        write!(out, "{}\r\n", line.join(","))?;
+                        write!(out, "{}\r\n", line.join(","))
                     }
                 }
+                .map_err(stdout_err)?;
                 n += 1;
-                Ok(())
-            };
-            db.run_plan(&plan, &cancel, &mut |r| {
-                write_row(&mut out, &r).map_err(|e| memtrace_engine::EngineError::Io {
-                    path: "stdout".into(),
-                    source: e,
-                })?;
                 Ok(true)
             })?;
             if n == 0 {
-                out.write_all(header.as_bytes()).map_err(io("stdout"))?;
+                out.write_all(header.as_bytes()).map_err(stdout_err)?;
             }
             if format == QueryFormat::Json {
                 let end = if n > 0 { "\n" } else { "" };
-                writeln!(out, "{end}]}}").map_err(io("stdout"))?;
+                writeln!(out, "{end}]}}").map_err(stdout_err)?;
             }
         }
     }
-    out.flush().map_err(io("stdout"))?;
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 #[cfg(test)]
