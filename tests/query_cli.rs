@@ -277,3 +277,32 @@ fn a_failing_statement_stops_the_script_and_says_which() {
     assert!(!o.status.success());
     assert!(stderr(&o).contains("no statement to run"), "{}", stderr(&o));
 }
+
+#[test]
+fn tree_format_draws_the_provenance_with_op_names_on_the_branches() {
+    let (dir, db) = with_sample();
+    let q = format!("TRACE '{ANSWER}'");
+    let o = ok(run(
+        dir.path(),
+        Some(&db),
+        &["query", &q, "--format", "tree"],
+    ));
+    let expected = format!(
+        "{ANSWER}   (trace {SAMPLE_GRAPH})\n\
+         ├── [rag.answer] str:05e8691f5383ac46bd377f51116e408b07624d1e@1\n\
+         ├── [rag.answer] retrieved:list:7f3c311ff07f7757a701259feebe1c535d5f8fbc@1\n\
+         └── [rag.answer] memory_store@2\n    \
+         ├── [memory.append] memory_store@1\n    \
+         └── [memory.append] llm_output:str:23bdc09b3c7ac90ce55630f1b5ea7181c74a6e2c@1\n        \
+         ├── [llm.generate] prompt:str:3f054e1126c996b7d7b3a51f8b508abce3d7333c@1\n        \
+         └── [llm.generate] float:38f6d7875e3195bdaee448d2cb6917f3ae4994af@1\n"
+    );
+    assert_eq!(stdout(&o), expected);
+    let o = run(
+        dir.path(),
+        Some(&db),
+        &["query", "SHOW TRACES", "--format", "tree"],
+    );
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("--format tree draws TRACE and FORWARD results"));
+}

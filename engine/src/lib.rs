@@ -33,6 +33,8 @@ pub use exec::{columns_of, to_json, QueryResult, Sink};
 pub use export::ExportFormat;
 pub use graph::{Admit, Cancel, Direction, TraceGraph, Visit};
 pub use import::{FileReport, ImportOptions, ImportedTrace, InputFormat, Progress};
+pub use memtrace_query::ast::Output;
+pub use memtrace_query::plan::traverse_columns;
 pub use memtrace_query::{Params, Plan, Statement, Value};
 pub use memtrace_storage::records::Counts;
 pub use memtrace_storage::{LocalId, TraceId};

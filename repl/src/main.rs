@@ -6,6 +6,7 @@ mod error;
 mod query;
 mod suite;
 mod table;
+mod tree;
 
 use std::process::ExitCode;
 

@@ -5,7 +5,12 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use clap::ValueEnum;
-use memtrace_engine::{columns_of, to_json, Cancel, Database, EngineError, Params, Plan, Value};
+use std::collections::HashMap;
+
+use memtrace_engine::{
+    columns_of, to_json, traverse_columns, Cancel, Database, EngineError, Output, Params, Plan,
+    Value,
+};
 
 use crate::error::{io, CliError, Result};
 use crate::table;
@@ -19,6 +24,8 @@ pub enum QueryFormat {
     Json,
     /// RFC 4180 CSV with a header line, rows written as they come.
     Csv,
+    /// TRACE and FORWARD only: the provenance tree, op names on the branches.
+    Tree,
 }
 
 /// Longest cell a table shows before cutting it.
@@ -166,6 +173,23 @@ pub fn run(
     Ok(ExitCode::SUCCESS)
 }
 
+/// Op id -> op name in a trace (empty when the trace cannot be read by its graph id).
+fn op_names(db: &Database, trace: &str) -> HashMap<String, String> {
+    let q = format!(
+        "FIND ops IN TRACE '{}' RETURN op.id, op.name",
+        trace.replace('\'', "''")
+    );
+    let mut out = HashMap::new();
+    if let Ok(r) = db.query(&q) {
+        for row in r.rows {
+            if let (Some(id), Some(name)) = (row[0].as_str(), row[1].as_str()) {
+                out.insert(id.to_string(), name.to_string());
+            }
+        }
+    }
+    out
+}
+
 fn stdout_err(e: std::io::Error) -> EngineError {
     EngineError::Io {
         path: "stdout".into(),
@@ -185,6 +209,41 @@ fn print_result(
 ) -> std::result::Result<(), EngineError> {
     let columns = columns_of(plan);
     match format {
+        QueryFormat::Tree => {
+            let Plan::Traverse(t) = plan else {
+                return Err(EngineError::BadRequest(
+                    "--format tree draws TRACE and FORWARD results; use table, json or csv".into(),
+                ));
+            };
+            // The tree is drawn from the path that reached each variable.
+            let mut paths = t.clone();
+            paths.output = Output::Paths;
+            paths.columns = traverse_columns(Output::Paths);
+            let mut rows = Vec::new();
+            db.run_plan(&Plan::Traverse(paths), cancel, &mut |r| {
+                rows.push(r);
+                Ok(true)
+            })?;
+            let mut names: HashMap<String, HashMap<String, String>> = HashMap::new();
+            for row in &rows {
+                if let Some(Value::Str(trace)) = row.first() {
+                    if !names.contains_key(trace) {
+                        names.insert(trace.clone(), op_names(db, trace));
+                    }
+                }
+            }
+            let name = |trace: &str, op: &str| {
+                names
+                    .get(trace)
+                    .and_then(|m| m.get(op))
+                    .cloned()
+                    .unwrap_or_else(|| op.to_string())
+            };
+            if after {
+                writeln!(out).map_err(stdout_err)?;
+            }
+            write!(out, "{}", crate::tree::draw(&rows, &name)).map_err(stdout_err)?;
+        }
         QueryFormat::Table => {
             let mut rows: Vec<Vec<String>> = Vec::new();
             let mut numeric: Vec<bool> = Vec::new();

@@ -1,0 +1,156 @@
+//! `--format tree`: a TRACE or FORWARD result drawn as its provenance tree,
+//! with the op that made each step on the branch (as `cargo tree` draws
+//! dependencies).
+
+use std::collections::BTreeMap;
+
+use memtrace_engine::Value;
+
+/// One node of the drawn tree: its children in the order first met.
+#[derive(Debug, Default)]
+struct Branch {
+    children: Vec<(String, String, Branch)>,
+}
+
+impl Branch {
+    /// Adds a path of (op, node) steps below this node.
+    fn insert(&mut self, steps: &[(String, String)]) {
+        let Some(((op, node), rest)) = steps.split_first() else {
+            return;
+        };
+        let i = match self
+            .children
+            .iter()
+            .position(|(o, n, _)| o == op && n == node)
+        {
+            Some(i) => i,
+            None => {
+                self.children
+                    .push((op.clone(), node.clone(), Branch::default()));
+                self.children.len() - 1
+            }
+        };
+        self.children[i].2.insert(rest);
+    }
+
+    fn draw(&self, prefix: &str, out: &mut String) {
+        for (i, (op, node, child)) in self.children.iter().enumerate() {
+            let last = i + 1 == self.children.len();
+            out.push_str(prefix);
+            out.push_str(if last { "└── " } else { "├── " });
+            out.push_str(&format!("[{op}] {node}\n"));
+            let deeper = format!("{prefix}{}", if last { "    " } else { "│   " });
+            child.draw(&deeper, out);
+        }
+    }
+}
+
+/// Draws rows of `RETURN paths` (trace, node, depth, path) as one tree per
+/// trace and start. `op_name` names an op id on the branches (the id when
+/// it has no name).
+pub fn draw(rows: &[Vec<Value>], op_name: &dyn Fn(&str, &str) -> String) -> String {
+    // trace -> start -> tree
+    let mut trees: BTreeMap<String, BTreeMap<String, Branch>> = BTreeMap::new();
+    for row in rows {
+        let (Some(Value::Str(trace)), Some(Value::List(path))) = (row.first(), row.get(3)) else {
+            continue;
+        };
+        let items: Vec<String> = path.iter().map(|v| v.to_string()).collect();
+        let Some((start, rest)) = items.split_first() else {
+            continue;
+        };
+        // An op start: the path is [op, node, op, node, ...] from its first step.
+        let (root, rest) = if rest.len() % 2 == 1 {
+            (format!("(op {start})"), {
+                let mut r = vec![start.clone()];
+                r.extend(rest.iter().cloned());
+                r
+            })
+        } else {
+            (start.clone(), rest.to_vec())
+        };
+        let steps: Vec<(String, String)> = rest
+            .chunks(2)
+            .filter_map(|c| match c {
+                [op, node] => Some((op_name(trace, op), node.clone())),
+                _ => None,
+            })
+            .collect();
+        trees
+            .entry(trace.clone())
+            .or_default()
+            .entry(root)
+            .or_default()
+            .insert(&steps);
+    }
+    let mut out = String::new();
+    for (trace, starts) in &trees {
+        for (start, tree) in starts {
+            if !out.is_empty() {
+                out.push('\n');
+            }
+            out.push_str(&format!("{start}   (trace {trace})\n"));
+            tree.draw("", &mut out);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(trace: &str, path: &[&str]) -> Vec<Value> {
+        vec![
+            Value::from(trace),
+            Value::from(*path.last().unwrap()),
+            Value::Int((path.len() / 2) as i64),
+            Value::List(path.iter().map(|s| Value::from(*s)).collect()),
+        ]
+    }
+
+    #[test]
+    fn paths_become_one_tree_with_ops_on_the_branches() {
+        let rows = vec![
+            row("t", &["p@1", "op-qa", "q@1"]),
+            row("t", &["p@1", "op-qa", "r@1"]),
+            row("t", &["p@1", "op-qa", "r@1", "op-ret", "m@1"]),
+            row(
+                "t",
+                &["p@1", "op-qa", "r@1", "op-ret", "m@1", "op-ext", "msg@1"],
+            ),
+            row("t", &["p@1", "op-link", "s@1"]),
+        ];
+        let names = |_: &str, op: &str| op.trim_start_matches("op-").to_string();
+        let drawn = draw(&rows, &names);
+        assert_eq!(
+            drawn,
+            "p@1   (trace t)\n\
+             ├── [qa] q@1\n\
+             ├── [qa] r@1\n\
+             │   └── [ret] m@1\n\
+             │       └── [ext] msg@1\n\
+             └── [link] s@1\n"
+        );
+    }
+
+    #[test]
+    fn traces_and_op_starts_get_trees_of_their_own() {
+        let rows = vec![
+            row("b", &["x@1", "op-1", "y@1"]),
+            row("a", &["op-9", "z@1"]),
+            row("a", &["op-9", "z@1", "op-8", "w@1"]),
+        ];
+        let drawn = draw(&rows, &|_, op| op.to_string());
+        assert_eq!(
+            drawn,
+            "(op op-9)   (trace a)\n\
+             └── [op-9] z@1\n    \
+             └── [op-8] w@1\n\
+             \n\
+             x@1   (trace b)\n\
+             └── [op-1] y@1\n"
+        );
+        assert_eq!(draw(&[], &|_, op| op.to_string()), "");
+    }
+}
