@@ -306,3 +306,44 @@ fn tree_format_draws_the_provenance_with_op_names_on_the_branches() {
     assert!(!o.status.success());
     assert!(stderr(&o).contains("--format tree draws TRACE and FORWARD results"));
 }
+
+#[test]
+fn dot_and_mermaid_draw_the_result_subgraph_with_op_names() {
+    let (dir, db) = with_sample();
+    let dot = stdout(&ok(run(
+        dir.path(),
+        Some(&db),
+        &["query", "TRACE memory_store@2", "--format", "dot"],
+    )));
+    assert!(dot.starts_with("digraph provenance {"), "{dot}");
+    assert_eq!(dot.matches(" -> ").count(), 4, "{dot}");
+    assert_eq!(dot.matches("[label=\"memory.append\"]").count(), 2, "{dot}");
+    assert_eq!(dot.matches("[label=\"llm.generate\"]").count(), 2, "{dot}");
+    assert!(dot.contains("n0 [label=\"memory_store@2\"]"), "{dot}");
+    let mermaid = stdout(&ok(run(
+        dir.path(),
+        Some(&db),
+        &[
+            "query",
+            "TRACE memory_store@2 DEPTH 1",
+            "--format",
+            "mermaid",
+        ],
+    )));
+    assert!(mermaid.starts_with("flowchart LR\n"), "{mermaid}");
+    assert_eq!(
+        mermaid.matches("-->|\"memory.append\"|").count(),
+        2,
+        "{mermaid}"
+    );
+    assert!(
+        !mermaid.contains("llm.generate"),
+        "DEPTH 1 stops before: {mermaid}"
+    );
+    let o = run(
+        dir.path(),
+        Some(&db),
+        &["query", "FIND ops", "--format", "dot"],
+    );
+    assert!(!o.status.success());
+}

@@ -26,6 +26,10 @@ pub enum QueryFormat {
     Csv,
     /// TRACE and FORWARD only: the provenance tree, op names on the branches.
     Tree,
+    /// TRACE and FORWARD only: the result subgraph as Graphviz DOT.
+    Dot,
+    /// TRACE and FORWARD only: the result subgraph as a Mermaid flowchart.
+    Mermaid,
 }
 
 /// Longest cell a table shows before cutting it.
@@ -209,18 +213,28 @@ fn print_result(
 ) -> std::result::Result<(), EngineError> {
     let columns = columns_of(plan);
     match format {
-        QueryFormat::Tree => {
+        QueryFormat::Tree | QueryFormat::Dot | QueryFormat::Mermaid => {
             let Plan::Traverse(t) = plan else {
-                return Err(EngineError::BadRequest(
-                    "--format tree draws TRACE and FORWARD results; use table, json or csv".into(),
-                ));
+                return Err(EngineError::BadRequest(format!(
+                    "--format {} draws TRACE and FORWARD results; use table, json or csv",
+                    format
+                        .to_possible_value()
+                        .map(|v| v.get_name().to_string())
+                        .unwrap_or_default()
+                )));
             };
-            // The tree is drawn from the path that reached each variable.
-            let mut paths = t.clone();
-            paths.output = Output::Paths;
-            paths.columns = traverse_columns(Output::Paths);
+            // The tree is drawn from the path that reached each variable, the
+            // drawings from the result subgraph.
+            let output = if format == QueryFormat::Tree {
+                Output::Paths
+            } else {
+                Output::Subgraph
+            };
+            let mut drawn = t.clone();
+            drawn.output = output;
+            drawn.columns = traverse_columns(output);
             let mut rows = Vec::new();
-            db.run_plan(&Plan::Traverse(paths), cancel, &mut |r| {
+            db.run_plan(&Plan::Traverse(drawn), cancel, &mut |r| {
                 rows.push(r);
                 Ok(true)
             })?;
@@ -242,7 +256,14 @@ fn print_result(
             if after {
                 writeln!(out).map_err(stdout_err)?;
             }
-            write!(out, "{}", crate::tree::draw(&rows, &name)).map_err(stdout_err)?;
+            let text = match format {
+                QueryFormat::Dot => crate::tree::subgraph(&rows, crate::tree::Drawing::Dot, &name),
+                QueryFormat::Mermaid => {
+                    crate::tree::subgraph(&rows, crate::tree::Drawing::Mermaid, &name)
+                }
+                _ => crate::tree::draw(&rows, &name),
+            };
+            write!(out, "{text}").map_err(stdout_err)?;
         }
         QueryFormat::Table => {
             let mut rows: Vec<Vec<String>> = Vec::new();

@@ -154,3 +154,152 @@ mod tests {
         assert_eq!(draw(&[], &|_, op| op.to_string()), "");
     }
 }
+
+/// A drawing format for a result subgraph.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Drawing {
+    /// Graphviz DOT.
+    Dot,
+    /// A Mermaid flowchart.
+    Mermaid,
+}
+
+fn dot_text(s: &str) -> String {
+    s.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+fn mermaid_text(s: &str) -> String {
+    s.replace('"', "#quot;").replace('\n', " ")
+}
+
+/// Draws rows of `RETURN subgraph` (trace, element, id, source, target,
+/// op_id) as DOT or Mermaid: variables as boxes, edges labelled with their
+/// op's name. Traces are drawn side by side (DOT clusters, Mermaid subgraphs).
+pub fn subgraph(
+    rows: &[Vec<Value>],
+    how: Drawing,
+    op_name: &dyn Fn(&str, &str) -> String,
+) -> String {
+    let text = |v: Option<&Value>| match v {
+        Some(Value::Str(s)) => s.clone(),
+        _ => String::new(),
+    };
+    // Node numbers per (trace, node id), in the order first met.
+    let mut ids: Vec<(String, String)> = Vec::new();
+    let number = |trace: &str, node: &str, ids: &mut Vec<(String, String)>| -> usize {
+        match ids.iter().position(|(t, n)| t == trace && n == node) {
+            Some(i) => i,
+            None => {
+                ids.push((trace.to_string(), node.to_string()));
+                ids.len() - 1
+            }
+        }
+    };
+    let mut edges: Vec<(String, usize, usize, String)> = Vec::new();
+    for row in rows {
+        let trace = text(row.first());
+        match text(row.get(1)).as_str() {
+            "node" => {
+                number(&trace, &text(row.get(2)), &mut ids);
+            }
+            "edge" => {
+                let s = number(&trace, &text(row.get(3)), &mut ids);
+                let t = number(&trace, &text(row.get(4)), &mut ids);
+                edges.push((trace.clone(), s, t, op_name(&trace, &text(row.get(5)))));
+            }
+            _ => {}
+        }
+    }
+    let mut traces: Vec<&str> = Vec::new();
+    for (t, _) in &ids {
+        if !traces.contains(&t.as_str()) {
+            traces.push(t);
+        }
+    }
+    let mut out = String::new();
+    match how {
+        Drawing::Dot => {
+            out.push_str("digraph provenance {\n  rankdir=LR;\n  node [shape=box, fontname=\"monospace\"];\n");
+            for (k, trace) in traces.iter().enumerate() {
+                out.push_str(&format!(
+                    "  subgraph cluster_{k} {{\n    label=\"{}\";\n",
+                    dot_text(trace)
+                ));
+                for (i, (t, node)) in ids.iter().enumerate() {
+                    if t == trace {
+                        out.push_str(&format!("    n{i} [label=\"{}\"];\n", dot_text(node)));
+                    }
+                }
+                out.push_str("  }\n");
+            }
+            for (_, s, t, op) in &edges {
+                out.push_str(&format!("  n{s} -> n{t} [label=\"{}\"];\n", dot_text(op)));
+            }
+            out.push_str("}\n");
+        }
+        Drawing::Mermaid => {
+            out.push_str("flowchart LR\n");
+            for (k, trace) in traces.iter().enumerate() {
+                out.push_str(&format!("  subgraph t{k}[\"{}\"]\n", mermaid_text(trace)));
+                for (i, (t, node)) in ids.iter().enumerate() {
+                    if t == trace {
+                        out.push_str(&format!("    n{i}[\"{}\"]\n", mermaid_text(node)));
+                    }
+                }
+                out.push_str("  end\n");
+            }
+            for (_, s, t, op) in &edges {
+                out.push_str(&format!("  n{s} -->|\"{}\"| n{t}\n", mermaid_text(op)));
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod drawing_tests {
+    use super::*;
+
+    fn row(cells: &[&str]) -> Vec<Value> {
+        cells
+            .iter()
+            .map(|c| {
+                if c.is_empty() {
+                    Value::Null
+                } else {
+                    Value::from(*c)
+                }
+            })
+            .collect()
+    }
+
+    fn rows() -> Vec<Vec<Value>> {
+        vec![
+            row(&["t", "node", "p@1", "", "", ""]),
+            row(&["t", "node", "q \"x\"@1", "", "", ""]),
+            row(&["t", "edge", "e1", "q \"x\"@1", "p@1", "op-1"]),
+        ]
+    }
+
+    #[test]
+    fn dot_draws_nodes_in_a_cluster_and_labels_edges_with_op_names() {
+        let d = subgraph(&rows(), Drawing::Dot, &|_, _| "rag.answer".into());
+        assert_eq!(
+            d,
+            "digraph provenance {\n  rankdir=LR;\n  node [shape=box, fontname=\"monospace\"];\n  \
+             subgraph cluster_0 {\n    label=\"t\";\n    n0 [label=\"p@1\"];\n    n1 [label=\"q \\\"x\\\"@1\"];\n  }\n  \
+             n1 -> n0 [label=\"rag.answer\"];\n}\n"
+        );
+    }
+
+    #[test]
+    fn mermaid_escapes_quotes() {
+        let m = subgraph(&rows(), Drawing::Mermaid, &|_, op| op.to_string());
+        assert_eq!(
+            m,
+            "flowchart LR\n  subgraph t0[\"t\"]\n    n0[\"p@1\"]\n    n1[\"q #quot;x#quot;@1\"]\n  end\n  n1 -->|\"op-1\"| n0\n"
+        );
+    }
+}
