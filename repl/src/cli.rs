@@ -21,6 +21,8 @@ Examples:
   memtrace demo                              import the bundled sample, show stats and traces
   memtrace import runs/ extra.jsonl          import files and folders (*.json, *.jsonl)
   memtrace traces --format json              list stored traces as JSON
+  memtrace query \"TRACE prediction:Q7 DEPTH 3\" --format tree    provenance of an answer
+  memtrace query -f checks.mt --format csv   run a script of statements
   memtrace export graph-e02a1f3b --format dot > trace.dot
   memtrace --db other.db stats               use another database (or set MEMTRACE_DB)";
 
