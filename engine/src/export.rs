@@ -306,13 +306,15 @@ impl Serialize for List<'_, '_, '_> {
     }
 }
 
-fn dot_escape(s: &str) -> String {
+/// Text escaped for a double-quoted DOT string.
+pub fn dot_escape(s: &str) -> String {
     s.replace('\\', "\\\\")
         .replace('"', "\\\"")
         .replace('\n', "\\n")
 }
 
-fn mermaid_escape(s: &str) -> String {
+/// Text escaped for a double-quoted Mermaid label.
+pub fn mermaid_escape(s: &str) -> String {
     s.replace('"', "#quot;").replace('\n', " ")
 }
 

@@ -30,7 +30,7 @@ pub use catalog::{TraceCatalog, TraceEdges, TraceOps};
 pub use db::{Database, TraceView};
 pub use error::{EngineError, Result};
 pub use exec::{columns_of, to_json, QueryResult, Sink};
-pub use export::ExportFormat;
+pub use export::{dot_escape, mermaid_escape, ExportFormat};
 pub use graph::{Admit, Cancel, Direction, TraceGraph, Visit};
 pub use import::{FileReport, ImportOptions, ImportedTrace, InputFormat, Progress};
 pub use memtrace_query::ast::Output;

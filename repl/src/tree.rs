@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use memtrace_engine::Value;
+use memtrace_engine::{dot_escape, mermaid_escape, Value};
 
 /// One node of the drawn tree: its children in the order first met.
 #[derive(Debug, Default)]
@@ -164,16 +164,6 @@ pub enum Drawing {
     Mermaid,
 }
 
-fn dot_text(s: &str) -> String {
-    s.replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
-}
-
-fn mermaid_text(s: &str) -> String {
-    s.replace('"', "#quot;").replace('\n', " ")
-}
-
 /// Draws rows of `RETURN subgraph` (trace, element, id, source, target,
 /// op_id) as DOT or Mermaid: variables as boxes, edges labelled with their
 /// op's name. Traces are drawn side by side (DOT clusters, Mermaid subgraphs).
@@ -225,33 +215,33 @@ pub fn subgraph(
             for (k, trace) in traces.iter().enumerate() {
                 out.push_str(&format!(
                     "  subgraph cluster_{k} {{\n    label=\"{}\";\n",
-                    dot_text(trace)
+                    dot_escape(trace)
                 ));
                 for (i, (t, node)) in ids.iter().enumerate() {
                     if t == trace {
-                        out.push_str(&format!("    n{i} [label=\"{}\"];\n", dot_text(node)));
+                        out.push_str(&format!("    n{i} [label=\"{}\"];\n", dot_escape(node)));
                     }
                 }
                 out.push_str("  }\n");
             }
             for (_, s, t, op) in &edges {
-                out.push_str(&format!("  n{s} -> n{t} [label=\"{}\"];\n", dot_text(op)));
+                out.push_str(&format!("  n{s} -> n{t} [label=\"{}\"];\n", dot_escape(op)));
             }
             out.push_str("}\n");
         }
         Drawing::Mermaid => {
             out.push_str("flowchart LR\n");
             for (k, trace) in traces.iter().enumerate() {
-                out.push_str(&format!("  subgraph t{k}[\"{}\"]\n", mermaid_text(trace)));
+                out.push_str(&format!("  subgraph t{k}[\"{}\"]\n", mermaid_escape(trace)));
                 for (i, (t, node)) in ids.iter().enumerate() {
                     if t == trace {
-                        out.push_str(&format!("    n{i}[\"{}\"]\n", mermaid_text(node)));
+                        out.push_str(&format!("    n{i}[\"{}\"]\n", mermaid_escape(node)));
                     }
                 }
                 out.push_str("  end\n");
             }
             for (_, s, t, op) in &edges {
-                out.push_str(&format!("  n{s} -->|\"{}\"| n{t}\n", mermaid_text(op)));
+                out.push_str(&format!("  n{s} -->|\"{}\"| n{t}\n", mermaid_escape(op)));
             }
         }
     }
