@@ -19,14 +19,38 @@ pub fn sample() -> PathBuf {
 
 pub const SAMPLE_GRAPH: &str = "graph-e02a1f3b041740d5b82569831ef2d06e";
 
-/// Runs `memtrace --db DB ARGS...` in `cwd` with MEMTRACE_DB cleared.
-pub fn run(cwd: &Path, db: Option<&Path>, args: &[&str]) -> Output {
+/// `memtrace --db DB ARGS...` in `cwd`, with MEMTRACE_DB and COLUMNS cleared.
+pub fn command(cwd: &Path, db: Option<&Path>, args: &[&str]) -> Command {
     let mut c = Command::new(bin());
-    c.current_dir(cwd).env_remove("MEMTRACE_DB");
+    c.current_dir(cwd)
+        .env_remove("MEMTRACE_DB")
+        .env_remove("COLUMNS");
     if let Some(db) = db {
         c.arg("--db").arg(db);
     }
-    c.args(args).output().expect("run memtrace")
+    c.args(args);
+    c
+}
+
+/// Runs `memtrace --db DB ARGS...` in `cwd` with MEMTRACE_DB cleared.
+pub fn run(cwd: &Path, db: Option<&Path>, args: &[&str]) -> Output {
+    command(cwd, db, args).output().expect("run memtrace")
+}
+
+/// Runs `memtrace --db DB ARGS...` with `input` on standard input.
+pub fn run_with_input(cwd: &Path, db: Option<&Path>, args: &[&str], input: &str) -> Output {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = command(cwd, db, args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start memtrace");
+    let mut stdin = child.stdin.take().expect("stdin");
+    stdin.write_all(input.as_bytes()).expect("write stdin");
+    drop(stdin);
+    child.wait_with_output().expect("run memtrace")
 }
 
 pub fn stdout(o: &Output) -> String {

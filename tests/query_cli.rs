@@ -196,7 +196,6 @@ fn query_help_has_examples() {
 
 #[test]
 fn scripts_run_from_a_file_or_standard_input_statement_by_statement() {
-    use std::io::Write;
     let (dir, db) = with_sample();
     let script = dir.path().join("checks.mt");
     std::fs::write(
@@ -215,22 +214,12 @@ fn scripts_run_from_a_file_or_standard_input_statement_by_statement() {
     );
 
     // Standard input, JSON: one object per statement.
-    let mut child = std::process::Command::new(bin())
-        .current_dir(dir.path())
-        .env_remove("MEMTRACE_DB")
-        .args(["--db", db.to_str().unwrap(), "query", "--format", "json"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"SHOW TRACES; FIND ops RETURN count(*)")
-        .unwrap();
-    let o = ok(child.wait_with_output().unwrap());
+    let o = ok(run_with_input(
+        dir.path(),
+        Some(&db),
+        &["query", "--format", "json"],
+        "SHOW TRACES; FIND ops RETURN count(*)",
+    ));
     let values: Vec<serde_json::Value> = serde_json::Deserializer::from_slice(&o.stdout)
         .into_iter()
         .collect::<Result<_, _>>()
@@ -304,7 +293,7 @@ fn tree_format_draws_the_provenance_with_op_names_on_the_branches() {
         &["query", "SHOW TRACES", "--format", "tree"],
     );
     assert!(!o.status.success());
-    assert!(stderr(&o).contains("--format tree draws TRACE and FORWARD results"));
+    assert!(stderr(&o).contains("the tree format draws TRACE and FORWARD results"));
 }
 
 #[test]
@@ -346,4 +335,86 @@ fn dot_and_mermaid_draw_the_result_subgraph_with_op_names() {
         &["query", "FIND ops", "--format", "dot"],
     );
     assert!(!o.status.success());
+}
+
+#[test]
+fn tables_fit_the_width_in_columns() {
+    let (dir, db) = with_sample();
+    let q = "FIND vars WHERE var.class = 'prompt' RETURN var.node_id, var.value";
+    let wide = stdout(&ok(run(dir.path(), Some(&db), &["query", q])));
+    assert!(wide.lines().any(|l| l.chars().count() > 60), "{wide}");
+    let o = ok(command(dir.path(), Some(&db), &["query", q])
+        .env("COLUMNS", "60")
+        .output()
+        .unwrap());
+    let narrow = stdout(&o);
+    for line in narrow.lines() {
+        assert!(line.chars().count() <= 60, "{line:?} is wider than 60");
+    }
+    assert!(narrow.contains('…'), "{narrow}");
+    assert!(narrow.ends_with("(1 row)\n"), "{narrow}");
+}
+
+#[test]
+fn the_shell_reads_statements_and_commands_from_a_pipe() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("fresh.db");
+    let input = format!(
+        "-- a new database: nothing to query yet\n\
+         SHOW TRACES;\n\
+         :import {}\n\
+         :format csv\n\
+         FIND ops\n  WHERE op.name = 'rag.answer'\n  RETURN op.name;\n\
+         :param k=llm.generate\n\
+         FIND ops WHERE op.name = $k RETURN count(*) AS n;\n\
+         TRACE answer:42 UNTILL x;\n\
+         :format tree\n\
+         TRACE '{ANSWER}' DEPTH 1;\n\
+         SHOW TRACES\n",
+        sample().display()
+    );
+    let o = run_with_input(dir.path(), Some(&db), &[], &input);
+    let (out, err) = (stdout(&o), stderr(&o));
+    // The two failures make the exit status 1; everything else ran.
+    assert_eq!(o.status.code(), Some(1), "{out}\n{err}");
+    assert!(err.contains("no database at"), "{err}");
+    assert!(
+        err.contains("did you mean UNTIL?") && err.contains('^'),
+        "{err}"
+    );
+    assert!(
+        !out.contains("memtrace> "),
+        "no prompts without a terminal: {out}"
+    );
+    assert!(out.contains("1 trace(s) stored"), "{out}");
+    assert!(
+        out.contains("format: csv\nop.name\r\nrag.answer\r\n"),
+        "{out}"
+    );
+    assert!(out.contains("n\r\n1\r\n"), "{out}");
+    assert!(out.contains("├── [rag.answer]"), "{out}");
+    // The last statement has no ';' but the input ended: it runs, as a
+    // table, since tree draws only traversals.
+    assert!(out.trim_end().ends_with("(1 row)"), "{out}");
+    assert!(out.contains(SAMPLE_GRAPH));
+}
+
+#[test]
+fn the_shell_leaves_at_quit_and_reports_unknown_commands() {
+    let (dir, db) = with_sample();
+    let o = run_with_input(
+        dir.path(),
+        Some(&db),
+        &[],
+        ":timing on\n:nope\n:help find\n:quit\nSHOW TRACES;\n",
+    );
+    assert_eq!(o.status.code(), Some(1));
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert!(out.contains("timing: on"), "{out}");
+    assert!(err.contains("unknown command :nope"), "{err}");
+    assert!(out.contains("FIND: records across all traces"), "{out}");
+    assert!(
+        !out.contains(SAMPLE_GRAPH),
+        "nothing runs after :quit: {out}"
+    );
 }

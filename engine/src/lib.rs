@@ -35,9 +35,9 @@ pub use graph::{Admit, Cancel, Direction, TraceGraph, Visit};
 pub use import::{FileReport, ImportOptions, ImportedTrace, InputFormat, Progress};
 pub use memtrace_query::ast::Output;
 pub use memtrace_query::plan::traverse_columns;
-pub use memtrace_query::{Params, Plan, Statement, Value};
+pub use memtrace_query::{field_names, Params, Plan, Statement, Value, KEYWORDS, SUBJECTS};
 pub use memtrace_storage::records::Counts;
-pub use memtrace_storage::{LocalId, TraceId};
+pub use memtrace_storage::{LocalId, StorageError, TraceId};
 pub use model::{Case, Edge, LogEntry, Node, Operation, Session, Stats, TraceInfo, Variable};
 
 /// Raw RocksDB batched puts: the ceiling that import benchmarks compare against.

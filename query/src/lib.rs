@@ -26,7 +26,7 @@ pub use eval::{Collector, Pexpr, Row};
 pub use keywords::KEYWORDS;
 pub use node_ref::{parse_node_ref, NodeRef};
 pub use parse::{parse_script, parse_statement};
-pub use plan::{plan, plan_text, Field, Params, Plan, Subject};
+pub use plan::{field_names, plan, plan_text, Field, Params, Plan, Subject, SUBJECTS};
 pub use value::Value;
 
 mod grammar {

@@ -188,6 +188,34 @@ fn fields_of(subject: Subject) -> &'static [(&'static str, Field)] {
     }
 }
 
+/// The subjects a field path may start with, as written (`var`, `op`, ...).
+pub const SUBJECTS: &[&str] = &[
+    "var", "op", "edge", "session", "trace", "case", "source", "target",
+];
+
+/// The field names of a subject as written after its dot (`var` -> `full_name`,
+/// `name`, ...), for completion and help; `None` for a name that is not a subject.
+/// `meta.` paths are open-ended and not listed.
+pub fn field_names(subject: &str) -> Option<Vec<&'static str>> {
+    let s = subject_named(subject)?;
+    Some(fields_of(s).iter().map(|(name, _)| *name).collect())
+}
+
+/// The subject a field path's first name stands for.
+fn subject_named(name: &str) -> Option<Subject> {
+    Some(match name {
+        "var" => Subject::Var,
+        "op" => Subject::Op,
+        "edge" => Subject::Edge,
+        "session" => Subject::Session,
+        "trace" => Subject::Trace,
+        "case" => Subject::Case,
+        "source" => Subject::Source,
+        "target" => Subject::Target,
+        _ => return None,
+    })
+}
+
 fn subject_name(s: Subject) -> &'static str {
     match s {
         Subject::Var => "var",
@@ -609,16 +637,9 @@ impl Planner<'_> {
             }
             return self.field_in(path, head, subject, table, rest);
         }
-        let subject = match head.as_str() {
-            "var" => Subject::Var,
-            "op" => Subject::Op,
-            "edge" => Subject::Edge,
-            "session" => Subject::Session,
-            "trace" => Subject::Trace,
-            "case" => Subject::Case,
-            "source" => Subject::Source,
-            "target" => Subject::Target,
-            _ => {
+        let subject = match subject_named(head) {
+            Some(s) => s,
+            None => {
                 let mut known: Vec<&str> = scope.vars.iter().map(|v| v.name.as_str()).collect();
                 known.extend(scope.subjects.iter().map(|s| subject_name(*s)));
                 let hint = nearest(head, known.iter().copied())

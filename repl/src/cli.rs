@@ -17,7 +17,11 @@ use crate::table;
 pub const SAMPLE: &str = include_str!("../../tests/fixtures/sample_export.json");
 
 const AFTER_HELP: &str = "\
+Without a subcommand memtrace opens its shell on the database: statements end with ';',
+:help lists them and the shell's commands, Tab completes, Ctrl-C cancels, Ctrl-D leaves.
+
 Examples:
+  memtrace                                   the shell on ./memtrace.db
   memtrace demo                              import the bundled sample, show stats and traces
   memtrace import runs/ extra.jsonl          import files and folders (*.json, *.jsonl)
   memtrace traces --format json              list stored traces as JSON
@@ -38,9 +42,9 @@ pub struct Cli {
         default_value = "memtrace.db"
     )]
     pub db: PathBuf,
-    /// What to do.
+    /// What to do; without a subcommand, the interactive shell opens.
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
 }
 
 /// Output format of listings.
@@ -219,7 +223,10 @@ pub enum Command {
 
 /// Runs a parsed command line.
 pub fn run(cli: Cli) -> Result<ExitCode> {
-    match cli.command {
+    let Some(command) = cli.command else {
+        return crate::shell::run(&cli.db);
+    };
+    match command {
         Command::Import { paths, force } => import(&cli.db, &paths, force),
         Command::Export {
             trace,
@@ -388,6 +395,23 @@ fn progress_bar() -> ProgressBar {
 
 fn import(db: &std::path::Path, paths: &[PathBuf], force: bool) -> Result<ExitCode> {
     let db = Database::open(db)?;
+    let (_, failed) = import_into(&db, paths, force, &mut std::io::stdout())?;
+    Ok(if failed > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// Imports `paths` into `db` with a progress bar on standard error, writing
+/// a line per stored trace and a summary to `out` and each failure to
+/// standard error. Returns (traces stored, files failed).
+pub fn import_into(
+    db: &Database,
+    paths: &[PathBuf],
+    force: bool,
+    out: &mut dyn Write,
+) -> Result<(usize, usize)> {
     let bar = progress_bar();
     let mut done_before = 0u64;
     let mut current = 0u64;
@@ -412,10 +436,11 @@ fn import(db: &std::path::Path, paths: &[PathBuf], force: bool) -> Result<ExitCo
             Ok(traces) => {
                 for t in traces {
                     stored += 1;
-                    println!(
+                    writeln!(
+                        out,
                         "imported {}: trace #{} {} ({} sessions, {} variables, {} ops, {} edges, {} cases)",
                         r.path.display(), t.trace, t.graph_id, t.counts.sessions, t.counts.variables, t.counts.ops, t.counts.edges, t.counts.cases
-                    );
+                    ).map_err(io("standard output"))?;
                 }
             }
             Err(e) => {
@@ -424,15 +449,13 @@ fn import(db: &std::path::Path, paths: &[PathBuf], force: bool) -> Result<ExitCo
             }
         }
     }
-    println!(
+    writeln!(
+        out,
         "{stored} trace(s) stored from {} file(s); {failed} file(s) failed",
         reports.len() - failed
-    );
-    Ok(if failed > 0 {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    )
+    .map_err(io("standard output"))?;
+    Ok((stored, failed))
 }
 
 fn export(
@@ -441,7 +464,18 @@ fn export(
     format: ExportAs,
     output: Option<PathBuf>,
 ) -> Result<ExitCode> {
-    let db = Database::open_existing(db)?;
+    export_to(&Database::open_existing(db)?, trace, format, output)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Writes a trace of `db` to `output` (beside it first, then renamed) or to
+/// standard output.
+pub fn export_to(
+    db: &Database,
+    trace: &str,
+    format: ExportAs,
+    output: Option<PathBuf>,
+) -> Result<()> {
     let view = db.trace(trace)?;
     let format = match format {
         ExportAs::Smartcomment => ExportFormat::Smartcomment,
@@ -451,12 +485,20 @@ fn export(
     match output {
         Some(path) => {
             // Write beside the target and rename, so a failed export leaves no half file.
-            let tmp = path.with_extension("partial");
-            let file = std::fs::File::create(&tmp).map_err(io(tmp.display()))?;
-            let mut w = std::io::BufWriter::new(file);
-            view.export(format, &mut w)?;
-            w.flush().map_err(io(tmp.display()))?;
-            std::fs::rename(&tmp, &path).map_err(io(path.display()))?;
+            let mut tmp = path.clone().into_os_string();
+            tmp.push(".partial");
+            let tmp = PathBuf::from(tmp);
+            let written = (|| -> Result<()> {
+                let file = std::fs::File::create(&tmp).map_err(io(tmp.display()))?;
+                let mut w = std::io::BufWriter::new(file);
+                view.export(format, &mut w)?;
+                w.flush().map_err(io(tmp.display()))?;
+                std::fs::rename(&tmp, &path).map_err(io(path.display()))
+            })();
+            if written.is_err() {
+                let _ = std::fs::remove_file(&tmp);
+            }
+            written?;
         }
         None => {
             let stdout = std::io::stdout();
@@ -465,7 +507,7 @@ fn export(
             w.flush().map_err(io("standard output"))?;
         }
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 fn stats(db: &Database, format: Listing) -> Result<ExitCode> {

@@ -1,9 +1,10 @@
-//! The `memtrace` command-line tool: import, export and inspect traces of LLM memory systems.
+//! The `memtrace` command-line tool and shell: import, query, export and inspect traces of LLM memory systems.
 
 mod bench;
 mod cli;
 mod error;
 mod query;
+mod shell;
 mod suite;
 mod table;
 mod tree;

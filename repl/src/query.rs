@@ -158,12 +158,13 @@ pub fn run(
     }
     let several = statements.len() > 1;
     let cancel = Cancel::new();
+    let width = table::terminal_width();
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     for (i, stmt) in statements.iter().enumerate() {
         let done = db
             .plan(stmt, &params, &text)
-            .and_then(|plan| print_result(&db, &plan, format, &cancel, &mut out, i > 0));
+            .and_then(|plan| print_result(&db, &plan, format, &cancel, &mut out, i > 0, width));
         if let Err(e) = done {
             out.flush().map_err(io("stdout"))?;
             return Err(if several {
@@ -203,20 +204,22 @@ fn stdout_err(e: std::io::Error) -> EngineError {
 
 /// Runs one planned statement and prints its result; `after` puts a blank
 /// line (table, CSV) or a line break (JSON) after the previous result.
-fn print_result(
+/// Tables are fitted to `width` columns when given.
+pub fn print_result(
     db: &Database,
     plan: &Plan,
     format: QueryFormat,
     cancel: &Cancel,
     out: &mut dyn Write,
     after: bool,
+    width: Option<usize>,
 ) -> std::result::Result<(), EngineError> {
     let columns = columns_of(plan);
     match format {
         QueryFormat::Tree | QueryFormat::Dot | QueryFormat::Mermaid => {
             let Plan::Traverse(t) = plan else {
                 return Err(EngineError::BadRequest(format!(
-                    "--format {} draws TRACE and FORWARD results; use table, json or csv",
+                    "the {} format draws TRACE and FORWARD results; use table, json or csv",
                     format
                         .to_possible_value()
                         .map(|v| v.get_name().to_string())
@@ -283,7 +286,8 @@ fn print_result(
             if after {
                 writeln!(out).map_err(stdout_err)?;
             }
-            write!(out, "{}", table::render(&header, &rows, &right)).map_err(stdout_err)?;
+            write!(out, "{}", table::render_fit(&header, &rows, &right, width))
+                .map_err(stdout_err)?;
             writeln!(
                 out,
                 "({} row{})",

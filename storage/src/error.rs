@@ -29,6 +29,9 @@ pub enum StorageError {
     /// No database exists at the path and creation was not asked for.
     #[error("no memtrace database at {0} (import something first, or pass --db)")]
     Missing(String),
+    /// Another process holds the database open (RocksDB's folder lock).
+    #[error("the database at {0} is open in another memtrace process (a REPL, an import or a query); close it there first")]
+    InUse(String),
     /// A record could not be encoded.
     #[error("cannot encode {what}: {reason}")]
     Encode {

@@ -263,7 +263,14 @@ impl Store {
             let descriptors = present
                 .iter()
                 .map(|name| ColumnFamilyDescriptor::new(name, cf_options(name)));
-            let db = DB::open_cf_descriptors(&db_opts, path, descriptors)?;
+            let db = DB::open_cf_descriptors(&db_opts, path, descriptors).map_err(|e| {
+                // RocksDB takes an exclusive lock on the folder's LOCK file.
+                if e.as_ref().contains("LOCK: ") {
+                    StorageError::InUse(shown.clone())
+                } else {
+                    StorageError::Rocks(e)
+                }
+            })?;
             let found = db
                 .get_cf(db.cf_handle(cf::META).expect("listed"), META_SCHEMA)?
                 .and_then(|v| keys::read_u32(&v));
@@ -1289,6 +1296,17 @@ mod tests {
         let store = Store::open(&path, &StoreOptions::default()).unwrap();
         assert!(write_trace(&store, "g1", "x") > first);
         assert_eq!(store.read().log().count(), 3);
+    }
+
+    #[test]
+    fn a_database_held_open_elsewhere_is_named_as_in_use() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db");
+        let _held = Store::open(&path, &StoreOptions::default()).unwrap();
+        match Store::open(&path, &StoreOptions::default()) {
+            Err(StorageError::InUse(p)) => assert_eq!(p, path.display().to_string()),
+            other => panic!("expected InUse, got {:?}", other.map(|_| ())),
+        }
     }
 
     #[test]

@@ -1,0 +1,228 @@
+//! `:help` and `:help TOPIC`: every statement with an example, and the
+//! shell's own commands.
+
+/// The topics `:help` knows, with their text. The first line of each is its
+/// summary in the overview.
+const TOPICS: &[(&str, &str)] = &[
+    (
+        "trace",
+        "TRACE: what a variable was derived from (walks edges backwards)
+  TRACE <starts> [IN TRACE 'id'] [DEPTH n | DEPTH m..n] [UNTIL p] [WHILE p] [WHERE p]
+        [RETURN nodes|ops|edges|subgraph|paths|count] [LIMIT n];
+  A start is a full name (answer:42, its latest version), a version (answer:42@2), a quoted
+  full node id, an op id, a $parameter, or several separated by commas. Without IN TRACE every
+  trace holding a start answers. UNTIL stops at what matches (returned, not expanded); WHILE
+  crosses only edges whose far end matches; WHERE filters rows.
+  Examples:
+    TRACE prediction:Q7 DEPTH 3;
+    TRACE prediction:Q7 UNTIL op.kind = 'extraction' RETURN ops;
+    TRACE prediction:Q7 IN TRACE '#2' RETURN paths LIMIT 5;",
+    ),
+    (
+        "forward",
+        "FORWARD: where a variable went (walks edges forwards); the same clauses as TRACE
+  Examples:
+    FORWARD message:D1:3 WHERE var.category = 'memory_entry';
+    FORWARD message:D1:3 DEPTH 1..4 RETURN count;",
+    ),
+    (
+        "match",
+        "MATCH: Cypher-style patterns in each trace
+  MATCH <pattern>[, <pattern>...] [WHERE p] RETURN [DISTINCT] expr [AS name], ...
+        [ORDER BY expr [ASC|DESC]] [LIMIT n];
+  (a:class {field: value}) is a variable, -[:kind]-> an edge made by an op of that kind,
+  <-[...]- the other way, --> any edge, -[e:kind]-> a named edge, -[*1..20]-> a path.
+  Examples:
+    MATCH (m:message)-[:extraction]->(f) RETURN m, f LIMIT 10;
+    MATCH (m:message)-[*1..20]->(p:prediction) WHERE m.value CONTAINS 'Paris' RETURN DISTINCT p;",
+    ),
+    (
+        "find",
+        "FIND: records across all traces, filtered, grouped and counted
+  FIND vars|ops|edges|sessions|traces|cases [IN TRACE 'id'] [WHERE p] [GROUP BY e, ...]
+       [RETURN ...] [ORDER BY ...] [LIMIT n];
+  Aggregates: count(*), count(x), count(DISTINCT x), min, max, sum, avg; functions lower,
+  upper, length.
+  Examples:
+    FIND ops WHERE op.kind = 'retrieval' GROUP BY op.name RETURN op.name, count(*);
+    FIND cases GROUP BY trace.project_id, case.error_type ORDER BY count(*) DESC;
+    FIND vars WHERE var.category = 'memory_entry' AND var.value =~ '(?i)paris' LIMIT 5;",
+    ),
+    (
+        "show",
+        "SHOW TRACES: the stored traces with their counts
+  Example:
+    SHOW TRACES;",
+    ),
+    (
+        "describe",
+        "DESCRIBE: a variable's incoming edges grouped by category, or an op's edges
+  Examples:
+    DESCRIBE prediction:Q7;
+    DESCRIBE prediction:Q7 IN TRACE 'mem0-0002-s7';",
+    ),
+    (
+        "explain",
+        "EXPLAIN: the plan of a statement, without running it
+  Example:
+    EXPLAIN MATCH (m:message)-[*1..20]->(p:prediction) RETURN m, p;",
+    ),
+    (
+        "where",
+        "Predicates (UNTIL, WHILE, WHERE)
+  = != < <= > >=, CONTAINS, STARTS WITH, =~ (a regular expression), IN [..], NOT IN,
+  IS [NOT] NULL, combined with AND, OR, NOT and parentheses. Strings are 'single-quoted'
+  ('it''s'); text that reads as a number compares as one; comparisons with NULL are unknown.
+  Example:
+    FIND vars WHERE var.class IN ['message', 'prediction'] AND NOT var.value CONTAINS 'x';",
+    ),
+    (
+        "fields",
+        "Fields, by prefix
+  var.      full_name name class version category comment value created_at session node_id
+            filename lineno meta.<key>
+  op.       id name kind comment session created_at meta.<key>
+  edge.     id category comment source target op op_name kind session created_at meta.<key>
+  session.  id name category comment created_at meta.<key>
+  trace.    id user_id project_id created_at source meta.<key>
+  case.     query_id query golden_answers prediction evidence error_type op_id
+  source., target.  the variable fields of an edge's two ends (FIND edges)",
+    ),
+    (
+        "params",
+        "Parameters: $name in a statement takes the value set with :param
+  :param start=prediction:Q7     numbers, true, false and null are typed; the rest is text
+  :param                         lists them;  :unset start  removes one
+  Example:
+    TRACE $start DEPTH 2;",
+    ),
+    (
+        "formats",
+        "Output formats (:format NAME)
+  table    aligned columns; long values are cut with … to fit the terminal
+  json     {\"columns\": [...], \"rows\": [[...], ...]}
+  csv      RFC 4180, with a header line
+  tree     TRACE and FORWARD drawn as the provenance tree, op names on the branches
+  dot      TRACE and FORWARD subgraph as Graphviz DOT
+  mermaid  TRACE and FORWARD subgraph as a Mermaid flowchart
+  (with tree, dot and mermaid, the other statements print tables)",
+    ),
+    (
+        "commands",
+        "Shell commands (one line each, no ';')
+  :help [topic]        this help, or one topic
+  :format [NAME]       table, json, csv, tree, dot or mermaid (without NAME: the current one)
+  :timing [on|off]     print how long each statement took
+  :open PATH           use another database (created by the first :import when missing)
+  :import PATH...      import files and folders (*.json, *.jsonl) into the open database
+  :export TRACE FILE   write a trace to FILE: .dot and .mmd draw it, anything else is JSON
+  :param NAME=VALUE    set a $parameter (:param alone lists them, :unset NAME removes one)
+  :quit                leave (so do Ctrl-D, :q and :exit)
+  Keys: Tab completes keywords, fields and names from the database; Up and Down walk the
+  history (kept across runs); Ctrl-R searches it; Ctrl-C cancels a running statement or
+  clears the line.",
+    ),
+];
+
+/// The names `:help` accepts.
+pub fn topics() -> Vec<&'static str> {
+    TOPICS.iter().map(|(name, _)| *name).collect()
+}
+
+/// The overview (`topic` = None) or one topic's text; an unknown topic is
+/// an error that lists the known ones.
+pub fn text(topic: Option<&str>) -> Result<String, String> {
+    let Some(topic) = topic else {
+        let mut out =
+            String::from("Statements end with ';' and may span lines. :help TOPIC tells more.\n\n");
+        for (name, body) in TOPICS {
+            let summary = body.lines().next().unwrap_or_default();
+            let example = body
+                .lines()
+                .skip_while(|l| !l.trim_start().starts_with("Example"))
+                .nth(1)
+                .map(str::trim);
+            out.push_str(&format!("  {name:<9} {summary}\n"));
+            if let Some(e) = example {
+                out.push_str(&format!("            {e}\n"));
+            }
+        }
+        return Ok(out);
+    };
+    let want = topic.trim().trim_start_matches(':').to_ascii_lowercase();
+    // A statement's second keyword, or a command name, leads to its topic.
+    let want = match want.as_str() {
+        "traces" => "show",
+        "predicates" | "until" | "while" => "where",
+        "format" | "output" => "formats",
+        "param" | "parameters" | "unset" => "params",
+        "help" | "timing" | "open" | "import" | "export" | "quit" | "meta" => "commands",
+        other => other,
+    };
+    TOPICS
+        .iter()
+        .find(|(name, _)| *name == want)
+        .map(|(_, body)| format!("{body}\n"))
+        .ok_or_else(|| {
+            format!(
+                "no help on '{}'; topics: {}",
+                topic.trim(),
+                topics().join(", ")
+            )
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_statement_has_a_topic_with_an_example() {
+        for kw in [
+            "trace", "forward", "match", "find", "show", "describe", "explain",
+        ] {
+            let t = text(Some(kw)).unwrap();
+            assert!(t.contains("Example"), "{kw}");
+            assert!(t.contains(&kw.to_uppercase()), "{kw}");
+        }
+        let all = text(None).unwrap();
+        for name in topics() {
+            assert!(all.contains(name), "{name} missing from the overview");
+        }
+        assert!(all.contains("TRACE prediction:Q7 DEPTH 3;"));
+    }
+
+    #[test]
+    fn every_example_parses_and_plans() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = memtrace_engine::Database::open(dir.path().join("db")).unwrap();
+        let params: memtrace_engine::Params =
+            [("start".to_string(), memtrace_engine::Value::Str("x".into()))].into();
+        let mut seen = 0;
+        for (name, body) in TOPICS {
+            for line in body.lines().map(str::trim) {
+                let statement = line.ends_with(';') && !line.starts_with(':');
+                if !statement || line.starts_with('[') {
+                    continue;
+                }
+                let stmts = db
+                    .parse_script(line)
+                    .unwrap_or_else(|e| panic!("{name}: {line}: {e}"));
+                for s in &stmts {
+                    db.plan(s, &params, line)
+                        .unwrap_or_else(|e| panic!("{name}: {line}: {e}"));
+                }
+                seen += 1;
+            }
+        }
+        assert!(seen >= 15, "only {seen} examples found");
+    }
+
+    #[test]
+    fn topics_are_found_by_their_other_names_and_unknown_ones_listed() {
+        assert_eq!(text(Some("TRACES")), text(Some("show")));
+        assert_eq!(text(Some(":format")), text(Some("formats")));
+        let e = text(Some("nosuch")).unwrap_err();
+        assert!(e.contains("topics: trace, forward"), "{e}");
+    }
+}

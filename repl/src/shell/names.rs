@@ -1,0 +1,128 @@
+//! The names in the open database that the shell completes: trace ids,
+//! users and systems, class names, variable categories, op names and kinds.
+
+use std::collections::BTreeSet;
+
+use memtrace_engine::{Cancel, Database, Params, Result};
+
+/// Distinct names found in the database, each list sorted.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Names {
+    /// Graph ids of the traces.
+    pub traces: Vec<String>,
+    /// `user_id`s and `project_id`s (the memory systems) of the traces.
+    pub owners: Vec<String>,
+    /// Class names of variables (`message`, `prediction`, ...).
+    pub classes: Vec<String>,
+    /// Categories of variables (`memory_entry`, ...).
+    pub categories: Vec<String>,
+    /// Names of ops (`rag.answer`, ...).
+    pub op_names: Vec<String>,
+    /// Kinds (categories) of ops (`extraction`, `retrieval`, ...).
+    pub op_kinds: Vec<String>,
+}
+
+/// Which list a completion draws from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum List {
+    /// Trace graph ids.
+    Traces,
+    /// Users and systems.
+    Owners,
+    /// Class names.
+    Classes,
+    /// Variable categories.
+    Categories,
+    /// Op names.
+    OpNames,
+    /// Op kinds.
+    OpKinds,
+    /// All of them.
+    Any,
+}
+
+impl Names {
+    /// Reads the names from `db`; stops with `Cancelled` when `cancel` is set.
+    pub fn load(db: &Database, cancel: &Cancel) -> Result<Names> {
+        let mut names = Names::default();
+        let mut owners = BTreeSet::new();
+        for t in db.traces()? {
+            names.traces.push(t.graph_id);
+            owners.extend(t.user_id);
+            owners.extend(t.project_id);
+        }
+        names.owners = owners.into_iter().collect();
+        names.traces.sort();
+        let pairs = |text: &str| -> Result<(Vec<String>, Vec<String>)> {
+            let r = db.query_with(text, &Params::new(), cancel)?;
+            let (mut a, mut b) = (BTreeSet::new(), BTreeSet::new());
+            for row in r.rows {
+                if let Some(s) = row.first().and_then(|v| v.as_str()) {
+                    a.insert(s.to_string());
+                }
+                if let Some(s) = row.get(1).and_then(|v| v.as_str()) {
+                    b.insert(s.to_string());
+                }
+            }
+            Ok((a.into_iter().collect(), b.into_iter().collect()))
+        };
+        (names.classes, names.categories) =
+            pairs("FIND vars GROUP BY var.class, var.category RETURN var.class, var.category")?;
+        (names.op_names, names.op_kinds) =
+            pairs("FIND ops GROUP BY op.name, op.kind RETURN op.name, op.kind")?;
+        Ok(names)
+    }
+
+    /// The names of one list (`Any`: every list, without repeats).
+    pub fn list(&self, which: List) -> Vec<&str> {
+        let all = [
+            &self.traces,
+            &self.owners,
+            &self.classes,
+            &self.categories,
+            &self.op_names,
+            &self.op_kinds,
+        ];
+        let pick: Vec<&Vec<String>> = match which {
+            List::Traces => vec![&self.traces],
+            List::Owners => vec![&self.owners],
+            List::Classes => vec![&self.classes],
+            List::Categories => vec![&self.categories],
+            List::OpNames => vec![&self.op_names],
+            List::OpKinds => vec![&self.op_kinds],
+            List::Any => all.to_vec(),
+        };
+        let set: BTreeSet<&str> = pick.into_iter().flatten().map(String::as_str).collect();
+        set.into_iter().collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_come_from_the_database() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path().join("db")).unwrap();
+        db.import_reader(
+            crate::cli::SAMPLE.as_bytes(),
+            memtrace_engine::InputFormat::Json,
+            "sample",
+            &Default::default(),
+        )
+        .unwrap();
+        let n = Names::load(&db, &Cancel::new()).unwrap();
+        assert_eq!(n.traces, vec!["graph-e02a1f3b041740d5b82569831ef2d06e"]);
+        assert!(n.owners.contains(&"memtrace-demo".to_string()));
+        assert!(n.classes.contains(&"prompt".to_string()), "{:?}", n.classes);
+        assert!(n.op_names.contains(&"rag.answer".to_string()));
+        assert!(!n.op_kinds.is_empty() && !n.categories.is_empty());
+        let any = n.list(List::Any);
+        assert!(any.contains(&"rag.answer") && any.contains(&"prompt"));
+        assert!(any.windows(2).all(|w| w[0] < w[1]), "sorted, no repeats");
+        let cancel = Cancel::new();
+        cancel.cancel();
+        assert!(Names::load(&db, &cancel).is_err());
+    }
+}
