@@ -21,7 +21,7 @@ pub enum QueryError {
     },
     /// The text parses but does not make sense (an unknown field, a
     /// misplaced aggregate, a number out of range).
-    #[error("error at line {line}, column {column}: {message}\n{snippet}")]
+    #[error("invalid statement at line {line}, column {column}: {message}\n{snippet}")]
     Invalid {
         /// 1-based line.
         line: usize,

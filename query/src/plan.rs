@@ -1792,12 +1792,12 @@ mod tests {
     fn errors_about_parameters_point_at_them() {
         let e = plan_err("TRACE x IN TRACE $t LIMIT $n", &[("t", Value::Int(1))]);
         assert!(
-            e.starts_with("error at line 1, column 18: parameter $t must be text"),
+            e.starts_with("invalid statement at line 1, column 18: parameter $t must be text"),
             "{e}"
         );
         let e = plan_err("TRACE x LIMIT $n", &[]);
         assert!(
-            e.starts_with("error at line 1, column 15: parameter $n is not set"),
+            e.starts_with("invalid statement at line 1, column 15: parameter $n is not set"),
             "{e}"
         );
         // `$n` is not found inside `$nn`.
@@ -1806,7 +1806,7 @@ mod tests {
             &[("nn", Value::Int(1))],
         );
         assert!(
-            e.starts_with("error at line 1, column 46: parameter $n is not set"),
+            e.starts_with("invalid statement at line 1, column 46: parameter $n is not set"),
             "{e}"
         );
     }
@@ -1815,22 +1815,24 @@ mod tests {
     fn pattern_variable_and_property_errors_point_at_them() {
         let e = plan_err("MATCH (a)-[a]->(b) RETURN a", &[]);
         assert!(
-            e.starts_with("error at line 1, column 12: a is bound twice"),
+            e.starts_with("invalid statement at line 1, column 12: a is bound twice"),
             "{e}"
         );
         let e = plan_err("MATCH (a)-[e]->(b), ( e ) RETURN a", &[]);
         assert!(
-            e.starts_with("error at line 1, column 23: e names a relationship and a node"),
+            e.starts_with(
+                "invalid statement at line 1, column 23: e names a relationship and a node"
+            ),
             "{e}"
         );
         let e = plan_err("MATCH (a)-[e*2]->(b) RETURN a", &[]);
         assert!(
-            e.starts_with("error at line 1, column 12: e names a variable-length"),
+            e.starts_with("invalid statement at line 1, column 12: e names a variable-length"),
             "{e}"
         );
         let e = plan_err("MATCH (a {name: 'x', categry: 'y'}) RETURN a", &[]);
         assert!(
-            e.starts_with("error at line 1, column 22: unknown node property categry (did you mean category?)"),
+            e.starts_with("invalid statement at line 1, column 22: unknown node property categry (did you mean category?)"),
             "{e}"
         );
     }
@@ -1862,19 +1864,19 @@ mod tests {
         let e = plan_err("FIND vars WHERE var.name IN $s", &[("s", "x".into())]);
         assert!(
             e.starts_with(
-                "error at line 1, column 29: IN needs a list, such as ['a', 'b'], not 'x'"
+                "invalid statement at line 1, column 29: IN needs a list, such as ['a', 'b'], not 'x'"
             ),
             "{e}"
         );
         let e = plan_err("FIND vars WHERE var.name =~ 1", &[]);
         assert!(
-            e.starts_with("error at line 1, column 26: =~ needs a text pattern, not 1"),
+            e.starts_with("invalid statement at line 1, column 26: =~ needs a text pattern, not 1"),
             "{e}"
         );
         let e = plan_err("FIND vars WHERE var.name =~ '(x'", &[]);
         assert_eq!(
             e,
-            "error at line 1, column 29: bad regular expression '(x': unclosed group\n  \
+            "invalid statement at line 1, column 29: bad regular expression '(x': unclosed group\n  \
              FIND vars WHERE var.name =~ '(x'\n                              ^"
         );
         // A NULL list or pattern is no error: the test is unknown.
