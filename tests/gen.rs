@@ -390,3 +390,50 @@ fn bad_generator_options_are_clear_errors() {
     }
     assert!(!dir.path().join("x").join("manifest.json").exists());
 }
+
+#[test]
+fn evidence_recall_scores_pseudo_evidence_on_every_failed_case() {
+    let dir = tempfile::tempdir().unwrap();
+    ok(gen(dir.path(), "set", "11", "4"));
+    let db = dir.path().join("db");
+    ok(run(dir.path(), Some(&db), &["import", "set"]));
+    let manifest: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("set/manifest.json")).unwrap(),
+    )
+    .unwrap();
+    let failed: u64 = manifest["traces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["failed"].as_u64().unwrap())
+        .sum();
+    assert!(failed > 0);
+    let o = ok(run(
+        dir.path(),
+        Some(&db),
+        &["evidence-recall", "--k", "3", "--format", "json"],
+    ));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["k"], 3);
+    // Every generated case names its source evidence.
+    assert_eq!(v["total"]["cases"].as_u64().unwrap(), failed);
+    let recall = v["total"]["recall"].as_f64().unwrap();
+    assert!((0.0..=1.0).contains(&recall), "{v}");
+    assert!(v["total"]["found"].as_u64() <= v["total"]["items"].as_u64());
+    // More messages find at least as much.
+    let wider = ok(run(
+        dir.path(),
+        Some(&db),
+        &["evidence-recall", "--k", "20", "--format", "json"],
+    ));
+    let w: Value = serde_json::from_slice(&wider.stdout).unwrap();
+    assert!(w["total"]["found"].as_u64() >= v["total"]["found"].as_u64());
+    let table = stdout(&ok(run(dir.path(), Some(&db), &["evidence-recall"])));
+    assert!(
+        table.contains("recall@8") && table.contains("\nall "),
+        "{table}"
+    );
+    let bad = run(dir.path(), Some(&db), &["evidence-recall", "--k", "0"]);
+    assert!(!bad.status.success());
+    assert!(stderr(&bad).contains("--k must be at least 1"));
+}

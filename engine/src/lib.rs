@@ -10,6 +10,7 @@
 
 #![deny(missing_docs)]
 
+pub mod attrib;
 mod cache;
 mod catalog;
 mod db;

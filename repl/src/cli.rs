@@ -10,7 +10,7 @@ use memtrace_engine::gen::set::{generate_set, GenSpec, MANIFEST};
 use memtrace_engine::gen::sim::{ErrorType, SimParams, System};
 use memtrace_engine::{Database, ExportFormat, ImportOptions, InputFormat, Progress, TraceInfo};
 
-use crate::error::{io, Result};
+use crate::error::{io, CliError, Result};
 use crate::table;
 
 /// The sample export bundled with memtrace (a real smartcomment 0.1.2 recording).
@@ -140,6 +140,18 @@ pub enum Command {
         #[arg(long = "param", value_parser = crate::query::parse_param)]
         params: Vec<(String, memtrace_engine::Value)>,
     },
+    /// Recall@k of BM25 pseudo-evidence against the known source evidence of failed cases.
+    #[command(
+        after_help = "Examples:\n  memtrace evidence-recall\n  memtrace evidence-recall --k 4 --format json\n\nA case without source evidence gets pseudo-evidence: the k messages of its trace that best match\nits question and gold answer (BM25). Over the cases whose source evidence is known\n(MemTraceBench source_evidence_ids, or the query's metadata.evidence), this reports how many\nsource items pseudo-evidence finds, per memory system and in total."
+    )]
+    EvidenceRecall {
+        /// Messages pseudo-evidence takes per case.
+        #[arg(long, default_value_t = memtrace_engine::attrib::DEFAULT_K)]
+        k: usize,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Listing::Table)]
+        format: Listing,
+    },
     /// Show the event log of imports and removals.
     #[command(after_help = "Example:\n  memtrace log")]
     Log,
@@ -237,6 +249,9 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Traces { format } => traces(&Database::open_existing(&cli.db)?, format),
         Command::Drop { trace, yes, reason } => drop_trace(&cli.db, &trace, yes, &reason),
         Command::Log => log(&cli.db),
+        Command::EvidenceRecall { k, format } => {
+            evidence_recall(&Database::open_existing(&cli.db)?, k, format)
+        }
         Command::Query {
             text,
             file,
@@ -600,6 +615,58 @@ fn traces(db: &Database, format: Listing) -> Result<ExitCode> {
                 list.len(),
                 if list.len() == 1 { "" } else { "s" }
             );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn evidence_recall(db: &Database, k: usize, format: Listing) -> Result<ExitCode> {
+    if k == 0 {
+        return Err(CliError::Usage("--k must be at least 1".into()));
+    }
+    let report = db.evidence_recall(k)?;
+    let json_of = |r: &memtrace_engine::attrib::Recall| {
+        serde_json::json!({
+            "cases": r.cases, "items": r.items, "found": r.found, "complete": r.complete,
+            "recall": r.micro(), "complete_share": r.complete_share(),
+        })
+    };
+    match format {
+        Listing::Json => {
+            let by: serde_json::Map<String, serde_json::Value> = report
+                .by_system
+                .iter()
+                .map(|(s, r)| (s.clone(), json_of(r)))
+                .collect();
+            let v = serde_json::json!({"k": k, "total": json_of(&report.total), "by_system": by});
+            println!("{}", serde_json::to_string_pretty(&v)?);
+        }
+        Listing::Table => {
+            let row = |name: &str, r: &memtrace_engine::attrib::Recall| {
+                vec![
+                    name.to_string(),
+                    r.cases.to_string(),
+                    r.items.to_string(),
+                    r.found.to_string(),
+                    format!("{:.3}", r.micro()),
+                    format!("{:.3}", r.complete_share()),
+                ]
+            };
+            let mut rows: Vec<Vec<String>> =
+                report.by_system.iter().map(|(s, r)| row(s, r)).collect();
+            rows.push(row("all", &report.total));
+            let recall = format!("recall@{k}");
+            print!(
+                "{}",
+                table::render(
+                    &["system", "cases", "evidence", "found", &recall, "all found"],
+                    &rows,
+                    &[1, 2, 3, 4, 5]
+                )
+            );
+            if report.total.cases == 0 {
+                println!("(no failed case with known source evidence)");
+            }
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -1,0 +1,271 @@
+//! Why a memory system answered wrongly: failed cases, their evidence, and
+//! (in time) the attributors that name the earliest decisive faulty op.
+
+pub mod case;
+pub mod evidence;
+pub mod model;
+pub mod pyvalue;
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+pub use case::{CaseOrigin, FailedCase};
+pub use evidence::{Evidence, EvidenceOrigin, MessageIndex, Recall, DEFAULT_K};
+pub use model::TraceModel;
+
+use crate::db::{Database, TraceView};
+use crate::error::Result;
+
+/// Recall@k of pseudo-evidence, over all traces and per memory system.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RecallReport {
+    /// Messages pseudo-evidence takes per case.
+    pub k: usize,
+    /// Over every trace.
+    pub total: Recall,
+    /// Per memory system (`project_id`; `-` when a trace has none).
+    pub by_system: BTreeMap<String, Recall>,
+}
+
+fn trace_cases(view: &TraceView<'_>) -> Result<(TraceModel, Vec<FailedCase>)> {
+    let model = TraceModel::load(view)?;
+    let cases = case::failed_cases(&model, &view.cases()?);
+    Ok((model, cases))
+}
+
+impl Database {
+    /// The failed cases of one trace (graph id or `#ID`), or of every trace.
+    pub fn failed_cases(&self, trace: Option<&str>) -> Result<Vec<FailedCase>> {
+        let mut out = Vec::new();
+        for view in self.views(trace)? {
+            out.extend(trace_cases(&view)?.1);
+        }
+        Ok(out)
+    }
+
+    /// Recall@k of BM25 pseudo-evidence against the source evidence of every
+    /// case that has some, per memory system and in total.
+    pub fn evidence_recall(&self, k: usize) -> Result<RecallReport> {
+        let mut report = RecallReport {
+            k,
+            total: Recall::default(),
+            by_system: BTreeMap::new(),
+        };
+        for view in self.views(None)? {
+            let (model, cases) = trace_cases(&view)?;
+            if cases.is_empty() {
+                continue;
+            }
+            let index = MessageIndex::new(&model);
+            let r = evidence::recall(&model, &index, &cases, k);
+            let system = model.info.project_id.clone().unwrap_or_else(|| "-".into());
+            report.by_system.entry(system).or_default().merge(&r);
+            report.total.merge(&r);
+        }
+        Ok(report)
+    }
+
+    fn views(&self, trace: Option<&str>) -> Result<Vec<TraceView<'_>>> {
+        match trace {
+            Some(t) => Ok(vec![self.trace(t)?]),
+            None => self
+                .traces()?
+                .into_iter()
+                .map(|t| self.trace_by_id(t.id))
+                .collect(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gen::builder::{TraceBuilder, VarRef};
+    use crate::{ImportOptions, InputFormat};
+    use serde_json::json;
+
+    /// Two messages, a question answered from a memory, and its judge.
+    /// Returns the query and the question-answering op's id.
+    fn conversation(
+        b: &mut TraceBuilder,
+        q: &str,
+        score: &str,
+        evidence: bool,
+    ) -> (VarRef, String) {
+        b.session("memory_construction", "session", json!({}));
+        let m1 = b.variable(
+            Some("message"),
+            &format!("{q}:1"),
+            "'Omar: I drive a blue Volvo.'",
+            "message",
+            None,
+            json!({}),
+        );
+        let m2 = b.variable(
+            Some("message"),
+            &format!("{q}:2"),
+            "'Lena: My cat Luna sleeps all day.'",
+            "message",
+            None,
+            json!({}),
+        );
+        b.session("memory_evaluation", "session", json!({}));
+        let meta = if evidence {
+            json!({"evidence": [format!("message:{q}:1")]})
+        } else {
+            json!({})
+        };
+        let query = b.variable(
+            Some("query"),
+            q,
+            "'What car does Omar drive?'",
+            "message & query",
+            None,
+            meta,
+        );
+        let pred = b.variable(
+            Some("prediction"),
+            q,
+            "'a red Toyota'",
+            "prediction",
+            None,
+            json!({}),
+        );
+        let qa = b.op(
+            "question-answering",
+            "evaluation",
+            None,
+            &[&query, &m1],
+            &[&pred],
+            json!({}),
+        );
+        let gold = b.variable(
+            Some("golden_answers"),
+            q,
+            "['a blue Volvo']",
+            "golden_answers",
+            None,
+            json!({}),
+        );
+        let resp = b.variable(
+            Some("judge_response"),
+            q,
+            "'WRONG: the car is a blue Volvo'",
+            "judge_response",
+            None,
+            json!({}),
+        );
+        let sc = b.variable(
+            Some("judge_score"),
+            q,
+            score,
+            "judge_score",
+            None,
+            json!({}),
+        );
+        let edges: Vec<(String, String, Option<&str>)> = vec![
+            (query.full_node_id.clone(), resp.full_node_id.clone(), None),
+            (gold.full_node_id.clone(), resp.full_node_id.clone(), None),
+            (pred.full_node_id.clone(), resp.full_node_id.clone(), None),
+            (resp.full_node_id.clone(), sc.full_node_id.clone(), None),
+        ];
+        b.op_edges("llm-judge", "evaluation", &edges, json!({}));
+        let _ = m2;
+        (query, qa)
+    }
+
+    fn import(db: &Database, trace: serde_json::Value) {
+        db.import_reader(
+            trace.to_string().as_bytes(),
+            InputFormat::Json,
+            "test",
+            &ImportOptions::default(),
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn judge_ops_that_scored_zero_are_the_cases_when_there_are_no_annotations() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path().join("db")).unwrap();
+        let mut b = TraceBuilder::new("g-judged", "u", "rag", json!({}), 19_000);
+        conversation(&mut b, "Q1", "0.0", true);
+        conversation(&mut b, "Q2", "1.0", false);
+        import(&db, b.finish());
+        let cases = db.failed_cases(None).unwrap();
+        assert_eq!(cases.len(), 1, "{cases:?}");
+        let c = &cases[0];
+        assert_eq!(c.id, "query:Q1@1");
+        assert_eq!(c.query, "What car does Omar drive?");
+        assert_eq!(c.gold, vec!["a blue Volvo"]);
+        assert_eq!(c.prediction, "a red Toyota");
+        assert_eq!(
+            c.judge_response.as_deref(),
+            Some("WRONG: the car is a blue Volvo")
+        );
+        assert_eq!(c.source_evidence, vec!["message:Q1:1@1"]);
+        assert_eq!(c.system.as_deref(), Some("rag"));
+        assert!(matches!(c.origin, CaseOrigin::Judge(_)));
+    }
+
+    #[test]
+    fn annotations_are_the_cases_when_present_and_labels_stay_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path().join("db")).unwrap();
+        let mut b = TraceBuilder::new("g-annotated", "u", "mem0", json!({}), 19_000);
+        let (_, qa) = conversation(&mut b, "Q1", "0.0", false);
+        b.annotate(json!({
+            "query_id": "query:Q1@1", "query": "What car does Omar drive?",
+            "golden_answers": ["a blue Volvo"], "prediction": "a red Toyota",
+            "source_evidence_ids": ["message:Q1:1@1"],
+            "final_error_type": "RetrievalError", "final_op_id": qa
+        }));
+        import(&db, b.finish());
+        let cases = db.failed_cases(Some("g-annotated")).unwrap();
+        assert_eq!(cases.len(), 1);
+        assert_eq!(cases[0].origin, CaseOrigin::Annotation(0));
+        assert_eq!(cases[0].source_evidence, vec!["message:Q1:1@1"]);
+        let text = serde_json::to_string(&cases[0]).unwrap();
+        assert!(
+            !text.contains("RetrievalError") && !text.contains(&qa),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn pseudo_evidence_finds_the_message_that_answers_and_recall_counts_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path().join("db")).unwrap();
+        let mut b = TraceBuilder::new("g-pseudo", "u", "rag", json!({}), 19_000);
+        conversation(&mut b, "Q1", "0.0", true);
+        import(&db, b.finish());
+        let view = db.trace("g-pseudo").unwrap();
+        let (model, cases) = trace_cases(&view).unwrap();
+        let index = MessageIndex::new(&model);
+        let top = index.pseudo(&cases[0], 1);
+        assert_eq!(model.vars[top[0]].full_node_id, "message:Q1:1@1");
+        let ev = evidence::evidence(&model, &index, &cases[0], 8);
+        assert_eq!(ev.origin, EvidenceOrigin::Source);
+        let mut without = cases[0].clone();
+        without.source_evidence.clear();
+        let ev = evidence::evidence(&model, &index, &without, 8);
+        assert_eq!(ev.origin, EvidenceOrigin::Pseudo);
+        assert_eq!(ev.items[0], top[0]);
+        let report = db.evidence_recall(1).unwrap();
+        assert_eq!(report.total.cases, 1);
+        assert_eq!(report.total.micro(), 1.0);
+        assert_eq!(report.by_system["rag"].complete, 1);
+    }
+
+    #[test]
+    fn recall_counts_items_and_complete_cases() {
+        let mut r = Recall::default();
+        r.add(&[1, 2], &[2, 5, 9]);
+        r.add(&[3], &[3]);
+        r.add(&[], &[4]);
+        assert_eq!((r.cases, r.items, r.found, r.complete), (2, 3, 2, 1));
+        assert!((r.micro() - 2.0 / 3.0).abs() < 1e-9);
+        assert_eq!(r.complete_share(), 0.5);
+    }
+}

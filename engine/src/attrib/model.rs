@@ -1,0 +1,158 @@
+//! One trace read whole into memory for attribution: variables with their
+//! values, ops in execution order, and each op's inputs and outputs.
+
+use std::collections::HashMap;
+
+use crate::db::TraceView;
+use crate::error::Result;
+use crate::model::{Edge, Operation, TraceInfo, Variable};
+
+/// A trace in memory, indexed for following information through its ops.
+#[derive(Debug, Clone)]
+pub struct TraceModel {
+    /// The trace.
+    pub info: TraceInfo,
+    /// Every variable version, in recorded order.
+    pub vars: Vec<Variable>,
+    /// Every op, in recorded (execution) order.
+    pub ops: Vec<Operation>,
+    /// Every edge, in recorded order.
+    pub edges: Vec<Edge>,
+    by_node_id: HashMap<String, usize>,
+    by_op_id: HashMap<String, usize>,
+    latest: HashMap<String, usize>,
+    op_inputs: Vec<Vec<usize>>,
+    op_outputs: Vec<Vec<usize>>,
+    made_by: Vec<Vec<usize>>,
+    read_by: Vec<Vec<usize>>,
+}
+
+fn push_once(list: &mut Vec<usize>, x: usize) {
+    if !list.contains(&x) {
+        list.push(x);
+    }
+}
+
+impl TraceModel {
+    /// Reads a whole trace.
+    pub fn load(view: &TraceView<'_>) -> Result<TraceModel> {
+        Ok(TraceModel::new(
+            view.info(),
+            view.variables()?,
+            view.ops()?,
+            view.edges()?,
+        ))
+    }
+
+    /// Indexes records already read.
+    pub fn new(
+        info: TraceInfo,
+        vars: Vec<Variable>,
+        ops: Vec<Operation>,
+        edges: Vec<Edge>,
+    ) -> TraceModel {
+        let by_node_id: HashMap<String, usize> = vars
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (v.full_node_id.clone(), i))
+            .collect();
+        let by_op_id: HashMap<String, usize> = ops
+            .iter()
+            .enumerate()
+            .map(|(i, o)| (o.op_id.clone(), i))
+            .collect();
+        let mut latest: HashMap<String, usize> = HashMap::new();
+        for (i, v) in vars.iter().enumerate() {
+            let keep = latest
+                .get(&v.full_name)
+                .is_none_or(|&j| vars[j].version < v.version);
+            if keep {
+                latest.insert(v.full_name.clone(), i);
+            }
+        }
+        let mut op_inputs = vec![Vec::new(); ops.len()];
+        let mut op_outputs = vec![Vec::new(); ops.len()];
+        let mut made_by = vec![Vec::new(); vars.len()];
+        let mut read_by = vec![Vec::new(); vars.len()];
+        for e in &edges {
+            let (Some(&o), Some(&s), Some(&t)) = (
+                by_op_id.get(&e.op_id),
+                by_node_id.get(&e.source_full_node_id),
+                by_node_id.get(&e.target_full_node_id),
+            ) else {
+                continue;
+            };
+            push_once(&mut op_inputs[o], s);
+            push_once(&mut op_outputs[o], t);
+            push_once(&mut made_by[t], o);
+            push_once(&mut read_by[s], o);
+        }
+        TraceModel {
+            info,
+            vars,
+            ops,
+            edges,
+            by_node_id,
+            by_op_id,
+            latest,
+            op_inputs,
+            op_outputs,
+            made_by,
+            read_by,
+        }
+    }
+
+    /// A variable by full node id (`name@version`), or by full name (its
+    /// latest version).
+    pub fn var(&self, reference: &str) -> Option<usize> {
+        self.by_node_id
+            .get(reference)
+            .or_else(|| self.latest.get(reference))
+            .copied()
+    }
+
+    /// An op's position by op id.
+    pub fn op(&self, op_id: &str) -> Option<usize> {
+        self.by_op_id.get(op_id).copied()
+    }
+
+    /// The variables an op read.
+    pub fn inputs(&self, op: usize) -> &[usize] {
+        &self.op_inputs[op]
+    }
+
+    /// The variables an op wrote.
+    pub fn outputs(&self, op: usize) -> &[usize] {
+        &self.op_outputs[op]
+    }
+
+    /// The ops that wrote a variable (usually one).
+    pub fn made_by(&self, var: usize) -> &[usize] {
+        &self.made_by[var]
+    }
+
+    /// The ops that read a variable.
+    pub fn read_by(&self, var: usize) -> &[usize] {
+        &self.read_by[var]
+    }
+
+    /// A variable's value, as recorded (the repr of a Python value).
+    pub fn value(&self, var: usize) -> &str {
+        self.vars[var].value.as_deref().unwrap_or("")
+    }
+
+    /// A variable's class name, or else its name up to the first `:`.
+    pub fn class(&self, var: usize) -> &str {
+        let v = &self.vars[var];
+        match v.class_name.as_deref() {
+            Some(c) if !c.is_empty() => c,
+            _ => v.name.split(':').next().unwrap_or(&v.name),
+        }
+    }
+
+    /// Whether a variable is a conversation message.
+    pub fn is_message(&self, var: usize) -> bool {
+        let v = &self.vars[var];
+        v.category.as_deref() == Some("message") || self.class(var) == "message"
+    }
+}
