@@ -218,12 +218,17 @@ impl Session {
         Ok(())
     }
 
-    /// Stops the name reader and closes the database.
-    fn close(&mut self) {
+    /// Stops the thread that reads names, if one runs.
+    fn stop_loader(&mut self) {
         if let Some((cancel, handle)) = self.loader.take() {
             cancel.cancel();
             let _ = handle.join();
         }
+    }
+
+    /// Stops the name reader and closes the database.
+    fn close(&mut self) {
+        self.stop_loader();
         self.db = None;
         let mut known = self.known.write().unwrap_or_else(|p| p.into_inner());
         known.names = Names::default();
@@ -232,10 +237,7 @@ impl Session {
 
     /// Reads the database's names again, in the background.
     fn reload_names(&mut self) {
-        if let Some((cancel, handle)) = self.loader.take() {
-            cancel.cancel();
-            let _ = handle.join();
-        }
+        self.stop_loader();
         let Some(db) = self.db.clone() else { return };
         let cancel = Cancel::new();
         let known = Arc::clone(&self.known);
