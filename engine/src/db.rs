@@ -59,6 +59,15 @@ impl Database {
         self.store.read()
     }
 
+    /// Appends attribution records to a trace.
+    pub(crate) fn append_attributions(
+        &self,
+        trace: TraceId,
+        records: &[memtrace_storage::records::AttributionRecord],
+    ) -> Result<Vec<u64>> {
+        Ok(self.store.append_attributions(trace, records)?)
+    }
+
     /// Where the database lives.
     pub fn path(&self) -> &Path {
         self.store.path()

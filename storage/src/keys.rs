@@ -25,6 +25,20 @@ pub fn split_record_key(key: &[u8]) -> Option<(TraceId, LocalId)> {
     Some((read_u32(&key[0..4])?, read_u32(&key[4..8])?))
 }
 
+/// Key of an attribution record: trace id, then a per-trace sequence number.
+pub fn attribution_key(trace: TraceId, seq: u64) -> [u8; 12] {
+    let mut k = [0u8; 12];
+    k[..4].copy_from_slice(&trace.to_be_bytes());
+    k[4..].copy_from_slice(&seq.to_be_bytes());
+    k
+}
+
+/// The sequence number of an attribution key.
+pub fn split_attribution_key(key: &[u8]) -> Option<u64> {
+    let bytes: [u8; 8] = key.get(4..12)?.try_into().ok()?;
+    (key.len() == 12).then(|| u64::from_be_bytes(bytes))
+}
+
 /// Key of an adjacency entry: trace, the variable whose neighbours are
 /// listed, then the edge (so parallel edges stay distinct).
 pub fn adjacency_key(trace: TraceId, var: LocalId, edge: LocalId) -> [u8; 12] {

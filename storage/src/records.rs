@@ -213,6 +213,15 @@ pub struct CaseRecord {
     pub json: String,
 }
 
+/// An attribution verdict on a case, appended after import.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AttributionRecord {
+    /// When it was stored, in milliseconds since the Unix epoch.
+    pub at_ms: u64,
+    /// The verdict as JSON text (its shape belongs to the engine).
+    pub json: String,
+}
+
 /// An entry of the database's append-only event log.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LogEvent {

@@ -14,8 +14,8 @@ use serde::de::DeserializeOwned;
 
 use crate::keys::{self, IdKind, RecordKind};
 use crate::records::{
-    decode, encode, CaseRecord, Counts, EdgeRecord, LogEvent, OpRecord, SessionRecord, TraceRecord,
-    ValueRef, VarRecord,
+    decode, encode, AttributionRecord, CaseRecord, Counts, EdgeRecord, LogEvent, OpRecord,
+    SessionRecord, TraceRecord, ValueRef, VarRecord,
 };
 use crate::values::{decode_value, encode_value, hex, value_ref};
 use crate::{LocalId, Result, StorageError, TraceId};
@@ -60,13 +60,42 @@ pub mod cf {
     pub const OP_NAME: &str = "idx_op_name";
     /// Append-only event log: sequence number -> event.
     pub const LOG: &str = "log";
+    /// Attribution verdicts, appended after import: (trace, sequence number).
+    pub const ATTRIBUTIONS: &str = "attributions";
     /// Every column family, in creation order.
-    pub const ALL: [&str; 16] = [
-        META, TRACES, SESSIONS, VARIABLES, OPS, EDGES, CASES, VALUES, VALUE_REFS, ADJ_OUT, ADJ_IN,
-        VAR_NAME, STRING_ID, CATEGORY, OP_NAME, LOG,
+    pub const ALL: [&str; 17] = [
+        META,
+        TRACES,
+        SESSIONS,
+        VARIABLES,
+        OPS,
+        EDGES,
+        CASES,
+        VALUES,
+        VALUE_REFS,
+        ADJ_OUT,
+        ADJ_IN,
+        VAR_NAME,
+        STRING_ID,
+        CATEGORY,
+        OP_NAME,
+        LOG,
+        ATTRIBUTIONS,
     ];
+    /// Column families added after schema version 1 was first written: a
+    /// database made before them gets them, empty, when it is opened.
+    pub const ADDED: [&str; 1] = [ATTRIBUTIONS];
     /// Column families whose keys start with the trace id.
-    pub const BY_TRACE: [&str; 7] = [SESSIONS, VARIABLES, OPS, EDGES, CASES, ADJ_OUT, ADJ_IN];
+    pub const BY_TRACE: [&str; 8] = [
+        SESSIONS,
+        VARIABLES,
+        OPS,
+        EDGES,
+        CASES,
+        ADJ_OUT,
+        ADJ_IN,
+        ATTRIBUTIONS,
+    ];
 }
 
 /// How to open a store.
@@ -263,7 +292,7 @@ impl Store {
             let descriptors = present
                 .iter()
                 .map(|name| ColumnFamilyDescriptor::new(name, cf_options(name)));
-            let db = DB::open_cf_descriptors(&db_opts, path, descriptors).map_err(|e| {
+            let mut db = DB::open_cf_descriptors(&db_opts, path, descriptors).map_err(|e| {
                 // RocksDB takes an exclusive lock on the folder's LOCK file.
                 if e.as_ref().contains("LOCK: ") {
                     StorageError::InUse(shown.clone())
@@ -290,7 +319,15 @@ impl Store {
                     })
                 }
             }
-            if let Some(missing) = cf::ALL.iter().find(|c| !present.iter().any(|p| p == *c)) {
+            for added in cf::ADDED {
+                if !present.iter().any(|p| p == added) {
+                    db.create_cf(added, &cf_options(added))?;
+                }
+            }
+            if let Some(missing) = cf::ALL
+                .iter()
+                .find(|c| !cf::ADDED.contains(c) && !present.iter().any(|p| p == *c))
+            {
                 return Err(StorageError::NotADatabase {
                     path: shown,
                     reason: format!("column family {missing} is missing"),
@@ -486,6 +523,38 @@ impl Store {
         drop(view);
         self.write(batch)?;
         Ok(record)
+    }
+
+    /// Appends attribution records to a trace, in one batch, after the ones
+    /// it already has. Returns their sequence numbers.
+    pub fn append_attributions(
+        &self,
+        trace: TraceId,
+        records: &[AttributionRecord],
+    ) -> Result<Vec<u64>> {
+        let _guard = self.write_lock.lock().unwrap_or_else(|p| p.into_inner());
+        let view = self.read();
+        if view.trace(trace)?.is_none() {
+            return Err(StorageError::NoSuchTrace(trace));
+        }
+        let next = match view.attributions(trace).last().transpose()? {
+            Some((seq, _)) => seq + 1,
+            None => 1,
+        };
+        let mut batch = WriteBatch::default();
+        let mut seqs = Vec::with_capacity(records.len());
+        for (i, r) in records.iter().enumerate() {
+            let seq = next + i as u64;
+            batch.put_cf(
+                self.cf(cf::ATTRIBUTIONS),
+                keys::attribution_key(trace, seq),
+                encode("attribution", r)?,
+            );
+            seqs.push(seq);
+        }
+        drop(view);
+        self.write(batch)?;
+        Ok(seqs)
     }
 
     /// Bytes the database occupies on disk (all files under its folder).
@@ -879,6 +948,22 @@ impl<'a> ReadView<'a> {
         trace: TraceId,
     ) -> impl Iterator<Item = Result<(LocalId, CaseRecord)>> + '_ {
         self.records(cf::CASES, "case", trace)
+    }
+
+    /// A trace's attribution records with their sequence numbers, oldest first.
+    pub fn attributions(
+        &self,
+        trace: TraceId,
+    ) -> impl Iterator<Item = Result<(u64, AttributionRecord)>> + '_ {
+        self.scan(cf::ATTRIBUTIONS, &keys::trace_key(trace))
+            .map(move |item| {
+                let (k, v) = item?;
+                let seq = keys::split_attribution_key(&k).ok_or(StorageError::Decode {
+                    what: "attribution",
+                    reason: "bad key".into(),
+                })?;
+                Ok((seq, decode("attribution", &v)?))
+            })
     }
 
     /// One session.
@@ -1375,6 +1460,60 @@ mod tests {
         let empty = dir.path().join("empty");
         std::fs::create_dir(&empty).unwrap();
         Store::open(&empty, &StoreOptions::default()).unwrap();
+    }
+
+    #[test]
+    fn attributions_append_in_order_and_go_with_their_trace() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("db"), &StoreOptions::default()).unwrap();
+        let a = write_trace(&store, "g-a", "x");
+        let b = write_trace(&store, "g-b", "y");
+        let rec = |n: u64| AttributionRecord {
+            at_ms: n,
+            json: format!("{{\"n\":{n}}}"),
+        };
+        assert_eq!(
+            store.append_attributions(a, &[rec(1), rec(2)]).unwrap(),
+            [1, 2]
+        );
+        assert_eq!(store.append_attributions(b, &[rec(3)]).unwrap(), [1]);
+        assert_eq!(store.append_attributions(a, &[rec(4)]).unwrap(), [3]);
+        let read: Vec<(u64, u64)> = store
+            .read()
+            .attributions(a)
+            .map(|r| r.map(|(seq, rec)| (seq, rec.at_ms)).unwrap())
+            .collect();
+        assert_eq!(read, [(1, 1), (2, 2), (3, 4)]);
+        assert!(matches!(
+            store.append_attributions(99, &[rec(5)]),
+            Err(StorageError::NoSuchTrace(99))
+        ));
+        store.drop_trace(a, "test").unwrap();
+        assert_eq!(store.read().attributions(a).count(), 0);
+        assert_eq!(store.read().attributions(b).count(), 1);
+    }
+
+    #[test]
+    fn a_database_made_before_attributions_gains_their_column_family() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db");
+        {
+            let mut store = Store::open(&path, &StoreOptions::default()).unwrap();
+            write_trace(&store, "g-old", "x");
+            store.db.drop_cf(cf::ATTRIBUTIONS).unwrap();
+        }
+        assert!(!DB::list_cf(&base_options(), &path)
+            .unwrap()
+            .iter()
+            .any(|c| c == cf::ATTRIBUTIONS));
+        let store = Store::open(&path, &StoreOptions::default()).unwrap();
+        assert_eq!(store.read().traces().count(), 1);
+        let t = store.read().traces_with_graph_id("g-old").unwrap()[0];
+        let rec = AttributionRecord {
+            at_ms: 1,
+            json: "{}".into(),
+        };
+        assert_eq!(store.append_attributions(t, &[rec]).unwrap(), [1]);
     }
 
     #[test]

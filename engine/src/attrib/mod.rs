@@ -1,21 +1,58 @@
-//! Why a memory system answered wrongly: failed cases, their evidence, and
-//! (in time) the attributors that name the earliest decisive faulty op.
+//! Why a memory system answered wrongly: failed cases, their evidence, the
+//! attributors that name the earliest decisive faulty op, and the verdicts
+//! they append to the database.
 
 pub mod case;
 pub mod evidence;
 pub mod model;
 pub mod pyvalue;
+pub mod verdict;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::time::{SystemTime, UNIX_EPOCH};
 
-use serde::Serialize;
+use memtrace_storage::records::AttributionRecord;
+use serde::{Deserialize, Serialize};
 
 pub use case::{CaseOrigin, FailedCase};
 pub use evidence::{Evidence, EvidenceOrigin, MessageIndex, Recall, DEFAULT_K};
 pub use model::TraceModel;
+pub use verdict::{ErrorType, Method, Step, Verdict};
 
 use crate::db::{Database, TraceView};
-use crate::error::Result;
+use crate::error::{EngineError, Result};
+
+/// A verdict as stored: appended after import, with who made it and when.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredVerdict {
+    /// Its place among the trace's stored verdicts, from 1.
+    #[serde(skip)]
+    pub seq: u64,
+    /// When it was stored, in milliseconds since the Unix epoch.
+    #[serde(skip)]
+    pub at_ms: u64,
+    /// Who stored it (the user, or the tool).
+    pub author: String,
+    /// The verdict. (Not flattened: serde's flatten loses numbers with
+    /// serde_json's arbitrary precision.)
+    pub verdict: Verdict,
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// Whether two verdicts say the same thing (times aside).
+fn same_finding(a: &Verdict, b: &Verdict) -> bool {
+    a.method == b.method
+        && a.version == b.version
+        && a.error_type == b.error_type
+        && a.op_id == b.op_id
+        && a.reason == b.reason
+        && a.confidence == b.confidence
+}
 
 /// Recall@k of pseudo-evidence, over all traces and per memory system.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -64,6 +101,76 @@ impl Database {
             report.total.merge(&r);
         }
         Ok(report)
+    }
+
+    /// Appends verdicts to their traces as `author`, one batch per trace.
+    ///
+    /// A verdict that says what the latest stored verdict of the same case
+    /// and method already says is not stored again, so re-running an
+    /// attribution adds nothing. Returns how many were stored.
+    pub fn store_verdicts(&self, verdicts: &[Verdict], author: &str) -> Result<usize> {
+        let mut by_trace: BTreeMap<u32, Vec<&Verdict>> = BTreeMap::new();
+        for v in verdicts {
+            by_trace.entry(v.trace).or_default().push(v);
+        }
+        let mut stored = 0;
+        for (trace, list) in by_trace {
+            let mut latest: HashMap<(String, String), Verdict> = HashMap::new();
+            for s in self.stored_verdicts(trace)? {
+                latest.insert(
+                    (s.verdict.case.clone(), s.verdict.method.clone()),
+                    s.verdict,
+                );
+            }
+            let at_ms = now_ms();
+            let mut records = Vec::new();
+            for v in list {
+                let key = (v.case.clone(), v.method.clone());
+                if latest.get(&key).is_some_and(|old| same_finding(old, v)) {
+                    continue;
+                }
+                let json = serde_json::to_string(&StoredVerdict {
+                    seq: 0,
+                    at_ms,
+                    author: author.to_string(),
+                    verdict: v.clone(),
+                })?;
+                records.push(AttributionRecord { at_ms, json });
+                latest.insert(key, v.clone());
+            }
+            if !records.is_empty() {
+                self.append_attributions(trace, &records)?;
+                stored += records.len();
+            }
+        }
+        Ok(stored)
+    }
+
+    /// The stored verdicts of one trace (graph id or `#ID`), or of every
+    /// trace, oldest first within a trace.
+    pub fn attributions(&self, trace: Option<&str>) -> Result<Vec<StoredVerdict>> {
+        let mut out = Vec::new();
+        for view in self.views(trace)? {
+            out.extend(self.stored_verdicts(view.id())?);
+        }
+        Ok(out)
+    }
+
+    fn stored_verdicts(&self, trace: u32) -> Result<Vec<StoredVerdict>> {
+        let view = self.read_view();
+        view.attributions(trace)
+            .map(|item| {
+                let (seq, rec) = item?;
+                let mut s: StoredVerdict = serde_json::from_str(&rec.json).map_err(|e| {
+                    EngineError::BadRequest(format!(
+                        "trace #{trace}: stored verdict {seq} does not read back: {e}"
+                    ))
+                })?;
+                s.seq = seq;
+                s.at_ms = rec.at_ms;
+                Ok(s)
+            })
+            .collect()
     }
 
     fn views(&self, trace: Option<&str>) -> Result<Vec<TraceView<'_>>> {
@@ -256,6 +363,64 @@ mod tests {
         assert_eq!(report.total.cases, 1);
         assert_eq!(report.total.micro(), 1.0);
         assert_eq!(report.by_system["rag"].complete, 1);
+    }
+
+    fn verdict_for(case: &FailedCase, op: &str, reason: &str) -> Verdict {
+        Verdict {
+            trace: case.trace,
+            graph_id: case.graph_id.clone(),
+            system: case.system.clone(),
+            case: case.id.clone(),
+            query: case.query.clone(),
+            error_type: Some(ErrorType::ResponseError),
+            op_id: Some(op.to_string()),
+            op_name: Some("question-answering".into()),
+            confidence: 0.5,
+            reason: reason.into(),
+            chain: Vec::new(),
+            method: Method::Evidence.name().into(),
+            version: Method::Evidence.version().into(),
+            micros: 7,
+        }
+    }
+
+    #[test]
+    fn verdicts_are_appended_once_and_read_back_with_author_and_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path().join("db")).unwrap();
+        let mut b = TraceBuilder::new("g-verdicts", "u", "rag", json!({}), 19_000);
+        let (_, qa) = conversation(&mut b, "Q1", "0.0", true);
+        import(&db, b.finish());
+        let case = db.failed_cases(None).unwrap().remove(0);
+        let first = verdict_for(&case, &qa, "held, then ignored");
+        assert_eq!(
+            db.store_verdicts(std::slice::from_ref(&first), "tester")
+                .unwrap(),
+            1
+        );
+        // The same finding again adds nothing; a changed one is appended.
+        assert_eq!(
+            db.store_verdicts(std::slice::from_ref(&first), "tester")
+                .unwrap(),
+            0
+        );
+        let second = verdict_for(&case, &qa, "another reason");
+        assert_eq!(
+            db.store_verdicts(std::slice::from_ref(&second), "tester")
+                .unwrap(),
+            1
+        );
+        let stored = db.attributions(Some("g-verdicts")).unwrap();
+        assert_eq!(stored.len(), 2);
+        assert_eq!((stored[0].seq, stored[1].seq), (1, 2));
+        assert_eq!(stored[0].verdict, first);
+        assert_eq!(stored[1].verdict, second);
+        assert_eq!(stored[1].author, "tester");
+        assert!(stored[1].at_ms >= stored[0].at_ms && stored[0].at_ms > 0);
+        assert!(matches!(
+            db.attributions(Some("nope")),
+            Err(EngineError::UnknownTrace(_))
+        ));
     }
 
     #[test]
