@@ -152,6 +152,39 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = Listing::Table)]
         format: Listing,
     },
+    /// Attribute every failed case: name its earliest decisive faulty op and error type, and store the verdicts.
+    #[command(
+        after_help = "Examples:\n  memtrace attribute\n  memtrace attribute --trace mem0-0002-s7 --using evidence --format json\n\nCases come from MemTraceBench annotations, else from llm-judge ops that scored 0. The\nevidence method follows each needed evidence message forward through the ops that carried it\nand names the op where it was lost, left out of the answer's context, or ignored. Verdicts are\nappended to the database (a verdict already stored is not stored again) and can be queried:\n  memtrace query \"FIND attributions GROUP BY error_type RETURN error_type, count(*)\""
+    )]
+    Attribute {
+        /// Only this trace (graph id or #ID).
+        #[arg(long)]
+        trace: Option<String>,
+        /// The attribution method.
+        #[arg(long = "using", default_value = "evidence", value_parser = crate::attribute::parse_method)]
+        method: memtrace_engine::attrib::Method,
+        /// Output format: a summary table, or every verdict as JSON.
+        #[arg(long, value_enum, default_value_t = Listing::Table)]
+        format: Listing,
+    },
+    /// Score an attribution method against the labelled failed cases (MemTraceBench labels).
+    #[command(
+        after_help = "Examples:\n  memtrace eval --method evidence\n  memtrace eval --method evidence --format json\n  memtrace eval --misses 10            show ten cases it got wrong\n\nRuns the method over every failed case (nothing is stored) and compares each verdict with the\ncase's final_error_type and final_op_id: error-type accuracy and op-id exact match, per memory\nsystem and per true error type, a confusion matrix, and the median time per case."
+    )]
+    Eval {
+        /// The attribution method.
+        #[arg(long, default_value = "evidence", value_parser = crate::attribute::parse_method)]
+        method: memtrace_engine::attrib::Method,
+        /// Only this trace (graph id or #ID).
+        #[arg(long)]
+        trace: Option<String>,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Listing::Table)]
+        format: Listing,
+        /// Show this many misses (cases it got wrong) after the tables.
+        #[arg(long, default_value_t = 0)]
+        misses: usize,
+    },
     /// Show the event log of imports and removals.
     #[command(after_help = "Example:\n  memtrace log")]
     Log,
@@ -249,6 +282,17 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Traces { format } => traces(&Database::open_existing(&cli.db)?, format),
         Command::Drop { trace, yes, reason } => drop_trace(&cli.db, &trace, yes, &reason),
         Command::Log => log(&cli.db),
+        Command::Attribute {
+            trace,
+            method,
+            format,
+        } => crate::attribute::attribute(&cli.db, trace.as_deref(), method, format),
+        Command::Eval {
+            method,
+            trace,
+            format,
+            misses,
+        } => crate::attribute::eval(&cli.db, trace.as_deref(), method, format, misses),
         Command::EvidenceRecall { k, format } => {
             evidence_recall(&Database::open_existing(&cli.db)?, k, format)
         }

@@ -3,9 +3,12 @@
 //! they append to the database.
 
 pub mod case;
+pub mod eval;
 pub mod evidence;
+pub mod flow;
 pub mod model;
 pub mod pyvalue;
+pub mod text;
 pub mod verdict;
 
 use std::collections::{BTreeMap, HashMap};
@@ -21,6 +24,93 @@ pub use verdict::{ErrorType, Method, Step, Verdict};
 
 use crate::db::{Database, TraceView};
 use crate::error::{EngineError, Result};
+use crate::graph::Cancel;
+
+/// What to attribute.
+#[derive(Debug, Clone, Copy)]
+pub struct AttributeRequest<'a> {
+    /// One trace (graph id or `#ID`), or every trace.
+    pub trace: Option<&'a str>,
+    /// Case references (the query's full name or full node id, the case
+    /// name, or a judge op id), or every failed case.
+    pub cases: Option<&'a [String]>,
+    /// The method.
+    pub method: Method,
+}
+
+/// Whether `reference` names `case` in `model`.
+fn names_case(model: &TraceModel, case: &FailedCase, reference: &str) -> bool {
+    if case.id == reference || case.query_node.as_deref() == Some(reference) {
+        return true;
+    }
+    if let CaseOrigin::Judge(op) = &case.origin {
+        if op == reference {
+            return true;
+        }
+    }
+    let resolved = model.var(reference).map(|v| &model.vars[v].full_node_id);
+    resolved.is_some() && resolved == case.query_node.as_ref()
+}
+
+/// Attributes the cases of one trace with the evidence-flow method.
+fn attribute_trace(
+    model: &TraceModel,
+    cases: &[FailedCase],
+    setup_micros: u64,
+    cancel: &Cancel,
+) -> Result<Vec<Verdict>> {
+    let started = std::time::Instant::now();
+    let index = MessageIndex::new(model);
+    let flow = flow::Flow::new(model);
+    let shared = setup_micros + started.elapsed().as_micros() as u64;
+    let share = shared / cases.len().max(1) as u64;
+    let mut out = Vec::with_capacity(cases.len());
+    for case in cases {
+        cancel.check()?;
+        let t = std::time::Instant::now();
+        let ev = evidence::evidence(model, &index, case, DEFAULT_K);
+        let finding = flow.attribute(case, &ev);
+        let micros = share + t.elapsed().as_micros() as u64;
+        let method = Method::Evidence;
+        out.push(match finding {
+            Some(f) => Verdict {
+                trace: case.trace,
+                graph_id: case.graph_id.clone(),
+                system: case.system.clone(),
+                case: case.id.clone(),
+                query: case.query.clone(),
+                error_type: Some(f.error_type),
+                op_id: Some(model.ops[f.op].op_id.clone()),
+                op_name: model.ops[f.op].op_name.clone(),
+                confidence: (f.confidence * 100.0).round() / 100.0,
+                reason: f.reason,
+                chain: f.chain,
+                method: method.name().into(),
+                version: method.version().into(),
+                micros,
+            },
+            None => Verdict {
+                trace: case.trace,
+                graph_id: case.graph_id.clone(),
+                system: case.system.clone(),
+                case: case.id.clone(),
+                query: case.query.clone(),
+                error_type: None,
+                op_id: None,
+                op_name: None,
+                confidence: 0.0,
+                reason: "no verdict: the evidence could not be followed and no op answered \
+                         the question in this trace"
+                    .into(),
+                chain: Vec::new(),
+                method: method.name().into(),
+                version: method.version().into(),
+                micros,
+            },
+        });
+    }
+    Ok(out)
+}
 
 /// A verdict as stored: appended after import, with who made it and when.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -101,6 +191,56 @@ impl Database {
             report.total.merge(&r);
         }
         Ok(report)
+    }
+
+    /// Attributes the failed cases a request names, trace by trace.
+    /// `progress` hears (traces done, traces in all) after each trace.
+    /// Nothing is stored; see [`Database::store_verdicts`].
+    pub fn attribute(
+        &self,
+        req: &AttributeRequest<'_>,
+        cancel: &Cancel,
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<Vec<Verdict>> {
+        let Method::Evidence = req.method;
+        let views = self.views(req.trace)?;
+        let mut found = vec![false; req.cases.map_or(0, <[String]>::len)];
+        let mut out = Vec::new();
+        let total = views.len();
+        for (done, view) in views.iter().enumerate() {
+            cancel.check()?;
+            let started = std::time::Instant::now();
+            let (model, mut cases) = trace_cases(view)?;
+            if let Some(refs) = req.cases {
+                cases.retain(|c| {
+                    let mut hit = false;
+                    for (i, r) in refs.iter().enumerate() {
+                        if names_case(&model, c, r) {
+                            found[i] = true;
+                            hit = true;
+                        }
+                    }
+                    hit
+                });
+            }
+            if !cases.is_empty() {
+                let setup = started.elapsed().as_micros() as u64;
+                out.extend(attribute_trace(&model, &cases, setup, cancel)?);
+            }
+            progress(done + 1, total);
+        }
+        if let Some(refs) = req.cases {
+            if let Some(i) = found.iter().position(|f| !f) {
+                let scope = req
+                    .trace
+                    .map_or("any trace".to_string(), |t| format!("trace {t}"));
+                return Err(EngineError::BadRequest(format!(
+                    "no failed case {} in {scope} (FIND cases lists them)",
+                    refs[i]
+                )));
+            }
+        }
+        Ok(out)
     }
 
     /// Appends verdicts to their traces as `author`, one batch per trace.

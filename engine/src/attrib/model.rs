@@ -25,6 +25,7 @@ pub struct TraceModel {
     op_outputs: Vec<Vec<usize>>,
     made_by: Vec<Vec<usize>>,
     read_by: Vec<Vec<usize>>,
+    edges_from: Vec<Vec<(usize, usize)>>,
 }
 
 fn push_once(list: &mut Vec<usize>, x: usize) {
@@ -74,7 +75,8 @@ impl TraceModel {
         let mut op_outputs = vec![Vec::new(); ops.len()];
         let mut made_by = vec![Vec::new(); vars.len()];
         let mut read_by = vec![Vec::new(); vars.len()];
-        for e in &edges {
+        let mut edges_from = vec![Vec::new(); vars.len()];
+        for (i, e) in edges.iter().enumerate() {
             let (Some(&o), Some(&s), Some(&t)) = (
                 by_op_id.get(&e.op_id),
                 by_node_id.get(&e.source_full_node_id),
@@ -86,6 +88,10 @@ impl TraceModel {
             push_once(&mut op_outputs[o], t);
             push_once(&mut made_by[t], o);
             push_once(&mut read_by[s], o);
+            edges_from[s].push((i, t));
+        }
+        for list in &mut read_by {
+            list.sort_unstable();
         }
         TraceModel {
             info,
@@ -99,6 +105,7 @@ impl TraceModel {
             op_outputs,
             made_by,
             read_by,
+            edges_from,
         }
     }
 
@@ -131,7 +138,12 @@ impl TraceModel {
         &self.made_by[var]
     }
 
-    /// The ops that read a variable.
+    /// The edges leaving a variable: (edge index, target variable).
+    pub fn edges_from(&self, var: usize) -> &[(usize, usize)] {
+        &self.edges_from[var]
+    }
+
+    /// The ops that read a variable, in execution order.
     pub fn read_by(&self, var: usize) -> &[usize] {
         &self.read_by[var]
     }

@@ -1,0 +1,234 @@
+//! Scoring an attribution method against labelled cases: error-type
+//! accuracy, op-id exact match, per system and per true error type, a
+//! confusion matrix, and time per case.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::verdict::{ErrorType, Method, Verdict};
+use super::AttributeRequest;
+use crate::db::Database;
+use crate::error::Result;
+use crate::graph::Cancel;
+
+/// Counts and accuracies over a group of labelled cases.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Score {
+    /// Labelled cases in the group.
+    pub cases: usize,
+    /// Of those, how many got the right error type.
+    pub error_type_correct: usize,
+    /// Of those, how many named the labelled op exactly.
+    pub op_id_correct: usize,
+    /// Cases that got no verdict.
+    pub no_verdict: usize,
+    /// `error_type_correct / cases` (0 when there are none).
+    pub error_type_accuracy: f64,
+    /// `op_id_correct / cases` (0 when there are none).
+    pub op_id_accuracy: f64,
+}
+
+impl Score {
+    fn add(&mut self, type_ok: bool, op_ok: bool, none: bool) {
+        self.cases += 1;
+        self.error_type_correct += usize::from(type_ok);
+        self.op_id_correct += usize::from(op_ok);
+        self.no_verdict += usize::from(none);
+        let n = self.cases as f64;
+        self.error_type_accuracy = self.error_type_correct as f64 / n;
+        self.op_id_accuracy = self.op_id_correct as f64 / n;
+    }
+}
+
+/// A labelled case the method got wrong.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Miss {
+    /// The trace's graph id.
+    pub trace: String,
+    /// The case.
+    pub case: String,
+    /// The question.
+    pub query: String,
+    /// The label.
+    pub true_error_type: String,
+    /// The labelled op and its name.
+    pub true_op: String,
+    /// The verdict's type (`-` for none).
+    pub error_type: String,
+    /// The verdict's op and its name.
+    pub op: String,
+    /// The verdict's reason.
+    pub reason: String,
+}
+
+/// How a method scored.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Evaluation {
+    /// The method.
+    pub method: String,
+    /// Its version.
+    pub version: String,
+    /// Labelled cases scored.
+    pub cases: usize,
+    /// Failed cases without a label (attributed, not scored).
+    pub unlabelled: usize,
+    /// Share of labelled cases with the right error type.
+    pub error_type_accuracy: f64,
+    /// Share of labelled cases naming the labelled op exactly.
+    pub op_id_accuracy: f64,
+    /// The whole score.
+    pub total: Score,
+    /// Per memory system (the trace's `project_id`).
+    pub by_system: BTreeMap<String, Score>,
+    /// Per true error type.
+    pub by_error_type: BTreeMap<String, Score>,
+    /// true error type -> verdict's error type (`-` for none) -> cases.
+    pub confusion: BTreeMap<String, BTreeMap<String, usize>>,
+    /// Median microseconds per case.
+    pub median_micros: u64,
+    /// Mean microseconds per case.
+    pub mean_micros: f64,
+    /// Up to 50 misses, for a look at where the method fails.
+    pub misses: Vec<Miss>,
+}
+
+/// A case's label: error type and op id.
+type Label = (String, String);
+
+impl Database {
+    /// Runs `method` over the failed cases (of one trace or all) and scores
+    /// its verdicts against the cases' labels (`final_error_type`,
+    /// `final_op_id`). Nothing is stored.
+    pub fn evaluate(
+        &self,
+        method: Method,
+        trace: Option<&str>,
+        cancel: &Cancel,
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<Evaluation> {
+        let verdicts = self.attribute(
+            &AttributeRequest {
+                trace,
+                cases: None,
+                method,
+            },
+            cancel,
+            progress,
+        )?;
+        let mut labels: BTreeMap<(u32, String), Label> = BTreeMap::new();
+        for view in self.views(trace)? {
+            for c in view.cases()? {
+                if let (Some(q), Some(t), Some(o)) = (c.query_id, c.final_error_type, c.final_op_id)
+                {
+                    labels.insert((view.id(), q), (t, o));
+                }
+            }
+        }
+        Ok(score(method, &verdicts, &labels, |v| {
+            self.op_name_of(v.trace, &labels_op(&labels, v))
+        }))
+    }
+
+    fn op_name_of(&self, trace: u32, op_id: &str) -> String {
+        self.trace_by_id(trace)
+            .ok()
+            .and_then(|v| v.op(op_id).ok().flatten())
+            .and_then(|o| o.op_name)
+            .unwrap_or_default()
+    }
+}
+
+fn labels_op(labels: &BTreeMap<(u32, String), Label>, v: &Verdict) -> String {
+    labels
+        .get(&(v.trace, v.case.clone()))
+        .map(|l| l.1.clone())
+        .unwrap_or_default()
+}
+
+/// Scores verdicts against labels keyed by (trace, case).
+fn score(
+    method: Method,
+    verdicts: &[Verdict],
+    labels: &BTreeMap<(u32, String), Label>,
+    true_op_name: impl Fn(&Verdict) -> String,
+) -> Evaluation {
+    let mut total = Score::default();
+    let mut by_system: BTreeMap<String, Score> = BTreeMap::new();
+    let mut by_error_type: BTreeMap<String, Score> = BTreeMap::new();
+    let mut confusion: BTreeMap<String, BTreeMap<String, usize>> = BTreeMap::new();
+    let mut misses = Vec::new();
+    let mut unlabelled = 0;
+    let mut micros: Vec<u64> = verdicts.iter().map(|v| v.micros).collect();
+    micros.sort_unstable();
+    for v in verdicts {
+        let Some((true_type, true_op)) = labels.get(&(v.trace, v.case.clone())) else {
+            unlabelled += 1;
+            continue;
+        };
+        let got = v
+            .error_type
+            .map_or("-".to_string(), |t| t.name().to_string());
+        let type_ok = &got == true_type
+            || true_type
+                .parse::<ErrorType>()
+                .is_ok_and(|t| Some(t) == v.error_type);
+        let op_ok = v.op_id.as_deref() == Some(true_op.as_str());
+        let none = v.error_type.is_none();
+        total.add(type_ok, op_ok, none);
+        by_system
+            .entry(v.system.clone().unwrap_or_else(|| "-".into()))
+            .or_default()
+            .add(type_ok, op_ok, none);
+        by_error_type
+            .entry(true_type.clone())
+            .or_default()
+            .add(type_ok, op_ok, none);
+        *confusion
+            .entry(true_type.clone())
+            .or_default()
+            .entry(got.clone())
+            .or_default() += 1;
+        if (!type_ok || !op_ok) && misses.len() < 50 {
+            misses.push(Miss {
+                trace: v.graph_id.clone(),
+                case: v.case.clone(),
+                query: v.query.clone(),
+                true_error_type: true_type.clone(),
+                true_op: format!("{true_op} ({})", true_op_name(v)),
+                error_type: got,
+                op: format!(
+                    "{} ({})",
+                    v.op_id.as_deref().unwrap_or("-"),
+                    v.op_name.as_deref().unwrap_or("-")
+                ),
+                reason: v.reason.clone(),
+            });
+        }
+    }
+    let median_micros = if micros.is_empty() {
+        0
+    } else {
+        micros[micros.len() / 2]
+    };
+    let mean_micros = if micros.is_empty() {
+        0.0
+    } else {
+        micros.iter().sum::<u64>() as f64 / micros.len() as f64
+    };
+    Evaluation {
+        method: method.name().into(),
+        version: method.version().into(),
+        cases: total.cases,
+        unlabelled,
+        error_type_accuracy: total.error_type_accuracy,
+        op_id_accuracy: total.op_id_accuracy,
+        total,
+        by_system,
+        by_error_type,
+        confusion,
+        median_micros,
+        mean_micros,
+        misses,
+    }
+}

@@ -1,0 +1,246 @@
+//! `memtrace attribute` and `memtrace eval`: run an attribution method over
+//! failed cases, store its verdicts, and score it against labels.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use memtrace_engine::attrib::eval::{Evaluation, Score};
+use memtrace_engine::attrib::{AttributeRequest, ErrorType, Method, Verdict};
+use memtrace_engine::{Cancel, Database};
+
+use crate::cli::Listing;
+use crate::error::Result;
+use crate::table;
+
+/// Who verdicts stored by the command line are from.
+pub const AUTHOR: &str = "memtrace attribute";
+
+/// A progress bar over the traces, on standard error (hidden when it is not
+/// a terminal).
+pub fn trace_bar(what: &str) -> ProgressBar {
+    let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+    bar.set_style(
+        ProgressStyle::with_template(&format!(
+            "{{spinner}} [{{elapsed_precise}}] {{wide_bar}} {{pos}}/{{len}} traces {what}"
+        ))
+        .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    bar
+}
+
+/// Reads a method name.
+pub fn parse_method(s: &str) -> std::result::Result<Method, String> {
+    s.parse()
+}
+
+/// Attributes every failed case (of one trace or all), stores the verdicts
+/// and returns them with how many were new.
+pub fn attribute_all(
+    db: &Database,
+    trace: Option<&str>,
+    method: Method,
+    bar: &ProgressBar,
+) -> Result<(Vec<Verdict>, usize)> {
+    let cancel = Cancel::new();
+    let verdicts = db.attribute(
+        &AttributeRequest {
+            trace,
+            cases: None,
+            method,
+        },
+        &cancel,
+        &mut |done, total| {
+            bar.set_length(total as u64);
+            bar.set_position(done as u64);
+        },
+    )?;
+    bar.finish_and_clear();
+    let stored = db.store_verdicts(&verdicts, AUTHOR)?;
+    Ok((verdicts, stored))
+}
+
+/// Counts verdicts per system and error type, as table rows.
+pub fn split_rows(verdicts: &[Verdict]) -> Vec<Vec<String>> {
+    let mut systems: Vec<String> = verdicts
+        .iter()
+        .map(|v| v.system.clone().unwrap_or_else(|| "-".into()))
+        .collect();
+    systems.sort();
+    systems.dedup();
+    let mut rows = Vec::new();
+    for s in systems.iter().map(Some).chain([None]) {
+        let of: Vec<&Verdict> = verdicts
+            .iter()
+            .filter(|v| s.is_none_or(|s| v.system.as_deref().unwrap_or("-") == s))
+            .collect();
+        let mut row = vec![
+            s.cloned().unwrap_or_else(|| "all".into()),
+            of.len().to_string(),
+        ];
+        for t in ErrorType::ALL {
+            row.push(
+                of.iter()
+                    .filter(|v| v.error_type == Some(t))
+                    .count()
+                    .to_string(),
+            );
+        }
+        row.push(
+            of.iter()
+                .filter(|v| v.error_type.is_none())
+                .count()
+                .to_string(),
+        );
+        rows.push(row);
+    }
+    rows
+}
+
+/// The header of [`split_rows`].
+pub const SPLIT_HEADER: [&str; 8] = [
+    "system",
+    "cases",
+    "Extraction",
+    "Update",
+    "Deletion",
+    "Retrieval",
+    "Response",
+    "no verdict",
+];
+
+/// `memtrace attribute`.
+pub fn attribute(
+    db: &Path,
+    trace: Option<&str>,
+    method: Method,
+    format: Listing,
+) -> Result<ExitCode> {
+    let db = Database::open_existing(db)?;
+    let bar = trace_bar("attributed");
+    let (verdicts, stored) = attribute_all(&db, trace, method, &bar)?;
+    match format {
+        Listing::Json => println!("{}", serde_json::to_string_pretty(&verdicts)?),
+        Listing::Table => {
+            let rows = split_rows(&verdicts);
+            print!(
+                "{}",
+                table::render(&SPLIT_HEADER, &rows, &[1, 2, 3, 4, 5, 6, 7])
+            );
+            println!(
+                "{} case(s) attributed with method {method} (version {}); {stored} new verdict(s) stored.",
+                verdicts.len(),
+                method.version()
+            );
+            println!(
+                "See them with: memtrace query \"FIND attributions GROUP BY error_type RETURN error_type, count(*)\""
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.1}%", x * 100.0)
+}
+
+fn score_row(name: &str, s: &Score) -> Vec<String> {
+    vec![
+        name.to_string(),
+        s.cases.to_string(),
+        pct(s.error_type_accuracy),
+        pct(s.op_id_accuracy),
+        s.no_verdict.to_string(),
+    ]
+}
+
+/// The evaluation as text tables.
+pub fn render_evaluation(e: &Evaluation, misses: usize) -> String {
+    let mut out = String::new();
+    let header = ["", "cases", "error type", "op id", "no verdict"];
+    let mut rows: Vec<Vec<String>> = e.by_system.iter().map(|(s, x)| score_row(s, x)).collect();
+    rows.push(score_row("all", &e.total));
+    out.push_str("By memory system\n");
+    out.push_str(&table::render(&header, &rows, &[1, 2, 3, 4]));
+    let rows: Vec<Vec<String>> = e
+        .by_error_type
+        .iter()
+        .map(|(s, x)| score_row(s, x))
+        .collect();
+    out.push_str("\nBy true error type\n");
+    out.push_str(&table::render(&header, &rows, &[1, 2, 3, 4]));
+    let mut predicted: Vec<&String> = e.confusion.values().flat_map(|m| m.keys()).collect();
+    predicted.sort();
+    predicted.dedup();
+    let mut head: Vec<&str> = vec!["true \\ verdict"];
+    head.extend(predicted.iter().map(|s| s.as_str()));
+    let rows: Vec<Vec<String>> = e
+        .confusion
+        .iter()
+        .map(|(t, m)| {
+            let mut r = vec![t.clone()];
+            r.extend(
+                predicted
+                    .iter()
+                    .map(|p| m.get(*p).copied().unwrap_or(0).to_string()),
+            );
+            r
+        })
+        .collect();
+    let right: Vec<usize> = (1..head.len()).collect();
+    out.push_str("\nConfusion (rows: label, columns: verdict)\n");
+    out.push_str(&table::render(&head, &rows, &right));
+    out.push_str(&format!(
+        "\n{} labelled case(s), {} unlabelled; error type {}, op id {}; median {:.2} ms per case (mean {:.2} ms)\n",
+        e.cases,
+        e.unlabelled,
+        pct(e.error_type_accuracy),
+        pct(e.op_id_accuracy),
+        e.median_micros as f64 / 1000.0,
+        e.mean_micros / 1000.0
+    ));
+    if misses > 0 && !e.misses.is_empty() {
+        out.push_str("\nMisses\n");
+        for m in e.misses.iter().take(misses) {
+            out.push_str(&format!(
+                "- {} {} {:?}\n  label:   {} at {}\n  verdict: {} at {}\n  reason:  {}\n",
+                m.trace,
+                m.case,
+                m.query,
+                m.true_error_type,
+                m.true_op,
+                m.error_type,
+                m.op,
+                m.reason
+            ));
+        }
+    }
+    out
+}
+
+/// `memtrace eval`.
+pub fn eval(
+    db: &Path,
+    trace: Option<&str>,
+    method: Method,
+    format: Listing,
+    misses: usize,
+) -> Result<ExitCode> {
+    let db = Database::open_existing(db)?;
+    let bar = trace_bar("evaluated");
+    let e = db.evaluate(method, trace, &Cancel::new(), &mut |done, total| {
+        bar.set_length(total as u64);
+        bar.set_position(done as u64);
+    })?;
+    bar.finish_and_clear();
+    match format {
+        Listing::Json => println!("{}", serde_json::to_string_pretty(&e)?),
+        Listing::Table => {
+            print!("{}", render_evaluation(&e, misses));
+            if e.cases == 0 {
+                println!("(no labelled case: labels come from MemTraceBench annotations)");
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
