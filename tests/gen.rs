@@ -437,3 +437,82 @@ fn evidence_recall_scores_pseudo_evidence_on_every_failed_case() {
     assert!(!bad.status.success());
     assert!(stderr(&bad).contains("--k must be at least 1"));
 }
+
+#[test]
+fn attribute_stores_verdicts_once_eval_scores_them_and_report_writes_both_pages() {
+    let dir = tempfile::tempdir().unwrap();
+    ok(gen(dir.path(), "set", "11", "4"));
+    let db = dir.path().join("db");
+    ok(run(dir.path(), Some(&db), &["import", "set"]));
+    let manifest: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("set/manifest.json")).unwrap(),
+    )
+    .unwrap();
+    let failed = manifest["totals"]["failed"].as_u64().unwrap();
+    assert!(failed > 0);
+
+    let o = ok(run(
+        dir.path(),
+        Some(&db),
+        &["attribute", "--using", "evidence", "--format", "json"],
+    ));
+    let verdicts: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let verdicts = verdicts.as_array().unwrap();
+    assert_eq!(verdicts.len() as u64, failed);
+    for v in verdicts {
+        assert!(v["error_type"].is_string() && v["op_id"].is_string(), "{v}");
+        assert_eq!(v["method"], "evidence");
+        assert!(!v["reason"].as_str().unwrap().is_empty());
+    }
+    // A second run finds the same and stores nothing new.
+    let again = stdout(&ok(run(dir.path(), Some(&db), &["attribute"])));
+    assert!(again.contains("0 new verdict(s) stored"), "{again}");
+    let counted = json(&ok(run(
+        dir.path(),
+        Some(&db),
+        &[
+            "query",
+            "FIND attributions GROUP BY error_type RETURN error_type, count(*) AS n",
+            "--format",
+            "json",
+        ],
+    )));
+    let total: u64 = counted["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r[1].as_u64().unwrap())
+        .sum();
+    assert_eq!(total, failed, "{counted}");
+
+    let e = json(&ok(run(
+        dir.path(),
+        Some(&db),
+        &["eval", "--method", "evidence", "--format", "json"],
+    )));
+    assert_eq!(e["cases"].as_u64().unwrap(), failed);
+    for key in ["error_type_accuracy", "op_id_accuracy"] {
+        let x = e[key].as_f64().unwrap();
+        assert!(x >= 0.85, "{key} {x}: {e}");
+    }
+    assert_eq!(e["by_system"].as_object().unwrap().len(), 4, "{e}");
+    assert!(!e["by_error_type"].as_object().unwrap().is_empty());
+    assert!(e["confusion"].is_object() && e["median_micros"].is_u64());
+    let table = stdout(&ok(run(dir.path(), Some(&db), &["eval"])));
+    assert!(table.contains("By memory system") && table.contains("Confusion"), "{table}");
+
+    ok(run(dir.path(), Some(&db), &["report", "--out", "rep"]));
+    let html = std::fs::read_to_string(dir.path().join("rep/report.html")).unwrap();
+    let md = std::fs::read_to_string(dir.path().join("rep/report.md")).unwrap();
+    assert!(html.contains("<svg") && !html.contains("http://") && !html.contains("https://"));
+    for system in ["long_context", "rag", "mem0", "evermemos"] {
+        assert!(md.contains(system) && html.contains(system), "{system}");
+    }
+
+    let bad = run(dir.path(), Some(&db), &["attribute", "--using", "oracle"]);
+    assert!(!bad.status.success());
+    assert!(stderr(&bad).contains("unknown attribution method 'oracle'"), "{}", stderr(&bad));
+    let bad = run(dir.path(), Some(&db), &["attribute", "--trace", "nope"]);
+    assert!(!bad.status.success());
+    assert!(stderr(&bad).contains("no trace nope"), "{}", stderr(&bad));
+}

@@ -225,10 +225,11 @@ pub fn eval(
     method: Method,
     format: Listing,
     misses: usize,
+    pseudo: bool,
 ) -> Result<ExitCode> {
     let db = Database::open_existing(db)?;
     let bar = trace_bar("evaluated");
-    let e = db.evaluate(method, trace, &Cancel::new(), &mut |done, total| {
+    let e = db.evaluate_with(method, trace, pseudo, &Cancel::new(), &mut |done, total| {
         bar.set_length(total as u64);
         bar.set_position(done as u64);
     })?;

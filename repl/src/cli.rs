@@ -8,7 +8,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use memtrace_engine::gen::set::{generate_set, GenSpec, MANIFEST};
 use memtrace_engine::gen::sim::{ErrorType, SimParams, System};
-use memtrace_engine::{Database, ExportFormat, ImportOptions, InputFormat, Progress, TraceInfo};
+use memtrace_engine::{Database, ExportFormat, ImportOptions, Progress, TraceInfo};
 
 use crate::error::{io, CliError, Result};
 use crate::table;
@@ -184,6 +184,10 @@ pub enum Command {
         /// Show this many misses (cases it got wrong) after the tables.
         #[arg(long, default_value_t = 0)]
         misses: usize,
+        /// Give every case BM25 pseudo-evidence instead of its known source evidence, to see how
+        /// the method does on traces without evidence labels.
+        #[arg(long)]
+        pseudo_evidence: bool,
     },
     /// Show the event log of imports and removals.
     #[command(after_help = "Example:\n  memtrace log")]
@@ -292,7 +296,15 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             trace,
             format,
             misses,
-        } => crate::attribute::eval(&cli.db, trace.as_deref(), method, format, misses),
+            pseudo_evidence,
+        } => crate::attribute::eval(
+            &cli.db,
+            trace.as_deref(),
+            method,
+            format,
+            misses,
+            pseudo_evidence,
+        ),
         Command::EvidenceRecall { k, format } => {
             evidence_recall(&Database::open_existing(&cli.db)?, k, format)
         }
@@ -309,7 +321,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             };
             crate::query::run(&cli.db, &source, format, &params)
         }
-        Command::Demo => demo(&cli.db),
+        Command::Demo => crate::demo::run(&cli.db),
         Command::Bench { which } => crate::bench::run(which),
         Command::Gen {
             system,
@@ -759,35 +771,6 @@ fn log(db: &std::path::Path) -> Result<ExitCode> {
         )
     );
     Ok(ExitCode::SUCCESS)
-}
-
-fn demo(path: &std::path::Path) -> Result<ExitCode> {
-    let db = Database::open(path)?;
-    let sample: serde_json::Value = serde_json::from_str(SAMPLE)?;
-    let graph_id = sample["graph_id"].as_str().unwrap_or_default().to_string();
-    if db.trace(&graph_id).is_ok() {
-        println!(
-            "the bundled sample {graph_id} is already in {}",
-            path.display()
-        );
-    } else {
-        let t = db.import_reader(
-            SAMPLE.as_bytes(),
-            InputFormat::Json,
-            "bundled sample",
-            &ImportOptions::default(),
-        )?;
-        println!(
-            "imported the bundled sample into {}: trace #{} {}",
-            path.display(),
-            t[0].trace,
-            t[0].graph_id
-        );
-    }
-    println!();
-    stats(&db, Listing::Table)?;
-    println!();
-    traces(&db, Listing::Table)
 }
 
 fn synth(

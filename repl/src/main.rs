@@ -3,6 +3,7 @@
 mod attribute;
 mod bench;
 mod cli;
+mod demo;
 mod error;
 mod query;
 mod shell;

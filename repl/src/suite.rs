@@ -13,7 +13,9 @@ use std::time::Instant;
 use clap::Args;
 use memtrace_engine::gen::set::{generate_set, GenSpec, MANIFEST};
 use memtrace_engine::peer::{dir_bytes, RawPeer};
-use memtrace_engine::{Database, EngineError, ImportOptions, InputFormat};
+use memtrace_engine::attrib::pyvalue::unrepr;
+use memtrace_engine::attrib::{Method, TraceModel};
+use memtrace_engine::{Cancel, Database, EngineError, ImportOptions, InputFormat};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -40,6 +42,9 @@ pub struct SuiteArgs {
     #[arg(long)]
     pub keep: bool,
 }
+
+/// Scales up to this many traces also measure attribution.
+const ATTRIBUTE_MAX_TRACES: usize = 100;
 
 /// One measured step of the suite (internal).
 #[derive(Debug, Args)]
@@ -559,6 +564,53 @@ pub fn step(a: &SuiteStepArgs) -> Result<Measured> {
             }
             m.figures = figures(samples);
         }
+        "attribute" => {
+            let db = Database::open_existing(&a.db)?;
+            let start = Instant::now();
+            let e = db.evaluate(Method::Evidence, None, &Cancel::new(), &mut |_, _| {})?;
+            m.seconds = start.elapsed().as_secs_f64();
+            m.units = (e.cases + e.unlabelled) as u64;
+            m.checksum = (e.total.error_type_correct * 1_000_000 + e.total.op_id_correct) as u64;
+            m.figures = vec![Figure {
+                name: "attribute".into(),
+                queries: m.units,
+                median_us: e.median_micros as f64,
+                p95_us: e.p95_micros as f64,
+                seconds: m.seconds,
+                checksum: e.cases as u64,
+            }];
+        }
+        "attribute-scan" => {
+            // The peer: what a tool without the graph does, reading each
+            // trace whole and searching every value for each evidence text.
+            let db = Database::open_existing(&a.db)?;
+            let start = Instant::now();
+            let mut samples = Vec::new();
+            let mut holders = 0u64;
+            for info in db.traces()? {
+                let t0 = Instant::now();
+                let view = db.trace_by_id(info.id)?;
+                let model = TraceModel::load(&view)?;
+                let cases = memtrace_engine::attrib::case::failed_cases(&model, &view.cases()?);
+                let load = t0.elapsed().as_secs_f64() * 1e6 / cases.len().max(1) as f64;
+                let values: Vec<String> = (0..model.vars.len())
+                    .map(|v| model.value(v).to_lowercase())
+                    .collect();
+                for c in &cases {
+                    let t = Instant::now();
+                    for e in &c.source_evidence {
+                        let Some(v) = model.var(e) else { continue };
+                        let text = unrepr(model.value(v)).to_lowercase();
+                        holders += values.iter().filter(|x| x.contains(&text)).count() as u64;
+                    }
+                    samples.push(load + t.elapsed().as_secs_f64() * 1e6);
+                }
+            }
+            m.seconds = start.elapsed().as_secs_f64();
+            m.units = samples.len() as u64;
+            m.checksum = holders;
+            m.figures = vec![Figure::from_samples("attribute-scan", samples, holders)];
+        }
         other => return Err(CliError::Bench(format!("unknown suite step {other}"))),
     }
     m.peak_rss_kib = peak_rss_kib();
@@ -658,6 +710,41 @@ fn scale(a: &SuiteArgs, dir: &Path, set: &Path, n: usize, label: &str) -> Result
             table::bytes(qs.peak_rss_kib * 1024),
             fs.checksum.to_string(),
         ]);
+    }
+    if n <= ATTRIBUTE_MAX_TRACES {
+        eprintln!("scale {label}: attribution ...");
+        let at = child("attribute", set, n, &mem, a)?;
+        let scan = child("attribute-scan", set, n, &mem, a)?;
+        if let (Some(f), Some(p)) = (at.figures.first(), scan.figures.first()) {
+            let correct_types = at.checksum / 1_000_000;
+            let correct_ops = at.checksum % 1_000_000;
+            let labelled = f.checksum.max(1) as f64;
+            print(vec![
+                label.to_string(),
+                format!(
+                    "memtrace attribution, evidence flow (no LLM): {} failed cases",
+                    at.units
+                ),
+                format!("{:.3}", at.seconds),
+                format!("median {}, p95 {} per case", micros(f.median_us), micros(f.p95_us)),
+                table::bytes(at.peak_rss_kib * 1024),
+                format!(
+                    "error type {:.1}%, op id {:.1}% of {} labelled ({})",
+                    100.0 * correct_types as f64 / labelled,
+                    100.0 * correct_ops as f64 / labelled,
+                    f.checksum,
+                    speedup(f.median_us, p.median_us)
+                ),
+            ]);
+            print(vec![
+                label.to_string(),
+                "peer: read each trace whole and search every value for each evidence text (no verdict)".into(),
+                format!("{:.3}", scan.seconds),
+                format!("median {}, p95 {} per case", micros(p.median_us), micros(p.p95_us)),
+                table::bytes(scan.peak_rss_kib * 1024),
+                format!("{} holders found", p.checksum),
+            ]);
+        }
     }
     if !a.keep {
         for p in [&mem, &raw] {

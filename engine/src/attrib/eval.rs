@@ -89,6 +89,8 @@ pub struct Evaluation {
     pub median_micros: u64,
     /// Mean microseconds per case.
     pub mean_micros: f64,
+    /// 95th percentile of microseconds per case.
+    pub p95_micros: u64,
     /// Up to 50 misses, for a look at where the method fails.
     pub misses: Vec<Miss>,
 }
@@ -107,12 +109,27 @@ impl Database {
         cancel: &Cancel,
         progress: &mut dyn FnMut(usize, usize),
     ) -> Result<Evaluation> {
-        let verdicts = self.attribute(
+        self.evaluate_with(method, trace, false, cancel, progress)
+    }
+
+    /// As [`Database::evaluate`]; with `pseudo_only`, every case gets BM25
+    /// pseudo-evidence instead of its known source evidence, which shows how
+    /// the method does on traces without evidence labels.
+    pub fn evaluate_with(
+        &self,
+        method: Method,
+        trace: Option<&str>,
+        pseudo_only: bool,
+        cancel: &Cancel,
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<Evaluation> {
+        let verdicts = self.attribute_with(
             &AttributeRequest {
                 trace,
                 cases: None,
                 method,
             },
+            pseudo_only,
             cancel,
             progress,
         )?;
@@ -211,6 +228,11 @@ fn score(
     } else {
         micros[micros.len() / 2]
     };
+    let p95_micros = if micros.is_empty() {
+        0
+    } else {
+        micros[((micros.len() - 1) as f64 * 0.95).round() as usize]
+    };
     let mean_micros = if micros.is_empty() {
         0.0
     } else {
@@ -229,6 +251,7 @@ fn score(
         confusion,
         median_micros,
         mean_micros,
+        p95_micros,
         misses,
     }
 }

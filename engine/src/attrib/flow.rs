@@ -196,6 +196,23 @@ pub fn signatures(model: &TraceModel, case: &FailedCase, evidence: &Evidence) ->
     let query_tokens = content_tokens(&case.query);
     let mut items: Vec<usize> = evidence.items.clone();
     items.dedup();
+    if evidence.origin == EvidenceOrigin::Pseudo {
+        // Pseudo-evidence is a ranking: keep the messages that state (part
+        // of) the answer, else the best one.
+        let wanted: Vec<Vec<String>> = parts.iter().map(|p| content_tokens(p)).collect();
+        let states = |m: &usize| {
+            let text = normalise(&unrepr(model.value(*m)));
+            wanted
+                .iter()
+                .any(|w| !w.is_empty() && overlap(w, &text) >= VALUE_OVERLAP)
+        };
+        let stating: Vec<usize> = items.iter().copied().filter(states).collect();
+        items = if stating.is_empty() {
+            items.into_iter().take(1).collect()
+        } else {
+            stating
+        };
+    }
     if asks_for_latest(model, case) && items.len() > 1 {
         let mut latest: HashMap<Option<String>, usize> = HashMap::new();
         for &m in &items {

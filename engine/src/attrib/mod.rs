@@ -202,6 +202,19 @@ impl Database {
         cancel: &Cancel,
         progress: &mut dyn FnMut(usize, usize),
     ) -> Result<Vec<Verdict>> {
+        self.attribute_with(req, false, cancel, progress)
+    }
+
+    /// As [`Database::attribute`]; with `pseudo_only`, every case gets
+    /// pseudo-evidence even when its source evidence is known (to measure
+    /// the method on traces without evidence labels).
+    pub(crate) fn attribute_with(
+        &self,
+        req: &AttributeRequest<'_>,
+        pseudo_only: bool,
+        cancel: &Cancel,
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<Vec<Verdict>> {
         let Method::Evidence = req.method;
         let views = self.views(req.trace)?;
         let mut found = vec![false; req.cases.map_or(0, <[String]>::len)];
@@ -222,6 +235,11 @@ impl Database {
                     }
                     hit
                 });
+            }
+            if pseudo_only {
+                for c in &mut cases {
+                    c.source_evidence.clear();
+                }
             }
             if !cases.is_empty() {
                 let setup = started.elapsed().as_micros() as u64;
