@@ -314,7 +314,8 @@ impl Database {
         Ok(out)
     }
 
-    fn stored_verdicts(&self, trace: u32) -> Result<Vec<StoredVerdict>> {
+    /// The stored verdicts of the trace with this id, oldest first.
+    pub(crate) fn stored_verdicts(&self, trace: u32) -> Result<Vec<StoredVerdict>> {
         let view = self.read_view();
         view.attributions(trace)
             .map(|item| {
