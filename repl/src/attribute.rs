@@ -245,3 +245,20 @@ pub fn eval(
     }
     Ok(ExitCode::SUCCESS)
 }
+
+/// `memtrace report`.
+pub fn report(db: &Path, out: &Path, trace: Option<&str>, method: Method) -> Result<ExitCode> {
+    let db = Database::open_existing(db)?;
+    let report = db.report(method, trace)?;
+    let (md, html) = report.write(out)?;
+    let o = &report.overall;
+    println!(
+        "{} failed case(s), {} attributed with method {method}, {} not attributed",
+        o.failed, o.attributed, o.not_attributed
+    );
+    println!("wrote {} and {}", html.display(), md.display());
+    if o.attributed == 0 && o.failed > 0 {
+        println!("(no stored verdict yet: run `memtrace attribute --using {method}` first)");
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -189,6 +189,21 @@ pub enum Command {
         #[arg(long)]
         pseudo_evidence: bool,
     },
+    /// Write the diagnostic report per memory system, as Markdown and as a self-contained HTML page.
+    #[command(
+        after_help = "Examples:\n  memtrace report\n  memtrace report --out reports/today --trace mem0-0002-s7\n\nThe report reads the verdicts stored by `memtrace attribute` (the latest per case): how failures\nsplit by error type and by faulty op, the top failure patterns with example cases and their\nevidence chains, and the accuracy against labels where cases have them. Run `memtrace attribute`\nfirst. The HTML page needs no network."
+    )]
+    Report {
+        /// Folder for report.md and report.html (created when missing).
+        #[arg(long, default_value = "memtrace-report")]
+        out: PathBuf,
+        /// Only this trace (graph id or #ID).
+        #[arg(long)]
+        trace: Option<String>,
+        /// Whose verdicts to report.
+        #[arg(long, default_value = "evidence", value_parser = crate::attribute::parse_method)]
+        method: memtrace_engine::attrib::Method,
+    },
     /// Show the event log of imports and removals.
     #[command(after_help = "Example:\n  memtrace log")]
     Log,
@@ -286,6 +301,9 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Traces { format } => traces(&Database::open_existing(&cli.db)?, format),
         Command::Drop { trace, yes, reason } => drop_trace(&cli.db, &trace, yes, &reason),
         Command::Log => log(&cli.db),
+        Command::Report { out, trace, method } => {
+            crate::attribute::report(&cli.db, &out, trace.as_deref(), method)
+        }
         Command::Attribute {
             trace,
             method,
