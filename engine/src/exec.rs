@@ -7,7 +7,8 @@ use std::sync::{Arc, OnceLock};
 
 use memtrace_query::ast::{Direction as QDir, FindKind, Output};
 use memtrace_query::plan::{
-    Constraint, DescribePlan, FindPlan, MatchPlan, MatchStep, PatternVar, TraversePlan, VarKind,
+    AttributePlan, Constraint, DescribePlan, FindPlan, MatchPlan, MatchStep, PatternVar,
+    TraversePlan, VarKind,
 };
 use memtrace_query::{
     Collector, Field, NodeRef, Params, Plan, QueryError, Row, Statement, Subject, Value,
@@ -17,6 +18,7 @@ use memtrace_storage::records::TraceRecord;
 use memtrace_storage::{LocalId, ReadView, TraceId};
 use serde::Serialize;
 
+use crate::attrib::{self, AttributeRequest, Method, StoredVerdict, TraceModel};
 use crate::catalog::{TraceCatalog, TraceEdges, TraceOps};
 use crate::db::Database;
 use crate::error::{EngineError, Result};
@@ -316,8 +318,35 @@ impl<'a> TraceCtx<'a> {
     }
 }
 
-fn case_field(case: &serde_json::Value, f: &Field) -> Value {
+/// A failed case as a row sees it: its fields as a JSON object (a stored
+/// annotation, or one made from a judge op that scored 0) and its origin.
+#[derive(Clone, Copy)]
+struct CaseRef<'r> {
+    json: &'r serde_json::Value,
+    origin: &'static str,
+}
+
+/// The fields of a judge-derived case, under the keys an annotation uses.
+fn judge_case_json(c: &attrib::FailedCase) -> serde_json::Value {
+    let judge_op = match &c.origin {
+        attrib::CaseOrigin::Judge(op) => Some(op.as_str()),
+        attrib::CaseOrigin::Annotation(_) => None,
+    };
+    serde_json::json!({
+        "query_id": c.query_node,
+        "query": c.query,
+        "golden_answers": c.gold,
+        "prediction": c.prediction,
+        "source_evidence_ids": c.source_evidence,
+        "judge_op_id": judge_op,
+        "judge_response": c.judge_response,
+    })
+}
+
+fn case_field(case: CaseRef<'_>, f: &Field) -> Value {
+    let CaseRef { json: case, origin } = case;
     let key = match f {
+        Field::Origin => return Value::Str(origin.to_string()),
         Field::QueryId => "query_id",
         Field::Query => "query",
         Field::GoldenAnswers => "golden_answers",
@@ -340,7 +369,77 @@ fn case_field(case: &serde_json::Value, f: &Field) -> Value {
     case.get(key).map_or(Value::Null, from_json)
 }
 
-/// A row of records of one trace: any of a variable, op, edge, session, case.
+fn verdict_field(s: &StoredVerdict, f: &Field) -> Value {
+    let v = &s.verdict;
+    let int = |n: u64| i64::try_from(n).map_or(Value::Null, Value::Int);
+    match f {
+        Field::Case => Value::Str(v.case.clone()),
+        Field::Query => Value::Str(v.query.clone()),
+        Field::ErrorType => v.error_type.map(|e| e.name()).into(),
+        Field::OpId => v.op_id.clone().into(),
+        Field::OpName => v.op_name.clone().into(),
+        Field::Confidence => Value::Float(v.confidence),
+        Field::Reason => Value::Str(v.reason.clone()),
+        Field::Method => Value::Str(v.method.clone()),
+        Field::Version => Value::Str(v.version.clone()),
+        Field::Author => Value::Str(s.author.clone()),
+        Field::At => Value::Str(crate::timestamp::iso_utc(s.at_ms)),
+        Field::Seq => int(s.seq),
+        Field::Micros => int(v.micros),
+        _ => Value::Null,
+    }
+}
+
+/// An ATTRIBUTE row: the columns of [`memtrace_query::attribute_columns`].
+fn verdict_row(v: &attrib::Verdict) -> Vec<Value> {
+    vec![
+        Value::Str(v.graph_id.clone()),
+        Value::Str(v.case.clone()),
+        v.error_type.map(|e| e.name()).into(),
+        v.op_id.clone().into(),
+        v.op_name.clone().into(),
+        Value::Float(v.confidence),
+        Value::Str(v.reason.clone()),
+    ]
+}
+
+/// A case reference as [`AttributeRequest`] takes it: a full name, a full
+/// node id or an op id, unquoted.
+fn case_reference(r: &NodeRef) -> String {
+    match r {
+        NodeRef::Name {
+            full_name,
+            version: Some(v),
+        } => format!("{full_name}@{v}"),
+        NodeRef::Name {
+            full_name,
+            version: None,
+        } => full_name.clone(),
+        NodeRef::Quoted(s) => s.clone(),
+    }
+}
+
+/// Checks the attribution method of an ATTRIBUTE (also under EXPLAIN): an
+/// unknown one is an error placed at its name in `text`.
+fn check_plan(plan: &Plan, text: &str) -> Result<()> {
+    match plan {
+        Plan::Explain(inner) => check_plan(inner, text),
+        Plan::Attribute(a) => match a.method.parse::<Method>() {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                let names = Method::ALL.map(Method::name);
+                let hint = memtrace_query::nearest(&a.method, names)
+                    .map(|k| format!(" (did you mean {k}?)"))
+                    .unwrap_or_default();
+                Err(QueryError::invalid_at(text, a.method_at, format!("{e}{hint}")).into())
+            }
+        },
+        _ => Ok(()),
+    }
+}
+
+/// A row of records of one trace: any of a variable, op, edge, session,
+/// case, stored verdict.
 #[derive(Clone, Copy)]
 struct RecRow<'r, 'a> {
     t: &'r TraceCtx<'a>,
@@ -348,7 +447,8 @@ struct RecRow<'r, 'a> {
     op: Option<u32>,
     edge: Option<u32>,
     session: Option<u32>,
-    case: Option<&'r serde_json::Value>,
+    case: Option<CaseRef<'r>>,
+    verdict: Option<&'r StoredVerdict>,
 }
 
 impl<'r, 'a> RecRow<'r, 'a> {
@@ -360,6 +460,7 @@ impl<'r, 'a> RecRow<'r, 'a> {
             edge: None,
             session: None,
             case: None,
+            verdict: None,
         }
     }
 
@@ -418,6 +519,7 @@ impl Row for RecRow<'_, '_> {
                 },
                 Subject::Trace => self.t.trace_field(f),
                 Subject::Case => self.case.map_or(Value::Null, |c| case_field(c, f)),
+                Subject::Attribution => self.verdict.map_or(Value::Null, |v| verdict_field(v, f)),
                 Subject::Bound(_) => Value::Null,
             })
         })();
@@ -498,6 +600,7 @@ impl<'a> Exec<'a> {
                 "input",
                 "output",
             ]),
+            Plan::Attribute(a) => a.columns.clone(),
             Plan::Explain(_) => s(&["plan"]),
         }
     }
@@ -539,6 +642,7 @@ impl<'a> Exec<'a> {
             Plan::Find(f) => self.find(f, sink),
             Plan::Match(m) => self.match_(m, sink),
             Plan::Describe(d) => self.describe(d, sink),
+            Plan::Attribute(a) => self.attribute(a, sink),
         }
     }
 
@@ -1110,12 +1214,53 @@ impl<'a> Exec<'a> {
                 FindKind::Sessions => t.ops()?.sessions().len() as u32,
                 FindKind::Edges => t.graph()?.edge_count(),
                 FindKind::Cases => {
-                    // Cases are annotation objects, read from the store as JSON.
+                    // The trace's annotations, read from the store as JSON...
+                    let mut annotated = false;
                     for item in self.view.cases(tid) {
                         let (_, c) = item?;
+                        annotated = true;
                         let json: serde_json::Value = serde_json::from_str(&c.json)?;
                         let row = RecRow {
-                            case: Some(&json),
+                            case: Some(CaseRef {
+                                json: &json,
+                                origin: "annotation",
+                            }),
+                            ..base
+                        };
+                        if !offer(&row, &mut col)? {
+                            break 'traces;
+                        }
+                    }
+                    // ...else its judge ops that scored 0. The whole trace is
+                    // read only when it has a judge op at all.
+                    let judged = !annotated
+                        && t.ops()?.ops().iter().any(|o| {
+                            o.op_name
+                                .as_deref()
+                                .is_some_and(attrib::case::is_judge_name)
+                        });
+                    if judged {
+                        let model = TraceModel::load(&self.db.trace_by_id(tid)?)?;
+                        for c in attrib::case::failed_cases(&model, &[]) {
+                            let json = judge_case_json(&c);
+                            let row = RecRow {
+                                case: Some(CaseRef {
+                                    json: &json,
+                                    origin: "judge",
+                                }),
+                                ..base
+                            };
+                            if !offer(&row, &mut col)? {
+                                break 'traces;
+                            }
+                        }
+                    }
+                    continue;
+                }
+                FindKind::Attributions => {
+                    for v in attrib::read_verdicts(self.view, tid)? {
+                        let row = RecRow {
+                            verdict: Some(&v),
                             ..base
                         };
                         if !offer(&row, &mut col)? {
@@ -1147,7 +1292,7 @@ impl<'a> Exec<'a> {
                         op: t.graph()?.op(i),
                         ..base
                     },
-                    FindKind::Traces | FindKind::Cases => base,
+                    FindKind::Traces | FindKind::Cases | FindKind::Attributions => base,
                 };
                 if !offer(&row, &mut col)? {
                     break 'traces;
@@ -1186,6 +1331,31 @@ impl<'a> Exec<'a> {
         }
         for row in col.finish().map_err(qerr)? {
             if !sink(row)? {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    // ------------------------------------------------------------- ATTRIBUTE
+
+    /// Attributes the cases, appends the verdicts (as author `query`), and
+    /// returns one row per verdict.
+    fn attribute(&self, p: &AttributePlan, sink: &mut Sink<'_>) -> Result<()> {
+        let method: Method = p.method.parse().map_err(EngineError::BadRequest)?;
+        let cases: Option<Vec<String>> = p
+            .cases
+            .as_ref()
+            .map(|refs| refs.iter().map(case_reference).collect());
+        let req = AttributeRequest {
+            trace: p.scope.as_deref(),
+            cases: cases.as_deref(),
+            method,
+        };
+        let verdicts = self.db.attribute(&req, self.cancel, &mut |_, _| {})?;
+        self.db.store_verdicts(&verdicts, "query")?;
+        for v in &verdicts {
+            if !sink(verdict_row(v))? {
                 break;
             }
         }
@@ -1515,16 +1685,21 @@ impl Database {
     }
 
     /// Plans one statement of a script parsed from `text` (error positions
-    /// refer to `text`), binding `params`.
+    /// refer to `text`), binding `params`. An ATTRIBUTE's method is checked
+    /// here too.
     pub fn plan(&self, stmt: &Statement, params: &Params, text: &str) -> Result<Plan> {
-        Ok(memtrace_query::plan_text(stmt, params, text)?)
+        let plan = memtrace_query::plan_text(stmt, params, text)?;
+        check_plan(&plan, text)?;
+        Ok(plan)
     }
 
-    /// Parses and plans a statement without running it: syntax, field and
-    /// parameter errors show here. [`columns_of`] names its result columns.
+    /// Parses and plans a statement without running it: syntax, field,
+    /// parameter and attribution method errors show here. [`columns_of`] names its result columns.
     pub fn prepare(&self, text: &str, params: &Params) -> Result<Plan> {
         let stmt = memtrace_query::parse_statement(text)?;
-        Ok(memtrace_query::plan_text(&stmt, params, text)?)
+        let plan = memtrace_query::plan_text(&stmt, params, text)?;
+        check_plan(&plan, text)?;
+        Ok(plan)
     }
 
     /// Runs a planned statement; returns the column names.
@@ -1547,7 +1722,61 @@ impl Database {
 
 #[cfg(test)]
 mod tests {
-    use crate::{Database, ImportOptions, InputFormat};
+    use super::{case_reference, verdict_row};
+    use crate::attrib::{ErrorType, Verdict};
+    use crate::{Database, ImportOptions, InputFormat, Value};
+    use memtrace_query::NodeRef;
+
+    #[test]
+    fn attribute_rows_and_case_references_take_the_shapes_asked_for() {
+        let mut v = Verdict {
+            trace: 3,
+            graph_id: "g".into(),
+            system: None,
+            case: "query:Q1@1".into(),
+            query: "Where?".into(),
+            error_type: Some(ErrorType::RetrievalError),
+            op_id: Some("op-1".into()),
+            op_name: Some("search".into()),
+            confidence: 0.75,
+            reason: "left out".into(),
+            chain: Vec::new(),
+            method: "evidence".into(),
+            version: "1".into(),
+            micros: 5,
+        };
+        assert_eq!(
+            verdict_row(&v),
+            [
+                Value::Str("g".into()),
+                Value::Str("query:Q1@1".into()),
+                Value::Str("RetrievalError".into()),
+                Value::Str("op-1".into()),
+                Value::Str("search".into()),
+                Value::Float(0.75),
+                Value::Str("left out".into()),
+            ]
+        );
+        assert_eq!(
+            verdict_row(&v).len(),
+            memtrace_query::attribute_columns().len()
+        );
+        (v.error_type, v.op_id, v.op_name) = (None, None, None);
+        assert_eq!(
+            verdict_row(&v)[2..5],
+            [Value::Null, Value::Null, Value::Null]
+        );
+        let name = |full_name: &str, version| NodeRef::Name {
+            full_name: full_name.into(),
+            version,
+        };
+        assert_eq!(case_reference(&name("query:Q8", None)), "query:Q8");
+        assert_eq!(case_reference(&name("query:Q8", Some(2))), "query:Q8@2");
+        assert_eq!(
+            case_reference(&NodeRef::Quoted("op-it's".into())),
+            "op-it's"
+        );
+    }
 
     /// a -> b -> c -> a (ops ab, bc, ca), and x -> a (op xa).
     fn cycle() -> (tempfile::TempDir, Database) {

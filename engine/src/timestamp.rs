@@ -1,6 +1,23 @@
 //! Timestamp validation for `created_at` ("YYYY-MM-DD HH:MM:SS.sss", also
 //! with a `T` separator, without fraction, or with a UTC offset, as Python's
-//! `datetime.fromisoformat` reads them).
+//! `datetime.fromisoformat` reads them), and the ISO-8601 form of the times
+//! the database itself records.
+
+/// Milliseconds since the Unix epoch as an ISO-8601 UTC time,
+/// `YYYY-MM-DDTHH:MM:SS.sssZ`.
+pub fn iso_utc(ms: u64) -> String {
+    let ms = i64::try_from(ms).unwrap_or(i64::MAX);
+    let day = ms.div_euclid(86_400_000);
+    let rest = ms.rem_euclid(86_400_000);
+    format!(
+        "{}T{:02}:{:02}:{:02}.{:03}Z",
+        crate::gen::world::civil_from_days(day),
+        rest / 3_600_000,
+        rest / 60_000 % 60,
+        rest / 1000 % 60,
+        rest % 1000
+    )
+}
 
 /// Checks that `s` is a valid timestamp; returns why not.
 pub fn check(s: &str) -> Result<(), String> {
@@ -70,7 +87,15 @@ fn days_in_month(year: u32, month: u32) -> u32 {
 
 #[cfg(test)]
 mod tests {
-    use super::check;
+    use super::{check, iso_utc};
+
+    #[test]
+    fn recorded_times_read_as_iso_8601_utc() {
+        assert_eq!(iso_utc(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(iso_utc(86_400_000 + 3_723_004), "1970-01-02T01:02:03.004Z");
+        assert_eq!(iso_utc(1_704_067_199_999), "2023-12-31T23:59:59.999Z");
+        assert!(check(&iso_utc(1_763_774_499_972)).is_ok());
+    }
 
     #[test]
     fn smartcomment_and_iso_forms_pass() {

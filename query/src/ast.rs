@@ -21,6 +21,8 @@ pub enum Statement {
     ShowTraces,
     /// `DESCRIBE reference`.
     Describe(Describe),
+    /// `ATTRIBUTE CASES | starts [IN TRACE ...] USING method`.
+    Attribute(Attribute),
     /// `EXPLAIN statement`: show the plan instead of running it.
     Explain(Box<Statement>),
 }
@@ -238,6 +240,8 @@ pub enum FindKind {
     Traces,
     /// Failed cases.
     Cases,
+    /// Stored attribution verdicts.
+    Attributions,
 }
 
 impl FindKind {
@@ -250,6 +254,7 @@ impl FindKind {
             FindKind::Sessions => "sessions",
             FindKind::Traces => "traces",
             FindKind::Cases => "cases",
+            FindKind::Attributions => "attributions",
         }
     }
 }
@@ -280,6 +285,29 @@ pub struct Describe {
     pub target: Start,
     /// `IN TRACE 'id'`.
     pub in_trace: Option<TextArg>,
+}
+
+/// Which failed cases an `ATTRIBUTE` attributes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AttributeTarget {
+    /// `CASES`: every failed case (of the trace, or of every trace).
+    Cases,
+    /// The cases these starts name: a case's query variable (full name or
+    /// full node id) or the judge op id of a judge-derived case.
+    Starts(Vec<Start>),
+}
+
+/// `ATTRIBUTE`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Attribute {
+    /// Which cases.
+    pub target: AttributeTarget,
+    /// `IN TRACE 'id'`.
+    pub in_trace: Option<TextArg>,
+    /// `USING method`: the method's name as written (the engine checks it).
+    pub method: String,
+    /// Where the method's name was written (for error messages).
+    pub method_pos: Pos,
 }
 
 /// A literal value.
@@ -456,6 +484,7 @@ impl Display for Statement {
             Statement::Find(x) => x.fmt(f),
             Statement::ShowTraces => f.write_str("SHOW TRACES"),
             Statement::Describe(d) => d.fmt(f),
+            Statement::Attribute(a) => a.fmt(f),
             Statement::Explain(s) => write!(f, "EXPLAIN {s}"),
         }
     }
@@ -685,6 +714,18 @@ impl Display for Describe {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
         write!(f, "DESCRIBE {}", self.target)?;
         write_in_trace(f, &self.in_trace)
+    }
+}
+
+impl Display for Attribute {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        f.write_str("ATTRIBUTE ")?;
+        match &self.target {
+            AttributeTarget::Cases => f.write_str("CASES")?,
+            AttributeTarget::Starts(starts) => join(f, starts, ", ")?,
+        }
+        write_in_trace(f, &self.in_trace)?;
+        write!(f, " USING {}", self.method)
     }
 }
 

@@ -58,6 +58,29 @@ impl QueryError {
         }
     }
 
+    /// An [`Invalid`](QueryError::Invalid) error about the statement `text`
+    /// at byte `offset`, with a caret under it; without text (a statement
+    /// built, not parsed), an error without position.
+    pub fn invalid_at(text: &str, offset: usize, message: impl Into<String>) -> QueryError {
+        if text.is_empty() {
+            QueryError::Other(message.into())
+        } else {
+            QueryError::at(text, offset, message.into())
+        }
+    }
+
+    /// A [`Syntax`](QueryError::Syntax) error at byte `offset` of `text`,
+    /// for what the grammar accepts only to report it better.
+    pub(crate) fn syntax_at(text: &str, offset: usize, message: String) -> QueryError {
+        let (line, column) = line_col(text, offset);
+        QueryError::Syntax {
+            line,
+            column,
+            message,
+            snippet: caret(text, line, column),
+        }
+    }
+
     pub(crate) fn from_pest(text: &str, e: pest::error::Error<crate::Rule>) -> QueryError {
         let offset = match e.location {
             pest::error::InputLocation::Pos(p) => p,
@@ -114,6 +137,9 @@ impl QueryError {
                     match r {
                         crate::Rule::output => expected_kw.extend(OUTPUTS),
                         crate::Rule::find_kind => expected_kw.extend(FIND_KINDS),
+                        crate::Rule::statement | crate::Rule::explain => {
+                            expected_kw.extend(STATEMENTS)
+                        }
                         _ => {}
                     }
                 }
@@ -170,7 +196,27 @@ fn closed(s: &str) -> bool {
 }
 
 const OUTPUTS: [&str; 6] = ["nodes", "ops", "edges", "subgraph", "paths", "count"];
-const FIND_KINDS: [&str; 6] = ["vars", "ops", "edges", "sessions", "traces", "cases"];
+const FIND_KINDS: [&str; 7] = [
+    "vars",
+    "ops",
+    "edges",
+    "sessions",
+    "traces",
+    "cases",
+    "attributions",
+];
+
+/// The keywords that start a statement.
+const STATEMENTS: [&str; 8] = [
+    "TRACE",
+    "FORWARD",
+    "MATCH",
+    "FIND",
+    "SHOW",
+    "DESCRIBE",
+    "ATTRIBUTE",
+    "EXPLAIN",
+];
 
 /// The keyword a keyword rule matches.
 fn keyword_of(rule: crate::Rule) -> Option<&'static str> {
@@ -208,6 +254,9 @@ fn keyword_of(rule: crate::Rule) -> Option<&'static str> {
         kw_null => "NULL",
         kw_true => "TRUE",
         kw_false => "FALSE",
+        kw_attribute => "ATTRIBUTE",
+        kw_cases | all_cases => "CASES",
+        kw_using => "USING",
         _ => return None,
     })
 }
@@ -224,18 +273,20 @@ fn describe(rule: crate::Rule) -> String {
         Rule::number | Rule::literal => "a value".into(),
         Rule::bare | Rule::name_part => "a name".into(),
         Rule::version => "'@' and a version".into(),
-        Rule::reference | Rule::name_ref | Rule::start | Rule::starts => {
+        Rule::reference | Rule::name_ref | Rule::start | Rule::starts | Rule::no_target => {
             "a variable or op reference".into()
         }
         Rule::param => "a $parameter".into(),
         Rule::ident | Rule::label => "a name".into(),
         Rule::field => "a field such as var.category".into(),
         Rule::statement | Rule::explain => {
-            "a statement (TRACE, FORWARD, MATCH, FIND, SHOW, DESCRIBE, EXPLAIN)".into()
+            "a statement (TRACE, FORWARD, MATCH, FIND, SHOW, DESCRIBE, ATTRIBUTE, EXPLAIN)".into()
         }
         Rule::direction => "TRACE or FORWARD".into(),
         Rule::output => "nodes, ops, edges, subgraph, paths or count".into(),
-        Rule::find_kind => "vars, ops, edges, sessions, traces or cases".into(),
+        Rule::find_kind => "vars, ops, edges, sessions, traces, cases or attributions".into(),
+        Rule::attribute => "ATTRIBUTE".into(),
+        Rule::method => "an attribution method such as evidence".into(),
         Rule::expr | Rule::or_expr | Rule::and_expr | Rule::not_expr | Rule::comparison => {
             "an expression".into()
         }

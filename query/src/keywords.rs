@@ -2,9 +2,41 @@
 
 /// Every keyword of the language, upper case.
 pub const KEYWORDS: &[&str] = &[
-    "TRACE", "FORWARD", "IN", "DEPTH", "UNTIL", "WHILE", "WHERE", "RETURN", "LIMIT", "MATCH",
-    "FIND", "GROUP", "ORDER", "BY", "ASC", "DESC", "DISTINCT", "AS", "SHOW", "TRACES", "DESCRIBE",
-    "EXPLAIN", "AND", "OR", "NOT", "CONTAINS", "STARTS", "WITH", "IS", "NULL", "TRUE", "FALSE",
+    "TRACE",
+    "FORWARD",
+    "IN",
+    "DEPTH",
+    "UNTIL",
+    "WHILE",
+    "WHERE",
+    "RETURN",
+    "LIMIT",
+    "MATCH",
+    "FIND",
+    "GROUP",
+    "ORDER",
+    "BY",
+    "ASC",
+    "DESC",
+    "DISTINCT",
+    "AS",
+    "SHOW",
+    "TRACES",
+    "DESCRIBE",
+    "EXPLAIN",
+    "AND",
+    "OR",
+    "NOT",
+    "CONTAINS",
+    "STARTS",
+    "WITH",
+    "IS",
+    "NULL",
+    "TRUE",
+    "FALSE",
+    "ATTRIBUTE",
+    "CASES",
+    "USING",
 ];
 
 /// Words a bare identifier may not be, because the grammar reads them as keywords.
@@ -34,11 +66,10 @@ pub(crate) fn distance(a: &str, b: &str) -> usize {
     prev[b.len()]
 }
 
-/// The candidate nearest to `word`, when it is close enough to be a likely typo.
-pub(crate) fn nearest<'a>(
-    word: &str,
-    candidates: impl IntoIterator<Item = &'a str>,
-) -> Option<&'a str> {
+/// The candidate nearest to `word` (ignoring case), when it is close enough
+/// to be a likely typo: one edit for words of up to 3 letters, two up to 6,
+/// three beyond. `None` for the word itself or when nothing is that close.
+pub fn nearest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
     if word.is_empty() {
         return None;
     }

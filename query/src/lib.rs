@@ -23,10 +23,12 @@ mod value;
 pub use ast::Statement;
 pub use error::QueryError;
 pub use eval::{Collector, Pexpr, Row};
-pub use keywords::KEYWORDS;
+pub use keywords::{nearest, KEYWORDS};
 pub use node_ref::{parse_node_ref, NodeRef};
 pub use parse::{parse_script, parse_statement};
-pub use plan::{field_names, plan, plan_text, Field, Params, Plan, Subject, SUBJECTS};
+pub use plan::{
+    attribute_columns, field_names, plan, plan_text, Field, Params, Plan, Subject, SUBJECTS,
+};
 pub use value::Value;
 
 mod grammar {

@@ -235,6 +235,7 @@ impl P<'_> {
             Rule::traverse => self.traverse(inner).map(Statement::Traverse),
             Rule::match_stmt => self.match_stmt(inner).map(Statement::Match),
             Rule::find => self.find(inner).map(Statement::Find),
+            Rule::attribute => self.attribute(inner).map(Statement::Attribute),
             Rule::show_traces => Ok(Statement::ShowTraces),
             Rule::describe => {
                 let mut target = None;
@@ -318,15 +319,7 @@ impl P<'_> {
                         Direction::Backward
                     };
                 }
-                Rule::starts => {
-                    for s in p.into_inner() {
-                        let s = s.into_inner().next().ok_or_else(|| bug("start"))?;
-                        t.starts.push(match s.as_rule() {
-                            Rule::param => Start::Param(param_name(&s)),
-                            _ => Start::Ref(reference_from_pair(self.text, s)?),
-                        });
-                    }
-                }
+                Rule::starts => t.starts = self.starts(p)?,
                 Rule::in_trace => t.in_trace = Some(self.text_arg(p)?),
                 Rule::depth => {
                     let d = p
@@ -373,6 +366,54 @@ impl P<'_> {
             }
         }
         Ok(t)
+    }
+
+    fn starts(&self, pair: Pair<'_, Rule>) -> Result<Vec<Start>> {
+        let mut out = Vec::new();
+        for s in pair.into_inner() {
+            let s = s.into_inner().next().ok_or_else(|| bug("start"))?;
+            out.push(match s.as_rule() {
+                Rule::param => Start::Param(param_name(&s)),
+                _ => Start::Ref(reference_from_pair(self.text, s)?),
+            });
+        }
+        Ok(out)
+    }
+
+    fn attribute(&self, pair: Pair<'_, Rule>) -> Result<Attribute> {
+        let mut target = None;
+        let mut in_trace = None;
+        let mut method = None;
+        for p in pair.into_inner() {
+            match p.as_rule() {
+                Rule::all_cases => target = Some(AttributeTarget::Cases),
+                Rule::no_target => {
+                    let at = p.as_span().start();
+                    let word: String = self.text[at..]
+                        .chars()
+                        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                        .collect();
+                    return Err(QueryError::syntax_at(
+                        self.text,
+                        at,
+                        format!("expected CASES or a variable or op reference, found '{word}'"),
+                    ));
+                }
+                Rule::starts => target = Some(AttributeTarget::Starts(self.starts(p)?)),
+                Rule::in_trace => in_trace = Some(self.text_arg(p)?),
+                Rule::method => {
+                    method = Some((p.as_str().to_string(), Pos(p.as_span().start())));
+                }
+                _ => {}
+            }
+        }
+        let (method, method_pos) = method.ok_or_else(|| bug("USING"))?;
+        Ok(Attribute {
+            target: target.ok_or_else(|| bug("ATTRIBUTE"))?,
+            in_trace,
+            method,
+            method_pos,
+        })
     }
 
     fn props(&self, pair: Pair<'_, Rule>) -> Result<Vec<(String, Expr)>> {
@@ -579,7 +620,8 @@ impl P<'_> {
                         "edges" => FindKind::Edges,
                         "sessions" => FindKind::Sessions,
                         "traces" => FindKind::Traces,
-                        _ => FindKind::Cases,
+                        "cases" => FindKind::Cases,
+                        _ => FindKind::Attributions,
                     }
                 }
                 Rule::in_trace => f.in_trace = Some(self.text_arg(p)?),
@@ -784,6 +826,17 @@ mod tests {
         "SHOW TRACES",
         "DESCRIBE prediction:Q1 IN TRACE 'g'",
         "EXPLAIN TRACE answer:42 UNTIL op.kind = 'extraction'",
+        "ATTRIBUTE CASES IN TRACE 'locomo_3' USING evidence",
+        "attribute cases using evidence",
+        "ATTRIBUTE query:Q8 IN TRACE 'mem0-0001-s7' USING evidence",
+        "ATTRIBUTE 'query:Q8@1', query:Q9, $case IN TRACE $t USING Evidence",
+        "ATTRIBUTE cases:Q1, cases@2 USING evidence",
+        "ATTRIBUTE using USING evidence",
+        "ATTRIBUTE in IN TRACE 'g' USING in",
+        "ATTRIBUTE using, cases USING using",
+        "EXPLAIN ATTRIBUTE CASES USING evidence",
+        "FIND attributions IN TRACE 'g' WHERE error_type = 'RetrievalError' AND attribution.confidence > 0.5",
+        "FIND attributions GROUP BY error_type RETURN error_type, count(*)",
         "FIND traces WHERE trace.meta.'odd key' STARTS WITH 'x' AND trace.id != 'a' ORDER BY trace.id ASC",
         "MATCH (a)-[*3]->(b)-[*2..]->(c)<-[*..4]-(d) RETURN a",
         "FIND vars WHERE var.version IN [1, 2.5, -3, 1e-7, TRUE, NULL, 'x'] RETURN var.name",
@@ -819,12 +872,77 @@ mod tests {
     }
 
     #[test]
+    fn cases_is_the_keyword_only_before_in_or_using() {
+        let all = |text: &str| match parse_statement(text).unwrap() {
+            Statement::Attribute(a) => a.target == AttributeTarget::Cases,
+            other => panic!("{other:?}"),
+        };
+        assert!(all("ATTRIBUTE CASES USING evidence"));
+        assert!(all("ATTRIBUTE cases IN TRACE 'g' USING evidence"));
+        assert!(!all("ATTRIBUTE cases:Q1 USING evidence"));
+        assert!(!all("ATTRIBUTE cases, x USING evidence"));
+        assert!(!all("ATTRIBUTE casesx USING evidence"));
+        // FIND cases is unchanged.
+        assert!(matches!(
+            parse_statement("FIND cases"),
+            Ok(Statement::Find(Find {
+                kind: FindKind::Cases,
+                ..
+            }))
+        ));
+    }
+
+    #[test]
+    fn attribute_errors_point_at_the_word_and_suggest_the_keyword() {
+        let e = parse_statement("ATTRIBUTE CASES USNG evidence")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("line 1, column 17"), "{e}");
+        assert!(e.contains("(did you mean USING?)"), "{e}");
+        assert!(e.ends_with("                ^"), "{e}");
+        let e = parse_statement("ATRIBUTE CASES USING evidence")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("(did you mean ATTRIBUTE?)"), "{e}");
+        let e = parse_statement("ATTRIBUTE CASES IN TRACE 'g'")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("expected USING"), "{e}");
+        let e = parse_statement("ATTRIBUTE USING evidence")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("syntax error at line 1, column 11: expected CASES or a variable or op reference, found 'USING'"),
+            "{e}"
+        );
+        let e = parse_statement("ATTRIBUTE IN TRACE 'g' USING evidence")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("column 11: expected CASES"), "{e}");
+        // Cases named `in` and `using` are still cases.
+        for text in [
+            "ATTRIBUTE using USING evidence",
+            "ATTRIBUTE in IN TRACE 'g' USING evidence",
+            "ATTRIBUTE using, in USING in",
+        ] {
+            assert!(
+                matches!(parse_statement(text), Ok(Statement::Attribute(_))),
+                "{text}"
+            );
+        }
+        let e = parse_statement("ATTRIBUTE CASES USING 'evidence'")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("an attribution method"), "{e}");
+    }
+
+    #[test]
     fn errors_name_what_was_expected() {
         let e = parse_statement("TRACE").unwrap_err().to_string();
         assert!(e.contains("expected a variable or op reference"), "{e}");
         let e = parse_statement("FIND widgets").unwrap_err().to_string();
         assert!(
-            e.contains("vars, ops, edges, sessions, traces or cases"),
+            e.contains("vars, ops, edges, sessions, traces, cases or attributions"),
             "{e}"
         );
         let e = parse_statement("TRACE a DEPTH 5..2")

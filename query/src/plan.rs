@@ -36,6 +36,8 @@ pub enum Subject {
     Trace,
     /// `case.`: a failed case.
     Case,
+    /// `attribution.`: a stored attribution verdict.
+    Attribution,
     /// `source.`: an edge's source variable.
     Source,
     /// `target.`: an edge's target variable.
@@ -101,6 +103,24 @@ pub enum Field {
     OpId,
     /// `kind` of an edge: the category of the op that made it.
     Kind,
+    /// `origin` of a case: `annotation` or `judge`.
+    Origin,
+    /// `case` of a verdict: the case's name (query node id or judge op id).
+    Case,
+    /// `confidence` of a verdict, from 0 to 1.
+    Confidence,
+    /// `reason` of a verdict.
+    Reason,
+    /// `method` of a verdict.
+    Method,
+    /// `author` of a stored verdict.
+    Author,
+    /// `at`: when a verdict was stored (ISO-8601, UTC).
+    At,
+    /// `seq`: a stored verdict's place among its trace's verdicts, from 1.
+    Seq,
+    /// `micros`: microseconds the attributor spent on a case.
+    Micros,
     /// `meta.<key>...`: a path into the JSON metadata.
     Meta(Vec<String>),
 }
@@ -176,6 +196,22 @@ fn fields_of(subject: Subject) -> &'static [(&'static str, Field)] {
         ("final_error_type", ErrorType),
         ("op_id", OpId),
         ("final_op_id", OpId),
+        ("origin", Origin),
+    ];
+    const ATTRIBUTION: &[(&str, Field)] = &[
+        ("case", Case),
+        ("query", Query),
+        ("error_type", ErrorType),
+        ("op_id", OpId),
+        ("op_name", OpName),
+        ("confidence", Confidence),
+        ("reason", Reason),
+        ("method", Method),
+        ("version", Version),
+        ("author", Author),
+        ("at", At),
+        ("seq", Seq),
+        ("micros", Micros),
     ];
     match subject {
         Subject::Var | Subject::Source | Subject::Target => VAR,
@@ -184,13 +220,22 @@ fn fields_of(subject: Subject) -> &'static [(&'static str, Field)] {
         Subject::Session => SESSION,
         Subject::Trace => TRACE,
         Subject::Case => CASE,
+        Subject::Attribution => ATTRIBUTION,
         Subject::Bound(_) => &[],
     }
 }
 
 /// The subjects a field path may start with, as written (`var`, `op`, ...).
 pub const SUBJECTS: &[&str] = &[
-    "var", "op", "edge", "session", "trace", "case", "source", "target",
+    "var",
+    "op",
+    "edge",
+    "session",
+    "trace",
+    "case",
+    "attribution",
+    "source",
+    "target",
 ];
 
 /// The field names of a subject as written after its dot (`var` -> `full_name`,
@@ -210,6 +255,7 @@ fn subject_named(name: &str) -> Option<Subject> {
         "session" => Subject::Session,
         "trace" => Subject::Trace,
         "case" => Subject::Case,
+        "attribution" => Subject::Attribution,
         "source" => Subject::Source,
         "target" => Subject::Target,
         _ => return None,
@@ -224,6 +270,7 @@ fn subject_name(s: Subject) -> &'static str {
         Subject::Session => "session",
         Subject::Trace => "trace",
         Subject::Case => "case",
+        Subject::Attribution => "attribution",
         Subject::Source => "source",
         Subject::Target => "target",
         Subject::Bound(_) => "",
@@ -252,6 +299,8 @@ pub enum Plan {
     ShowTraces,
     /// DESCRIBE.
     Describe(DescribePlan),
+    /// ATTRIBUTE.
+    Attribute(AttributePlan),
     /// EXPLAIN: the plan of the inner statement, printed.
     Explain(Box<Plan>),
 }
@@ -382,6 +431,37 @@ pub struct DescribePlan {
     pub scope: Option<String>,
 }
 
+/// ATTRIBUTE: attribute failed cases, store the verdicts, return them.
+#[derive(Debug, Clone)]
+pub struct AttributePlan {
+    /// The cases named (parameters substituted); `None` for every failed case.
+    pub cases: Option<Vec<NodeRef>>,
+    /// Only this trace.
+    pub scope: Option<String>,
+    /// The method's name as written; the engine checks that it has it.
+    pub method: String,
+    /// Byte offset of the method's name in the statement text.
+    pub method_at: usize,
+    /// The result columns.
+    pub columns: Vec<String>,
+}
+
+/// The columns ATTRIBUTE returns: one row per verdict.
+pub fn attribute_columns() -> Vec<String> {
+    [
+        "trace",
+        "case",
+        "error_type",
+        "op_id",
+        "op_name",
+        "confidence",
+        "reason",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
 /// An aggregate computed over each group.
 #[derive(Debug, Clone)]
 pub struct AggSpec {
@@ -453,6 +533,18 @@ fn plan_in(stmt: &Statement, params: &Params, text: &str) -> Result<Plan> {
             target: p.start(&d.target)?,
             scope: p.text_arg(&d.in_trace)?,
         })),
+        Statement::Attribute(a) => Ok(Plan::Attribute(AttributePlan {
+            cases: match &a.target {
+                AttributeTarget::Cases => None,
+                AttributeTarget::Starts(starts) => {
+                    Some(starts.iter().map(|s| p.start(s)).collect::<Result<_>>()?)
+                }
+            },
+            scope: p.text_arg(&a.in_trace)?,
+            method: a.method.clone(),
+            method_at: a.method_pos.0,
+            columns: attribute_columns(),
+        })),
         Statement::Explain(inner) => Ok(Plan::Explain(Box::new(plan_in(inner, params, text)?))),
     }
 }
@@ -476,6 +568,9 @@ struct Scope<'a> {
     vars: &'a [PatternVar],
     /// Where aggregates are allowed (RETURN, ORDER BY of a FIND/MATCH).
     aggregates: bool,
+    /// The subject whose fields may be written bare (`error_type` for
+    /// `attribution.error_type`), in a FIND of its records.
+    bare: Option<Subject>,
 }
 
 struct Planner<'a> {
@@ -588,6 +683,7 @@ impl Planner<'_> {
             ],
             vars: &[],
             aggregates: false,
+            bare: None,
         };
         let pred = |e: &Option<Expr>| e.as_ref().map(|e| self.pred(e, &scope)).transpose();
         let (min_depth, max_depth) = match t.depth {
@@ -637,18 +733,35 @@ impl Planner<'_> {
             }
             return self.field_in(path, head, subject, table, rest);
         }
+        // A field of the listed records, written bare.
+        if let (Some(b), true) = (scope.bare, rest.is_empty()) {
+            if let Some((_, f)) = fields_of(b).iter().find(|(n, _)| n == head) {
+                return Ok(Pexpr::Field(b, f.clone()));
+            }
+        }
         let subject = match subject_named(head) {
             Some(s) => s,
             None => {
                 let mut known: Vec<&str> = scope.vars.iter().map(|v| v.name.as_str()).collect();
                 known.extend(scope.subjects.iter().map(|s| subject_name(*s)));
-                let hint = nearest(head, known.iter().copied())
+                let bare: Vec<&str> = scope
+                    .bare
+                    .map(|b| fields_of(b).iter().map(|(n, _)| *n).collect())
+                    .unwrap_or_default();
+                let hint = nearest(head, known.iter().chain(&bare).copied())
                     .map(|k| format!(" (did you mean {k}?)"))
                     .unwrap_or_default();
-                let what = if scope.vars.is_empty() {
-                    format!("fields start with {}", list_or(&known))
-                } else {
+                let what = if !scope.vars.is_empty() {
                     format!("in scope: {}", list_or(&known))
+                } else if let Some(b) = scope.bare {
+                    format!(
+                        "fields start with {}, or are {} fields written bare: {}",
+                        list_or(&known),
+                        subject_name(b),
+                        bare.join(", ")
+                    )
+                } else {
+                    format!("fields start with {}", list_or(&known))
                 };
                 return Err(self.err(path.pos, format!("unknown name {head}{hint}; {what}")));
             }
@@ -684,7 +797,9 @@ impl Planner<'_> {
         rest: &[String],
     ) -> Result<Pexpr> {
         let name = &rest[0];
-        let is_meta = name == "meta" || name == "metadata";
+        // Verdicts have no metadata; every other record has.
+        let has_meta = subject != Subject::Attribution;
+        let is_meta = has_meta && (name == "meta" || name == "metadata");
         if is_meta && subject != Subject::Case {
             if rest.len() < 2 {
                 return Err(self.err(
@@ -708,7 +823,9 @@ impl Planner<'_> {
             return Ok(Pexpr::Field(subject, Field::Meta(rest.to_vec())));
         }
         let mut names: Vec<&str> = table.iter().map(|(n, _)| *n).collect();
-        names.push("meta");
+        if has_meta {
+            names.push("meta");
+        }
         let hint = nearest(name, names.iter().copied())
             .map(|k| format!(" (did you mean {head}.{k}?)"))
             .unwrap_or_default();
@@ -1026,11 +1143,13 @@ impl Planner<'_> {
             FindKind::Sessions => &[Session, Trace],
             FindKind::Traces => &[Trace],
             FindKind::Cases => &[Case, Trace],
+            FindKind::Attributions => &[Attribution, Trace],
         };
         let scope = Scope {
             subjects,
             vars: &[],
             aggregates: true,
+            bare: (f.kind == FindKind::Attributions).then_some(Attribution),
         };
         let filter_scope = Scope {
             aggregates: false,
@@ -1148,6 +1267,7 @@ impl Planner<'_> {
             subjects: &[Subject::Trace],
             vars: &vars,
             aggregates: true,
+            bare: None,
         };
         let filter_scope = Scope {
             aggregates: false,
@@ -1529,6 +1649,16 @@ fn default_returns(kind: FindKind, group_by: &[Expr]) -> Returns {
                 item(&["case", "error_type"], "error_type"),
                 item(&["case", "op_id"], "op_id"),
             ],
+            FindKind::Attributions => vec![
+                item(&["trace", "id"], "trace"),
+                item(&["attribution", "case"], "case"),
+                item(&["attribution", "error_type"], "error_type"),
+                item(&["attribution", "op_id"], "op_id"),
+                item(&["attribution", "op_name"], "op_name"),
+                item(&["attribution", "confidence"], "confidence"),
+                item(&["attribution", "method"], "method"),
+                item(&["attribution", "at"], "at"),
+            ],
         }
     };
     Returns {
@@ -1611,6 +1741,31 @@ impl Plan {
                 t.push(0, "Describe: op subgraphs grouped by edge category".into());
                 t.push(1, format!("Resolve {} {}", d.target, scope_text(&d.scope)));
             }
+            Plan::Attribute(a) => {
+                t.push(0, format!("Project {}", a.columns.join(", ")));
+                t.push(
+                    1,
+                    "Store verdicts as 'query' (a finding already stored is skipped)".into(),
+                );
+                t.push(2, format!("Attribute each case using {}", a.method));
+                let traces = match &a.scope {
+                    Some(s) => format!("of trace '{s}'"),
+                    None => "of every trace".to_string(),
+                };
+                let cases = match &a.cases {
+                    None => format!(
+                        "Every failed case {traces} (annotations, else llm-judge ops that scored 0)"
+                    ),
+                    Some(refs) => {
+                        let names: Vec<String> = refs.iter().map(|r| r.to_string()).collect();
+                        format!(
+                            "Failed cases {} (query variable, node id or judge op id) {traces}",
+                            names.join(", ")
+                        )
+                    }
+                };
+                t.push(3, cases);
+            }
             Plan::Traverse(p) => {
                 let mut depth = 0;
                 if let Some(n) = p.limit {
@@ -1662,10 +1817,16 @@ impl Plan {
                     t.push(depth, format!("Filter {}", w.text));
                     depth += 1;
                 }
-                t.push(
-                    depth,
-                    format!("Scan {} of each trace (cached catalog)", f.kind.keyword()),
-                );
+                let scan = match f.kind {
+                    FindKind::Cases => "Scan cases of each trace (its annotations, else its \
+                                        llm-judge ops that scored 0)"
+                        .to_string(),
+                    FindKind::Attributions => {
+                        "Scan stored attributions of each trace, oldest first".to_string()
+                    }
+                    kind => format!("Scan {} of each trace (cached catalog)", kind.keyword()),
+                };
+                t.push(depth, scan);
                 depth += 1;
                 let mut traces = match &f.scope {
                     Some(s) => format!("Trace '{s}'"),
@@ -1856,6 +2017,128 @@ mod tests {
                 ": var.name must be a group key (RETURN it without an aggregate, or GROUP BY it)"
             ),
             "{e}"
+        );
+    }
+
+    fn explain(text: &str, params: &[(&str, Value)]) -> Vec<String> {
+        let stmt = crate::parse_statement(text).unwrap();
+        let params: Params = params
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect();
+        plan_text(&stmt, &params, text).unwrap().explain()
+    }
+
+    #[test]
+    fn attribute_plans_name_the_cases_the_method_and_the_columns() {
+        let stmt = crate::parse_statement("ATTRIBUTE 'query:Q8@1', $c USING evidence").unwrap();
+        let params: Params = [("c".to_string(), Value::Str("query:Q9".into()))].into();
+        let Plan::Attribute(a) = plan(&stmt, &params).unwrap() else {
+            panic!("not an attribute plan")
+        };
+        assert_eq!(
+            a.cases,
+            Some(vec![
+                NodeRef::Quoted("query:Q8@1".into()),
+                NodeRef::Name {
+                    full_name: "query:Q9".into(),
+                    version: None
+                }
+            ])
+        );
+        assert_eq!(
+            (a.scope, a.method.as_str(), a.method_at),
+            (None, "evidence", 33)
+        );
+        assert_eq!(
+            a.columns,
+            [
+                "trace",
+                "case",
+                "error_type",
+                "op_id",
+                "op_name",
+                "confidence",
+                "reason"
+            ]
+        );
+        assert_eq!(
+            explain("EXPLAIN ATTRIBUTE CASES IN TRACE $t USING evidence", &[("t", "g".into())]),
+            [
+                "Project trace, case, error_type, op_id, op_name, confidence, reason",
+                "└─ Store verdicts as 'query' (a finding already stored is skipped)",
+                "   └─ Attribute each case using evidence",
+                "      └─ Every failed case of trace 'g' (annotations, else llm-judge ops that scored 0)",
+            ]
+        );
+        assert_eq!(
+            explain("ATTRIBUTE query:Q8, 'x y' USING evidence", &[])[3],
+            "      └─ Failed cases query:Q8, 'x y' (query variable, node id or judge op id) of every trace"
+        );
+        let e = plan_err("ATTRIBUTE query:Q8 IN TRACE $t USING evidence", &[]);
+        assert!(e.contains("column 29: parameter $t is not set"), "{e}");
+        let e = plan_err("ATTRIBUTE $c USING evidence", &[("c", Value::Int(3))]);
+        assert!(
+            e.contains("parameter $c must be text naming a variable or op"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn attribution_fields_are_read_with_or_without_their_subject() {
+        let plan_of = |text: &str| {
+            let stmt = crate::parse_statement(text).unwrap();
+            match plan(&stmt, &Params::new()).unwrap() {
+                Plan::Find(f) => f,
+                _ => panic!("not a FIND"),
+            }
+        };
+        let f = plan_of("FIND attributions");
+        assert_eq!(
+            f.projection.columns,
+            [
+                "trace",
+                "case",
+                "error_type",
+                "op_id",
+                "op_name",
+                "confidence",
+                "method",
+                "at"
+            ]
+        );
+        let f = plan_of("FIND attributions GROUP BY error_type RETURN error_type, count(*)");
+        assert!(matches!(
+            f.projection.group_keys.as_slice(),
+            [Pexpr::Field(Subject::Attribution, Field::ErrorType)]
+        ));
+        let f = plan_of(
+            "FIND attributions WHERE attribution.case = 'q' AND seq > 1 AND trace.id = 'g' \
+             RETURN case, query, op_id, op_name, confidence, reason, method, version, author, \
+             at, seq, micros",
+        );
+        assert!(f.trace_filter.is_some() && f.filter.is_some());
+        assert_eq!(f.projection.outputs.len(), 12);
+        let e = plan_err("FIND attributions WHERE eror_type = 'x'", &[]);
+        assert!(
+            e.contains("unknown name eror_type (did you mean error_type?); fields start with attribution or trace, or are attribution fields written bare: case, query, error_type"),
+            "{e}"
+        );
+        let e = plan_err("FIND attributions RETURN attribution.meta.x", &[]);
+        assert!(e.contains("unknown field attribution.meta"), "{e}");
+        assert!(!e.contains(", meta"), "{e}");
+        // Bare names belong to FIND attributions only.
+        let e = plan_err("FIND cases RETURN error_type", &[]);
+        assert!(e.contains("unknown name error_type"), "{e}");
+        let e = plan_err("FIND attributions RETURN case.query_id", &[]);
+        assert!(e.contains("case. fields are not available here"), "{e}");
+        let f = plan_of("FIND cases WHERE case.origin = 'judge'");
+        assert!(f.filter.is_some());
+        assert_eq!(
+            explain("EXPLAIN FIND attributions IN TRACE 'g'", &[])
+                .last()
+                .unwrap(),
+            "   └─ Trace 'g'"
         );
     }
 

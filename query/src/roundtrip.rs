@@ -28,6 +28,11 @@
 //!   (`[A-Za-z0-9_.#/-]+`, not starting with `--`), as in the proptest of
 //!   `node_ref.rs` (a lone quoted part without a version reads back as a
 //!   `NodeRef::Quoted`); later parts are any text; versions are >= 1.
+//! - `ATTRIBUTE`: its method is an identifier or a keyword (nothing follows
+//!   it, so a keyword there reads as a name). Its starts are as TRACE's, but
+//!   a lone start is not the bare name `cases` without a version (any
+//!   case), which reads as the keyword `CASES`; quoted, it reads back as a
+//!   `NodeRef::Quoted`.
 //! - Floats are finite. `Pos` values are ignored by equality (left at 0).
 //! - Expressions nest at most 48 levels deep (the parser refuses deeper
 //!   text rather than overflow its stack); the strategies stay far below.
@@ -43,8 +48,29 @@ use crate::{parse_script, parse_statement};
 
 /// Identifiers that come close to keywords without being one.
 const NEAR_KEYWORDS: &[&str] = &[
-    "notes", "order_id", "nullable", "in_", "is_x", "asc1", "descr", "true_", "falsey", "e", "E1",
-    "_", "ORx", "andy", "byte", "tracer", "count", "x1",
+    "notes",
+    "order_id",
+    "nullable",
+    "in_",
+    "is_x",
+    "asc1",
+    "descr",
+    "true_",
+    "falsey",
+    "e",
+    "E1",
+    "_",
+    "ORx",
+    "andy",
+    "byte",
+    "tracer",
+    "count",
+    "x1",
+    "cases_",
+    "usingx",
+    "attributes",
+    "case",
+    "attribution",
 ];
 
 fn ident() -> impl Strategy<Value = String> {
@@ -188,6 +214,7 @@ fn find_kind() -> impl Strategy<Value = FindKind> {
         FindKind::Sessions,
         FindKind::Traces,
         FindKind::Cases,
+        FindKind::Attributions,
     ])
 }
 
@@ -421,6 +448,29 @@ fn describe() -> BoxedStrategy<Describe> {
         .boxed()
 }
 
+fn attribute() -> BoxedStrategy<Attribute> {
+    let target = prop_oneof![
+        1 => Just(AttributeTarget::Cases),
+        3 => vec(start(), 1..4)
+            .prop_filter("a lone `cases` reads as the keyword", |starts| {
+                !matches!(
+                    starts.as_slice(),
+                    [Start::Ref(NodeRef::Name { full_name, version: None })]
+                        if full_name.eq_ignore_ascii_case("cases")
+                )
+            })
+            .prop_map(AttributeTarget::Starts),
+    ];
+    (target, option::of(text_arg()), param_name())
+        .prop_map(|(target, in_trace, method)| Attribute {
+            target,
+            in_trace,
+            method,
+            method_pos: Pos(0),
+        })
+        .boxed()
+}
+
 /// Any statement but `EXPLAIN`.
 fn plain_statement() -> BoxedStrategy<Statement> {
     prop_oneof![
@@ -429,6 +479,7 @@ fn plain_statement() -> BoxedStrategy<Statement> {
         3 => find().prop_map(Statement::Find),
         1 => Just(Statement::ShowTraces),
         1 => describe().prop_map(Statement::Describe),
+        2 => attribute().prop_map(Statement::Attribute),
     ]
     .boxed()
 }

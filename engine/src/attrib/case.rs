@@ -138,12 +138,14 @@ fn from_annotation(model: &TraceModel, i: usize, c: &Case) -> FailedCase {
     }
 }
 
+/// Whether an op of this name is a judge op (`llm-judge`).
+pub fn is_judge_name(name: &str) -> bool {
+    name.eq_ignore_ascii_case("llm-judge") || name.eq_ignore_ascii_case("llm_judge")
+}
+
 /// Whether `op` is a judge op.
 fn is_judge(model: &TraceModel, op: usize) -> bool {
-    model.ops[op]
-        .op_name
-        .as_deref()
-        .is_some_and(|n| n.eq_ignore_ascii_case("llm-judge") || n.eq_ignore_ascii_case("llm_judge"))
+    model.ops[op].op_name.as_deref().is_some_and(is_judge_name)
 }
 
 fn from_judge(model: &TraceModel, op: usize) -> Option<FailedCase> {

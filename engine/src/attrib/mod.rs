@@ -15,6 +15,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use memtrace_storage::records::AttributionRecord;
+use memtrace_storage::ReadView;
 use serde::{Deserialize, Serialize};
 
 pub use case::{CaseOrigin, FailedCase};
@@ -316,20 +317,7 @@ impl Database {
 
     /// The stored verdicts of the trace with this id, oldest first.
     pub(crate) fn stored_verdicts(&self, trace: u32) -> Result<Vec<StoredVerdict>> {
-        let view = self.read_view();
-        view.attributions(trace)
-            .map(|item| {
-                let (seq, rec) = item?;
-                let mut s: StoredVerdict = serde_json::from_str(&rec.json).map_err(|e| {
-                    EngineError::BadRequest(format!(
-                        "trace #{trace}: stored verdict {seq} does not read back: {e}"
-                    ))
-                })?;
-                s.seq = seq;
-                s.at_ms = rec.at_ms;
-                Ok(s)
-            })
-            .collect()
+        read_verdicts(&self.read_view(), trace)
     }
 
     fn views(&self, trace: Option<&str>) -> Result<Vec<TraceView<'_>>> {
@@ -344,11 +332,29 @@ impl Database {
     }
 }
 
+/// The stored verdicts of one trace as `view` sees them, oldest first.
+pub(crate) fn read_verdicts(view: &ReadView<'_>, trace: u32) -> Result<Vec<StoredVerdict>> {
+    view.attributions(trace)
+        .map(|item| {
+            let (seq, rec) = item?;
+            let mut s: StoredVerdict = serde_json::from_str(&rec.json).map_err(|e| {
+                EngineError::BadRequest(format!(
+                    "trace #{trace}: stored verdict {seq} does not read back: {e}"
+                ))
+            })?;
+            s.seq = seq;
+            s.at_ms = rec.at_ms;
+            Ok(s)
+        })
+        .collect()
+}
+
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::gen::builder::{TraceBuilder, VarRef};
-    use crate::{ImportOptions, InputFormat};
+    use crate::{ImportOptions, InputFormat, Params};
     use serde_json::json;
 
     /// Two messages, a question answered from a memory, and its judge.
@@ -580,6 +586,281 @@ mod tests {
             db.attributions(Some("nope")),
             Err(EngineError::UnknownTrace(_))
         ));
+    }
+
+    fn rows(db: &Database, q: &str) -> Vec<Vec<serde_json::Value>> {
+        db.query(q).unwrap_or_else(|e| panic!("{q}\n{e}")).rows
+    }
+
+    #[test]
+    fn find_cases_lists_the_judge_cases_of_a_trace_without_annotations() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path().join("db")).unwrap();
+        let mut b = TraceBuilder::new("g-judged", "u", "rag", json!({}), 19_000);
+        conversation(&mut b, "Q1", "0.0", true);
+        conversation(&mut b, "Q2", "1.0", false);
+        conversation(&mut b, "Q3", "0", false);
+        import(&db, b.finish());
+        let mut b = TraceBuilder::new("g-annotated", "u", "mem0", json!({}), 19_000);
+        let (_, qa) = conversation(&mut b, "Q1", "0.0", false);
+        b.annotate(json!({
+            "query_id": "query:Q1@1", "query": "What car does Omar drive?",
+            "golden_answers": ["a blue Volvo"], "prediction": "a red Toyota",
+            "source_evidence_ids": ["message:Q1:1@1"],
+            "final_error_type": "RetrievalError", "final_op_id": qa
+        }));
+        import(&db, b.finish());
+        let judge_ops: Vec<String> = db
+            .failed_cases(Some("g-judged"))
+            .unwrap()
+            .into_iter()
+            .map(|c| match c.origin {
+                CaseOrigin::Judge(op) => op,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        let got = rows(
+            &db,
+            "FIND cases RETURN trace.id, case.query_id, case.query, case.golden_answers, \
+             case.prediction, case.evidence, case.error_type, case.op_id, case.origin, \
+             case.judge_op_id",
+        );
+        assert_eq!(
+            got,
+            [
+                json!([
+                    "g-judged",
+                    "query:Q1@1",
+                    "What car does Omar drive?",
+                    ["a blue Volvo"],
+                    "a red Toyota",
+                    ["message:Q1:1@1"],
+                    null,
+                    null,
+                    "judge",
+                    judge_ops[0]
+                ]),
+                json!([
+                    "g-judged",
+                    "query:Q3@1",
+                    "What car does Omar drive?",
+                    ["a blue Volvo"],
+                    "a red Toyota",
+                    [],
+                    null,
+                    null,
+                    "judge",
+                    judge_ops[1]
+                ]),
+                json!([
+                    "g-annotated",
+                    "query:Q1@1",
+                    "What car does Omar drive?",
+                    ["a blue Volvo"],
+                    "a red Toyota",
+                    ["message:Q1:1@1"],
+                    "RetrievalError",
+                    qa,
+                    "annotation",
+                    null
+                ]),
+            ]
+            .map(|r| r.as_array().unwrap().clone())
+        );
+        // The default columns, filters and groups see judge cases like the others.
+        let got = rows(&db, "FIND cases IN TRACE 'g-judged' LIMIT 1");
+        assert_eq!(
+            got,
+            [json!([
+                "g-judged",
+                "query:Q1@1",
+                "What car does Omar drive?",
+                "a red Toyota",
+                null,
+                null
+            ])
+            .as_array()
+            .unwrap()
+            .clone()]
+        );
+        let got = rows(
+            &db,
+            "FIND cases GROUP BY case.origin RETURN case.origin, count(*) ORDER BY case.origin",
+        );
+        assert_eq!(
+            got,
+            [
+                vec![json!("annotation"), json!(1)],
+                vec![json!("judge"), json!(2)]
+            ]
+        );
+        let got = rows(
+            &db,
+            "FIND cases WHERE case.origin = 'judge' AND case.prediction CONTAINS 'Toyota' \
+             RETURN case.query_id",
+        );
+        assert_eq!(got, [vec![json!("query:Q1@1")], vec![json!("query:Q3@1")]]);
+        // A trace without judge ops and annotations has no cases.
+        let mut b = TraceBuilder::new("g-plain", "u", "rag", json!({}), 19_000);
+        b.session("memory_construction", "session", json!({}));
+        b.variable(Some("message"), "m", "'hi'", "message", None, json!({}));
+        import(&db, b.finish());
+        assert!(rows(&db, "FIND cases IN TRACE 'g-plain'").is_empty());
+    }
+
+    #[test]
+    fn find_attributions_lists_the_stored_verdicts() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path().join("db")).unwrap();
+        assert!(rows(&db, "FIND attributions").is_empty());
+        let mut b = TraceBuilder::new("g-verdicts", "u", "rag", json!({}), 19_000);
+        let (_, qa) = conversation(&mut b, "Q1", "0.0", true);
+        conversation(&mut b, "Q2", "0.0", false);
+        import(&db, b.finish());
+        let mut b = TraceBuilder::new("g-other", "u", "rag", json!({}), 19_000);
+        conversation(&mut b, "Q1", "0.0", true);
+        import(&db, b.finish());
+        let cases = db.failed_cases(Some("g-verdicts")).unwrap();
+        let first = verdict_for(&cases[0], &qa, "held, then ignored");
+        let mut second = verdict_for(&cases[1], &qa, "never retrieved");
+        second.error_type = Some(ErrorType::RetrievalError);
+        second.confidence = 0.25;
+        let mut none = verdict_for(&cases[1], &qa, "no evidence reached the answer");
+        (none.error_type, none.op_id, none.op_name) = (None, None, None);
+        none.version = "2".into();
+        db.store_verdicts(&[first, second], "tester").unwrap();
+        db.store_verdicts(&[none], "query").unwrap();
+        let stored = db.attributions(None).unwrap();
+        assert_eq!(stored.len(), 3);
+        let at = crate::timestamp::iso_utc(stored[0].at_ms);
+        assert!(at.ends_with('Z') && at.contains('T'), "{at}");
+
+        let r = db.query("FIND attributions").unwrap();
+        assert_eq!(
+            r.columns,
+            [
+                "trace",
+                "case",
+                "error_type",
+                "op_id",
+                "op_name",
+                "confidence",
+                "method",
+                "at"
+            ]
+        );
+        assert_eq!(
+            r.rows[0],
+            json!([
+                "g-verdicts",
+                "query:Q1@1",
+                "ResponseError",
+                qa,
+                "question-answering",
+                0.5,
+                "evidence",
+                at
+            ])
+            .as_array()
+            .unwrap()
+            .clone()
+        );
+        assert_eq!(r.rows[2][2..5], [json!(null), json!(null), json!(null)]);
+
+        let got = rows(
+            &db,
+            "FIND attributions GROUP BY error_type RETURN error_type, count(*) ORDER BY error_type",
+        );
+        assert_eq!(
+            got,
+            [
+                vec![json!(null), json!(1)],
+                vec![json!("ResponseError"), json!(1)],
+                vec![json!("RetrievalError"), json!(1)],
+            ]
+        );
+        let got = rows(
+            &db,
+            "FIND attributions IN TRACE 'g-verdicts' WHERE confidence < 0.5 \
+             RETURN attribution.case, query, reason, method, version, author, seq, micros, \
+             attribution.error_type",
+        );
+        assert_eq!(
+            got,
+            [json!([
+                "query:Q2@1",
+                "What car does Omar drive?",
+                "never retrieved",
+                "evidence",
+                "1",
+                "tester",
+                2,
+                7,
+                "RetrievalError"
+            ])
+            .as_array()
+            .unwrap()
+            .clone()]
+        );
+        let got = rows(
+            &db,
+            "FIND attributions WHERE author = 'query' AND at STARTS WITH '20' AND trace.id = 'g-verdicts' \
+             RETURN seq, version, op_id IS NULL",
+        );
+        assert_eq!(got, [vec![json!(3), json!("2"), json!(true)]]);
+        assert!(rows(&db, "FIND attributions IN TRACE 'g-other'").is_empty());
+    }
+
+    #[test]
+    fn attribute_checks_its_method_when_planned_and_explained() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path().join("db")).unwrap();
+        let plan = db
+            .prepare(
+                "ATTRIBUTE query:Q8, $c USING Evidence",
+                &[("c".to_string(), "x".into())].into(),
+            )
+            .unwrap();
+        assert_eq!(
+            crate::columns_of(&plan),
+            [
+                "trace",
+                "case",
+                "error_type",
+                "op_id",
+                "op_name",
+                "confidence",
+                "reason"
+            ]
+        );
+        let e = db
+            .query("ATTRIBUTE CASES USING evidnce")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "invalid statement at line 1, column 23: unknown attribution method 'evidnce' \
+             (this build has: evidence) (did you mean evidence?)\n  \
+             ATTRIBUTE CASES USING evidnce\n                        ^"
+        );
+        let e = db
+            .query("EXPLAIN ATTRIBUTE query:Q1 IN TRACE 'g' USING llm_magic")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("column 47: unknown attribution method 'llm_magic'"),
+            "{e}"
+        );
+        let stmts = db.parse_script("ATTRIBUTE CASES USING nope").unwrap();
+        let e = db
+            .plan(&stmts[0], &Params::new(), "ATTRIBUTE CASES USING nope")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("unknown attribution method 'nope'"), "{e}");
+        let r = db
+            .query("EXPLAIN ATTRIBUTE CASES IN TRACE 'g' USING evidence")
+            .unwrap();
+        assert_eq!(r.rows.len(), 4);
     }
 
     #[test]

@@ -39,14 +39,35 @@ const TOPICS: &[(&str, &str)] = &[
     (
         "find",
         "FIND: records across all traces, filtered, grouped and counted
-  FIND vars|ops|edges|sessions|traces|cases [IN TRACE 'id'] [WHERE p] [GROUP BY e, ...]
-       [RETURN ...] [ORDER BY ...] [LIMIT n];
+  FIND vars|ops|edges|sessions|traces|cases|attributions [IN TRACE 'id'] [WHERE p]
+       [GROUP BY e, ...] [RETURN ...] [ORDER BY ...] [LIMIT n];
   Aggregates: count(*), count(x), count(DISTINCT x), min, max, sum, avg; functions lower,
-  upper, length.
+  upper, length. cases are a trace's annotations, else its llm-judge ops that scored 0
+  (case.origin says which); attributions are the stored verdicts (:help attribute).
   Examples:
     FIND ops WHERE op.kind = 'retrieval' GROUP BY op.name RETURN op.name, count(*);
     FIND cases GROUP BY trace.project_id, case.error_type ORDER BY count(*) DESC;
+    FIND cases WHERE case.origin = 'judge' RETURN trace.id, case.query_id, case.prediction;
     FIND vars WHERE var.category = 'memory_entry' AND var.value =~ '(?i)paris' LIMIT 5;",
+    ),
+    (
+        "attribute",
+        "ATTRIBUTE: find the earliest faulty op of failed cases, store and list the verdicts
+  ATTRIBUTE CASES [IN TRACE 'id'] USING method
+  ATTRIBUTE <case>[, <case>...] [IN TRACE 'id'] USING method
+  CASES is every failed case (FIND cases lists them). A case is named by its query variable
+  (query:Q8, 'query:Q8@1'), by the judge op id of a case taken from an llm-judge op, or by a
+  $parameter. USING names the method: evidence follows the evidence through the trace,
+  deterministically; an unknown name lists the methods there are. Each verdict is stored
+  with its trace (author 'query'; a finding already stored is not stored twice) and returned:
+  trace, case, error_type, op_id, op_name, confidence, reason.
+  FIND attributions lists the stored verdicts; their fields (:help fields) may be written
+  without attribution. in front.
+  Examples:
+    ATTRIBUTE CASES IN TRACE 'mem0-0002-s7' USING evidence;
+    ATTRIBUTE query:Q8, 'query:Q9@1' USING evidence;
+    FIND attributions GROUP BY error_type RETURN error_type, count(*);
+    FIND attributions WHERE confidence >= 0.5 AND method = 'evidence' ORDER BY at DESC LIMIT 10;",
     ),
     (
         "show",
@@ -64,8 +85,9 @@ const TOPICS: &[(&str, &str)] = &[
     (
         "explain",
         "EXPLAIN: the plan of a statement, without running it
-  Example:
-    EXPLAIN MATCH (m:message)-[*1..20]->(p:prediction) RETURN m, p;",
+  Examples:
+    EXPLAIN MATCH (m:message)-[*1..20]->(p:prediction) RETURN m, p;
+    EXPLAIN ATTRIBUTE CASES IN TRACE 'mem0-0002-s7' USING evidence;",
     ),
     (
         "where",
@@ -85,7 +107,9 @@ const TOPICS: &[(&str, &str)] = &[
   edge.     id category comment source target op op_name kind session created_at meta.<key>
   session.  id name category comment created_at meta.<key>
   trace.    id user_id project_id created_at source meta.<key>
-  case.     query_id query golden_answers prediction evidence error_type op_id
+  case.     query_id query golden_answers prediction evidence error_type op_id origin
+  attribution.  case query error_type op_id op_name confidence reason method version
+            author at seq micros (FIND attributions; also without attribution.)
   source., target.  the variable fields of an edge's two ends (FIND edges)",
     ),
     (
@@ -153,6 +177,7 @@ pub fn text(topic: Option<&str>) -> Result<String, String> {
     // A statement's second keyword, or a command name, leads to its topic.
     let want = match want.as_str() {
         "traces" => "show",
+        "attributions" | "attribution" | "verdicts" | "using" => "attribute",
         "predicates" | "until" | "while" => "where",
         "format" | "output" => "formats",
         "param" | "parameters" | "unset" => "params",
@@ -179,7 +204,14 @@ mod tests {
     #[test]
     fn every_statement_has_a_topic_with_an_example() {
         for kw in [
-            "trace", "forward", "match", "find", "show", "describe", "explain",
+            "trace",
+            "forward",
+            "match",
+            "find",
+            "show",
+            "describe",
+            "attribute",
+            "explain",
         ] {
             let t = text(Some(kw)).unwrap();
             assert!(t.contains("Example"), "{kw}");
@@ -222,6 +254,7 @@ mod tests {
     fn topics_are_found_by_their_other_names_and_unknown_ones_listed() {
         assert_eq!(text(Some("TRACES")), text(Some("show")));
         assert_eq!(text(Some(":format")), text(Some("formats")));
+        assert_eq!(text(Some("attributions")), text(Some("attribute")));
         let e = text(Some("nosuch")).unwrap_err();
         assert!(e.contains("topics: trace, forward"), "{e}");
     }

@@ -4,6 +4,7 @@
 use std::borrow::Cow;
 use std::sync::{Arc, RwLock};
 
+use memtrace_engine::attrib::Method;
 use memtrace_engine::{field_names, KEYWORDS, SUBJECTS};
 use rustyline::completion::{Completer, FilenameCompleter, Pair};
 use rustyline::highlight::{CmdKind, Highlighter};
@@ -47,8 +48,41 @@ impl ShellHelper {
 
 /// Words that are not keywords but follow them: FIND's targets, RETURN's outputs.
 const WORDS: &[&str] = &[
-    "vars", "ops", "edges", "sessions", "traces", "cases", "nodes", "subgraph", "paths", "count",
+    "vars",
+    "ops",
+    "edges",
+    "sessions",
+    "traces",
+    "cases",
+    "attributions",
+    "nodes",
+    "subgraph",
+    "paths",
+    "count",
 ];
+
+/// The words of `before` that are not comments, strings or punctuation,
+/// upper-cased: the keywords and names typed so far.
+fn words_before(before: &str) -> Vec<String> {
+    lex::tokens(before)
+        .iter()
+        .filter(|t| matches!(t.kind, Kind::Keyword | Kind::Word | Kind::Semicolon))
+        .map(|t| before[t.start..t.end].to_ascii_uppercase())
+        .collect()
+}
+
+/// Whether the statement being typed (after the last `;`) is a
+/// `FIND attributions`, whose fields may be written bare.
+fn in_find_attributions(before: &str) -> bool {
+    let words = words_before(before);
+    let current = match words.iter().rposition(|w| w == ";") {
+        Some(i) => &words[i + 1..],
+        None => &words[..],
+    };
+    current
+        .windows(2)
+        .any(|w| w[0] == "FIND" && w[1] == "ATTRIBUTIONS")
+}
 
 /// Functions, completed with their opening parenthesis.
 const FUNCTIONS: &[&str] = &[
@@ -92,10 +126,14 @@ fn list_for_string(before: &str) -> List {
             Kind::Word => {
                 let (subject, field) = match text.rsplit_once('.') {
                     Some((s, f)) => (s.split('.').next().unwrap_or(s), f),
-                    None => return List::Any,
+                    // A field written bare (FIND attributions).
+                    None => ("", text),
                 };
                 let op_side = matches!(subject, "op" | "edge");
                 return match field {
+                    "error_type" | "final_error_type" => List::ErrorTypes,
+                    "method" if matches!(subject, "" | "attribution") => List::Methods,
+                    _ if subject.is_empty() => List::Any,
                     "category" | "kind" if op_side => List::OpKinds,
                     "category" => List::Categories,
                     "op_name" => List::OpNames,
@@ -173,19 +211,43 @@ pub fn complete_statement(line: &str, pos: usize, known: &Known) -> (usize, Vec<
     if let Some((subject, field)) = word.split_once('.') {
         // A subject's fields; a MATCH variable has a variable's fields.
         let fields = field_names(subject).unwrap_or_else(|| field_names("var").unwrap_or_default());
+        // Every record but a verdict has metadata.
+        let meta: &[&str] = if subject == "attribution" {
+            &[]
+        } else {
+            &["meta."]
+        };
         let mut found: Vec<Pair> = fields
             .into_iter()
-            .chain(["meta."])
+            .chain(meta.iter().copied())
             .filter(|f| starts_with_ci(f, field))
             .map(|f| pair(f, format!("{subject}.{f}")))
             .collect();
         found.dedup_by(|a, b| a.replacement == b.replacement);
         return (start, found);
     }
+    // After USING: the attribution methods.
+    if words_before(&before[..start]).last().map(String::as_str) == Some("USING") {
+        let found = Method::ALL
+            .iter()
+            .map(|m| m.name())
+            .filter(|m| starts_with_ci(m, word))
+            .map(|m| pair(m, m))
+            .collect();
+        return (start, found);
+    }
     // A bare word: keywords (in the case being typed), words, functions,
-    // subjects, and class names that start a node reference.
+    // subjects, the fields of a FIND attributions written bare, and class
+    // names that start a node reference.
     let lower = word.chars().any(|c| c.is_ascii_lowercase());
     let mut found: Vec<Pair> = Vec::new();
+    if in_find_attributions(&before[..start]) {
+        for f in field_names("attribution").unwrap_or_default() {
+            if starts_with_ci(f, word) {
+                found.push(pair(f, f));
+            }
+        }
+    }
     for k in KEYWORDS {
         if starts_with_ci(k, word) {
             let k = if lower {
@@ -197,7 +259,9 @@ pub fn complete_statement(line: &str, pos: usize, known: &Known) -> (usize, Vec<
         }
     }
     for w in WORDS.iter().chain(FUNCTIONS) {
-        if starts_with_ci(w, word) {
+        // A word that is also a keyword (TRACES, CASES) came in the case typed.
+        let keyword = KEYWORDS.iter().any(|k| k.eq_ignore_ascii_case(w));
+        if starts_with_ci(w, word) && !keyword {
             found.push(pair(*w, *w));
         }
     }
@@ -439,6 +503,57 @@ mod tests {
             ]
         );
         assert_eq!(done("TRACE pred"), vec!["TRACE prediction:"]);
+        assert_eq!(
+            done("ATTRIB"),
+            vec!["ATTRIBUTE", "attribution.", "attributions"]
+        );
+        assert_eq!(
+            done("ATTRIBUTE CA"),
+            vec!["ATTRIBUTE CASES", "ATTRIBUTE case."]
+        );
+        assert_eq!(done("ATTRIBUTE CASES US"), vec!["ATTRIBUTE CASES USING"]);
+        assert_eq!(
+            done("attribute cases using ev"),
+            vec!["attribute cases using evidence"]
+        );
+        assert_eq!(
+            done("FIND attr"),
+            vec!["FIND attribute", "FIND attribution.", "FIND attributions"]
+        );
+        assert_eq!(
+            done("FIND attributions WHERE attribution.conf"),
+            vec!["FIND attributions WHERE attribution.confidence"]
+        );
+        // A verdict has no meta. fields.
+        assert_eq!(
+            done("FIND attributions RETURN attribution.m"),
+            vec![
+                "FIND attributions RETURN attribution.method",
+                "FIND attributions RETURN attribution.micros"
+            ]
+        );
+        assert_eq!(
+            done("FIND attributions GROUP BY error_t"),
+            vec!["FIND attributions GROUP BY error_type"]
+        );
+        assert_eq!(
+            done("FIND attributions WHERE au"),
+            vec!["FIND attributions WHERE author"]
+        );
+        // Elsewhere, attribution fields are not offered bare.
+        assert!(done("FIND cases; FIND vars WHERE au").is_empty());
+        assert_eq!(
+            done("FIND attributions WHERE error_type = 'Ret"),
+            vec!["FIND attributions WHERE error_type = 'RetrievalError'"]
+        );
+        assert_eq!(
+            done("FIND cases WHERE case.error_type = 'Upd"),
+            vec!["FIND cases WHERE case.error_type = 'UpdateError'"]
+        );
+        assert_eq!(
+            done("FIND attributions WHERE attribution.method = '"),
+            vec!["FIND attributions WHERE attribution.method = 'evidence'"]
+        );
         assert_eq!(done("TRACE $st"), vec!["TRACE $start"]);
         assert!(done("TRACE prediction:Q").is_empty());
         assert!(done("SHOW TRACES -- tra").is_empty());

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeSet;
 
+use memtrace_engine::attrib::{ErrorType, Method};
 use memtrace_engine::{Cancel, Database, Params, Result};
 
 /// Distinct names found in the database, each list sorted.
@@ -37,7 +38,11 @@ pub enum List {
     OpNames,
     /// Op kinds.
     OpKinds,
-    /// All of them.
+    /// The error types of the taxonomy (not from the database).
+    ErrorTypes,
+    /// The attribution methods (not from the database).
+    Methods,
+    /// All the names from the database.
     Any,
 }
 
@@ -90,6 +95,10 @@ impl Names {
             List::Categories => vec![&self.categories],
             List::OpNames => vec![&self.op_names],
             List::OpKinds => vec![&self.op_kinds],
+            List::ErrorTypes => {
+                return ErrorType::ALL.iter().map(|t| t.name()).collect();
+            }
+            List::Methods => return Method::ALL.iter().map(|m| m.name()).collect(),
             List::Any => all.to_vec(),
         };
         let set: BTreeSet<&str> = pick.into_iter().flatten().map(String::as_str).collect();

@@ -1,0 +1,1 @@
+ATTRIBUTE CASES IN TRACE 'locomo_3' USING evidence

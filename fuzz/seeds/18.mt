@@ -1,0 +1,1 @@
+FIND attributions WHERE confidence > 0.5 GROUP BY error_type RETURN error_type, count(*)

@@ -1,0 +1,1 @@
+EXPLAIN ATTRIBUTE query:Q8, 'query:Q9@1', $c IN TRACE $t USING evidence
