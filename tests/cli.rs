@@ -11,7 +11,18 @@ fn help_shows_examples_for_every_subcommand() {
     let top = ok(run(dir.path(), None, &["--help"]));
     assert!(stdout(&top).contains("Examples:"));
     for sub in [
-        "import", "export", "stats", "traces", "drop", "log", "demo", "bench", "query",
+        "import",
+        "export",
+        "stats",
+        "traces",
+        "drop",
+        "log",
+        "demo",
+        "bench",
+        "query",
+        "attribute",
+        "eval",
+        "report",
     ] {
         let o = ok(run(dir.path(), None, &[sub, "--help"]));
         assert!(
@@ -33,10 +44,30 @@ fn demo_uses_the_database_in_the_current_folder_and_can_be_repeated() {
     let text = stdout(&first);
     assert!(text.contains("imported the bundled sample"), "{text}");
     assert!(text.contains(SAMPLE_GRAPH));
-    assert!(text.contains("variables") && text.contains("9"), "{text}");
+    assert!(text.contains("generated and imported 4 trace(s)"), "{text}");
+    for system in ["long_context", "rag", "mem0", "evermemos"] {
+        assert!(text.contains(system), "{system} missing:\n{text}");
+    }
+    // Provenance queries with their answers, attribution, accuracy, report.
+    assert!(text.contains("memtrace> TRACE prediction:"), "{text}");
+    assert!(text.contains("memtrace> FORWARD "), "{text}");
+    assert!(text.contains("new verdict(s) stored"), "{text}");
+    assert!(
+        text.contains("By memory system") && text.contains("Confusion"),
+        "{text}"
+    );
+    let html = dir.path().join("memtrace-report").join("report.html");
+    assert!(html.is_file(), "{text}");
+    assert!(text.contains("report.html") && text.contains("ATTRIBUTE CASES IN TRACE"));
+    assert!(!text.contains("error:"), "{text}");
+    // Again: nothing is imported or stored twice.
     let again = stdout(&ok(run(dir.path(), None, &["demo"])));
     assert!(again.contains("already in"), "{again}");
-    assert!(again.contains("(1 trace)"), "{again}");
+    assert!(
+        again.contains("the generated traces are already stored"),
+        "{again}"
+    );
+    assert!(again.contains("; 0 new verdict(s) stored"), "{again}");
 }
 
 #[test]

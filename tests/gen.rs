@@ -499,7 +499,10 @@ fn attribute_stores_verdicts_once_eval_scores_them_and_report_writes_both_pages(
     assert!(!e["by_error_type"].as_object().unwrap().is_empty());
     assert!(e["confusion"].is_object() && e["median_micros"].is_u64());
     let table = stdout(&ok(run(dir.path(), Some(&db), &["eval"])));
-    assert!(table.contains("By memory system") && table.contains("Confusion"), "{table}");
+    assert!(
+        table.contains("By memory system") && table.contains("Confusion"),
+        "{table}"
+    );
 
     ok(run(dir.path(), Some(&db), &["report", "--out", "rep"]));
     let html = std::fs::read_to_string(dir.path().join("rep/report.html")).unwrap();
@@ -509,9 +512,85 @@ fn attribute_stores_verdicts_once_eval_scores_them_and_report_writes_both_pages(
         assert!(md.contains(system) && html.contains(system), "{system}");
     }
 
+    // The statement: every case of one trace, and one case by its query.
+    let mem0 = manifest["traces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["system"] == "mem0" && t["failed"].as_u64().unwrap() > 0)
+        .expect("a mem0 trace with failures");
+    let g = mem0["graph_id"].as_str().unwrap();
+    let rows = json(&ok(run(
+        dir.path(),
+        Some(&db),
+        &[
+            "query",
+            &format!("ATTRIBUTE CASES IN TRACE '{g}' USING evidence"),
+            "--format",
+            "json",
+        ],
+    )));
+    assert_eq!(
+        rows["columns"],
+        serde_json::json!([
+            "trace",
+            "case",
+            "error_type",
+            "op_id",
+            "op_name",
+            "confidence",
+            "reason"
+        ])
+    );
+    let rows = rows["rows"].as_array().unwrap();
+    assert_eq!(rows.len() as u64, mem0["failed"].as_u64().unwrap());
+    let case = rows[0][1].as_str().unwrap().to_string();
+    let one = json(&ok(run(
+        dir.path(),
+        Some(&db),
+        &[
+            "query",
+            &format!("ATTRIBUTE '{case}' IN TRACE '{g}' USING evidence"),
+            "--format",
+            "json",
+        ],
+    )));
+    assert_eq!(one["rows"].as_array().unwrap().len(), 1);
+    assert_eq!(one["rows"][0], rows[0]);
+    let bad = run(
+        dir.path(),
+        Some(&db),
+        &[
+            "query",
+            &format!("ATTRIBUTE query:Q9999 IN TRACE '{g}' USING evidence"),
+        ],
+    );
+    assert!(!bad.status.success());
+    assert!(
+        stderr(&bad).contains("no failed case query:Q9999"),
+        "{}",
+        stderr(&bad)
+    );
+    // Nothing new was stored by the statements: the verdicts were already there.
+    let after = json(&ok(run(
+        dir.path(),
+        Some(&db),
+        &[
+            "query",
+            "FIND attributions RETURN count(*)",
+            "--format",
+            "json",
+        ],
+    )));
+    assert_eq!(after["rows"][0][0].as_u64().unwrap(), failed);
+
     let bad = run(dir.path(), Some(&db), &["attribute", "--using", "oracle"]);
     assert!(!bad.status.success());
-    assert!(stderr(&bad).contains("unknown attribution method 'oracle'"), "{}", stderr(&bad));
+    assert!(
+        stderr(&bad).contains("unknown attribution method 'oracle'"),
+        "{}",
+        stderr(&bad)
+    );
     let bad = run(dir.path(), Some(&db), &["attribute", "--trace", "nope"]);
     assert!(!bad.status.success());
     assert!(stderr(&bad).contains("no trace nope"), "{}", stderr(&bad));

@@ -11,8 +11,8 @@ use memtrace_engine::attrib::{ErrorType, Method};
 use memtrace_engine::gen::set::{generate_set, GenSpec};
 use memtrace_engine::{Cancel, Database, ImportOptions, InputFormat, Params};
 
-use crate::cli::SAMPLE;
 use crate::attribute::{attribute_all, render_evaluation, split_rows, trace_bar, SPLIT_HEADER};
+use crate::cli::SAMPLE;
 use crate::error::{io, Result};
 use crate::query::QueryFormat;
 use crate::table;
@@ -68,7 +68,10 @@ fn import_sample(db: &Database, path: &Path, out: &mut dyn Write) -> Result<()> 
     let sample: serde_json::Value = serde_json::from_str(SAMPLE)?;
     let graph_id = sample["graph_id"].as_str().unwrap_or_default().to_string();
     let line = if db.trace(&graph_id).is_ok() {
-        format!("the bundled sample {graph_id} is already in {}", path.display())
+        format!(
+            "the bundled sample {graph_id} is already in {}",
+            path.display()
+        )
     } else {
         let t = db.import_reader(
             SAMPLE.as_bytes(),
@@ -138,7 +141,10 @@ pub fn run(path: &Path) -> Result<ExitCode> {
         "FIND cases GROUP BY trace.project_id RETURN trace.project_id AS system, count(*) AS failed ORDER BY system",
     )?;
 
-    heading(&mut out, "Attribution of every failed case (evidence flow, no LLM)")?;
+    heading(
+        &mut out,
+        "Attribution of every failed case (evidence flow, no LLM)",
+    )?;
     let bar = trace_bar("attributed");
     let started = Instant::now();
     let (verdicts, stored) = attribute_all(&db, None, Method::Evidence, &bar)?;
@@ -153,13 +159,17 @@ pub fn run(path: &Path) -> Result<ExitCode> {
     write!(
         out,
         "{}",
-        table::render(&SPLIT_HEADER, &split_rows(&verdicts), &[1, 2, 3, 4, 5, 6, 7])
+        table::render(
+            &SPLIT_HEADER,
+            &split_rows(&verdicts),
+            &[1, 2, 3, 4, 5, 6, 7]
+        )
     )
     .map_err(io("standard output"))?;
     show(
         &db,
         &mut out,
-        "FIND attributions GROUP BY trace.project_id, op_name RETURN trace.project_id AS system, op_name, count(*) AS cases ORDER BY cases DESC LIMIT 8",
+        "FIND attributions GROUP BY trace.project_id, op_name RETURN trace.project_id AS system, op_name, count(*) AS cases ORDER BY count(*) DESC LIMIT 8",
     )?;
 
     // One Mem0 case whose evidence reached memory, explained and followed.

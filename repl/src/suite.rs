@@ -11,10 +11,10 @@ use std::process::{Command as Process, ExitCode};
 use std::time::Instant;
 
 use clap::Args;
-use memtrace_engine::gen::set::{generate_set, GenSpec, MANIFEST};
-use memtrace_engine::peer::{dir_bytes, RawPeer};
 use memtrace_engine::attrib::pyvalue::unrepr;
 use memtrace_engine::attrib::{Method, TraceModel};
+use memtrace_engine::gen::set::{generate_set, GenSpec, MANIFEST};
+use memtrace_engine::peer::{dir_bytes, RawPeer};
 use memtrace_engine::{Cancel, Database, EngineError, ImportOptions, InputFormat};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -726,7 +726,11 @@ fn scale(a: &SuiteArgs, dir: &Path, set: &Path, n: usize, label: &str) -> Result
                     at.units
                 ),
                 format!("{:.3}", at.seconds),
-                format!("median {}, p95 {} per case", micros(f.median_us), micros(f.p95_us)),
+                format!(
+                    "median {}, p95 {} per case",
+                    micros(f.median_us),
+                    micros(f.p95_us)
+                ),
                 table::bytes(at.peak_rss_kib * 1024),
                 format!(
                     "error type {:.1}%, op id {:.1}% of {} labelled ({})",

@@ -255,3 +255,61 @@ fn score(
         misses,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn verdict(case: &str, system: &str, t: Option<ErrorType>, op: &str, micros: u64) -> Verdict {
+        Verdict {
+            trace: 1,
+            graph_id: "g".into(),
+            system: Some(system.into()),
+            case: case.into(),
+            query: "q".into(),
+            error_type: t,
+            op_id: t.map(|_| op.to_string()),
+            op_name: None,
+            confidence: 0.9,
+            reason: "r".into(),
+            chain: Vec::new(),
+            method: "evidence".into(),
+            version: "1".into(),
+            micros,
+        }
+    }
+
+    #[test]
+    fn scores_count_types_ops_systems_confusion_and_time() {
+        let label = |t: &str, o: &str| (t.to_string(), o.to_string());
+        let labels: BTreeMap<(u32, String), Label> = [
+            ((1, "a".to_string()), label("UpdateError", "op-1")),
+            ((1, "b".to_string()), label("UpdateError", "op-2")),
+            ((1, "c".to_string()), label("RetrievalError", "op-3")),
+            ((1, "d".to_string()), label("ResponseError", "op-4")),
+        ]
+        .into_iter()
+        .collect();
+        let verdicts = vec![
+            verdict("a", "mem0", Some(ErrorType::UpdateError), "op-1", 10),
+            verdict("b", "mem0", Some(ErrorType::UpdateError), "op-9", 20),
+            verdict("c", "rag", Some(ErrorType::ResponseError), "op-4", 30),
+            verdict("d", "rag", None, "", 40),
+            verdict("e", "rag", Some(ErrorType::ResponseError), "op-5", 50),
+        ];
+        let e = score(Method::Evidence, &verdicts, &labels, |_| String::new());
+        assert_eq!((e.cases, e.unlabelled), (4, 1));
+        assert_eq!(e.total.error_type_correct, 2);
+        assert_eq!(e.total.op_id_correct, 1);
+        assert_eq!(e.total.no_verdict, 1);
+        assert_eq!(e.error_type_accuracy, 0.5);
+        assert_eq!(e.op_id_accuracy, 0.25);
+        assert_eq!(e.by_system["mem0"].error_type_correct, 2);
+        assert_eq!(e.by_system["rag"].cases, 2);
+        assert_eq!(e.by_error_type["UpdateError"].op_id_correct, 1);
+        assert_eq!(e.confusion["RetrievalError"]["ResponseError"], 1);
+        assert_eq!(e.confusion["ResponseError"]["-"], 1);
+        assert_eq!(e.median_micros, 30);
+        assert_eq!(e.misses.len(), 3);
+    }
+}

@@ -29,6 +29,10 @@ use super::verdict::{ErrorType, Step};
 /// to carry an item that it does not quote word for word.
 pub const VALUE_OVERLAP: f64 = 0.75;
 
+/// The share that will do for a dated fact: the words both the question
+/// and the message use, beside the date.
+pub const DATED_OVERLAP: f64 = 0.5;
+
 /// How many steps of a chain a verdict keeps at each end.
 const CHAIN_ENDS: usize = 4;
 
@@ -46,6 +50,8 @@ pub struct Signature {
     /// Tokens a piece must hold besides (dates the question names or the
     /// answer is).
     pub must: Vec<String>,
+    /// Share of `value` a piece must hold.
+    pub threshold: f64,
 }
 
 /// The findings of the attributor on one case, before they become a verdict.
@@ -262,16 +268,26 @@ pub fn signatures(model: &TraceModel, case: &FailedCase, evidence: &Evidence) ->
                 .filter(|t| is_date_token(t))
                 .cloned()
                 .collect();
+            let mut threshold = VALUE_OVERLAP;
             if !value.is_empty() && value.iter().all(|t| is_date_token(t)) {
                 // A date answers "when": it must be there, and the value is
-                // what the question and the message share.
+                // what the question and the message share (half of it will
+                // do, the date pinning the fact), else what the question says.
                 must.append(&mut value);
                 let said = content_tokens(&text);
-                value = query_tokens
+                let asked = query_tokens
                     .iter()
-                    .filter(|t| said.contains(t) && Some(*t) != who.as_ref())
+                    .filter(|t| Some(*t) != who.as_ref() && !is_date_token(t));
+                value = asked
+                    .clone()
+                    .filter(|t| said.contains(t))
                     .cloned()
                     .collect();
+                if value.is_empty() {
+                    value = asked.cloned().collect();
+                } else {
+                    threshold = DATED_OVERLAP;
+                }
             }
             Signature {
                 message: m,
@@ -279,6 +295,7 @@ pub fn signatures(model: &TraceModel, case: &FailedCase, evidence: &Evidence) ->
                 speaker: who,
                 value,
                 must,
+                threshold,
             }
         })
         .collect()
@@ -315,7 +332,7 @@ impl<'m> Flow<'m> {
                     && !self.messages.contains(p.as_str())
                     && sig.speaker.as_deref().is_none_or(|s| has_token(p, s))
                     && sig.must.iter().all(|t| has_token(p, t))
-                    && overlap(&sig.value, p) >= VALUE_OVERLAP)
+                    && overlap(&sig.value, p) >= sig.threshold)
         })
     }
 

@@ -349,7 +349,6 @@ pub(crate) fn read_verdicts(view: &ReadView<'_>, trace: u32) -> Result<Vec<Store
         .collect()
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
