@@ -539,6 +539,16 @@ impl<'m> Flow<'m> {
         }
     }
 
+    /// The first step of a chain: the evidence message itself (no op).
+    fn evidence_step(&self, sig: &Signature) -> Step {
+        Step {
+            op_id: String::new(),
+            op_name: String::new(),
+            var: self.model.vars[sig.message].full_node_id.clone(),
+            what: "evidence".into(),
+        }
+    }
+
     /// The chain of an item: the ops that passed it on, runs of versions of
     /// one variable folded, ends kept.
     fn chain(&self, flow: &ItemFlow, upto: Option<usize>) -> Vec<Step> {
@@ -596,12 +606,7 @@ impl<'m> Flow<'m> {
             .min_by_key(|d| d.0);
         if let Some((op, holder, i)) = earliest {
             let error_type = self.death_type(&flows[i], op, holder);
-            let mut chain = vec![Step {
-                op_id: String::new(),
-                op_name: String::new(),
-                var: m.vars[sigs[i].message].full_node_id.clone(),
-                what: "evidence".into(),
-            }];
+            let mut chain = vec![self.evidence_step(&sigs[i])];
             chain.extend(self.chain(&flows[i], Some(op)));
             let what = match error_type {
                 ErrorType::DeletionError => "deleted",
@@ -677,12 +682,7 @@ impl<'m> Flow<'m> {
             let Some(&maker) = m.made_by(context).first() else {
                 continue;
             };
-            let mut chain = vec![Step {
-                op_id: String::new(),
-                op_name: String::new(),
-                var: m.vars[sig.message].full_node_id.clone(),
-                what: "evidence".into(),
-            }];
+            let mut chain = vec![self.evidence_step(sig)];
             chain.extend(self.chain(flow, None));
             chain.push(self.step(maker, context, "left out"));
             let stored: Vec<&str> = alive
@@ -720,12 +720,7 @@ impl<'m> Flow<'m> {
         }
         let mut chain = Vec::new();
         for (sig, flow) in sigs.iter().zip(&flows) {
-            chain.push(Step {
-                op_id: String::new(),
-                op_name: String::new(),
-                var: m.vars[sig.message].full_node_id.clone(),
-                what: "evidence".into(),
-            });
+            chain.push(self.evidence_step(sig));
             chain.extend(self.chain(flow, None));
         }
         if let Some(&context) = contexts.first() {
