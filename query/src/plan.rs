@@ -1091,13 +1091,22 @@ impl Planner<'_> {
             let text = o.expr.to_string();
             let desc = o.dir == SortDir::Desc;
             order_texts.push(format!("{text}{}", if desc { " DESC" } else { "" }));
-            let found = columns.iter().position(|c| *c == text).or_else(|| {
-                returns
-                    .items
-                    .iter()
-                    .position(|i| i.expr.to_string() == text)
-                    .map(|i| i + visible - returns.items.len())
-            });
+            // A one-part name is also looked up as written: printing quotes a
+            // name spelled like a keyword (an alias `traces`, `cases`).
+            let bare = match &o.expr {
+                Expr::Field(f) if f.parts.len() == 1 => Some(f.parts[0].as_str()),
+                _ => None,
+            };
+            let found = columns
+                .iter()
+                .position(|c| *c == text || Some(c.as_str()) == bare)
+                .or_else(|| {
+                    returns
+                        .items
+                        .iter()
+                        .position(|i| i.expr.to_string() == text)
+                        .map(|i| i + visible - returns.items.len())
+                });
             if let Some(i) = found {
                 order.push((i, desc));
                 continue;
