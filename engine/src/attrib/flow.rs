@@ -15,8 +15,9 @@
 //! is a `RetrievalError` of the op that made the context; with everything
 //! there, the answer op is at fault (`ResponseError`).
 
-use std::cell::OnceCell;
+use std::cell::{OnceCell, RefCell};
 use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
 
 use super::case::FailedCase;
 use super::evidence::{Evidence, EvidenceOrigin};
@@ -111,7 +112,10 @@ struct ItemFlow {
 /// One trace prepared for attribution; shared by all its cases.
 pub struct Flow<'m> {
     model: &'m TraceModel,
-    norm: Vec<OnceCell<Vec<String>>>,
+    norm: Vec<OnceCell<Vec<Rc<str>>>>,
+    /// Normalised pieces by their raw text: versions of a rolling memory
+    /// repeat almost all pieces of the version before.
+    seen: RefCell<HashMap<String, Rc<str>>>,
     /// Every message's text, normalised: a piece that quotes another
     /// message is that message's, whatever words it shares with ours.
     messages: HashSet<String>,
@@ -311,15 +315,24 @@ impl<'m> Flow<'m> {
         Flow {
             model,
             norm: (0..model.vars.len()).map(|_| OnceCell::new()).collect(),
+            seen: RefCell::new(HashMap::new()),
             messages,
         }
     }
 
-    fn pieces(&self, var: usize) -> &[String] {
+    fn pieces(&self, var: usize) -> &[Rc<str>] {
         self.norm[var].get_or_init(|| {
+            let mut seen = self.seen.borrow_mut();
             pieces(self.model.value(var))
-                .iter()
-                .map(|p| normalise(p))
+                .into_iter()
+                .map(|p| match seen.get(&p) {
+                    Some(n) => Rc::clone(n),
+                    None => {
+                        let n: Rc<str> = Rc::from(normalise(&p));
+                        seen.insert(p, Rc::clone(&n));
+                        n
+                    }
+                })
                 .collect()
         })
     }
@@ -329,7 +342,7 @@ impl<'m> Flow<'m> {
         self.pieces(var).iter().any(|p| {
             (sig.text.len() > 2 && p.contains(sig.text.as_str()))
                 || ((!sig.value.is_empty() || !sig.must.is_empty())
-                    && !self.messages.contains(p.as_str())
+                    && !self.messages.contains(&**p)
                     && sig.speaker.as_deref().is_none_or(|s| has_token(p, s))
                     && sig.must.iter().all(|t| has_token(p, t))
                     && overlap(&sig.value, p) >= sig.threshold)
