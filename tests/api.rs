@@ -502,3 +502,68 @@ fn query_errors_are_typed() {
         .unwrap();
     assert_eq!(r.rows, vec![vec![json!(GRAPH), json!(0)]]);
 }
+
+#[test]
+fn attribution_through_the_embedding_api() {
+    use memtrace::attrib::{AttributeRequest, Method};
+    use memtrace::gen::set::{generate_set, GenSpec};
+    use memtrace::Cancel;
+
+    let (dir, db) = db();
+    let set = dir.path().join("set");
+    let spec = GenSpec {
+        traces: 2,
+        seed: 3,
+        sessions: 4..=5,
+        messages_per_session: 10..=12,
+        questions: 40,
+        ..GenSpec::default()
+    };
+    let written = generate_set(&spec, &set, false, |_, _| {}).unwrap();
+    let failed: usize = written.iter().map(|t| t.failed).sum();
+    assert!(failed > 0);
+    let reports = db.import_paths(&[set], &ImportOptions::default(), &mut |_| {});
+    assert!(reports.iter().all(|r| r.result.is_ok()));
+    let cases = db.failed_cases(None).unwrap();
+    assert_eq!(cases.len(), failed);
+
+    let req = AttributeRequest {
+        trace: None,
+        cases: None,
+        method: Method::Evidence,
+    };
+    let verdicts = db.attribute(&req, &Cancel::new(), &mut |_, _| {}).unwrap();
+    assert_eq!(verdicts.len(), failed);
+    assert!(verdicts.iter().all(|v| v.error_type.is_some()));
+    assert_eq!(db.store_verdicts(&verdicts, "api test").unwrap(), failed);
+    let stored = db.attributions(None).unwrap();
+    assert_eq!(stored.len(), failed);
+    assert!(stored.iter().all(|s| s.author == "api test"));
+
+    let e = db
+        .evaluate(Method::Evidence, None, &Cancel::new(), &mut |_, _| {})
+        .unwrap();
+    assert_eq!(e.cases, failed);
+    assert!(
+        e.error_type_accuracy >= 0.85 && e.op_id_accuracy >= 0.85,
+        "{e:?}"
+    );
+
+    let report = db.report(Method::Evidence, None).unwrap();
+    assert_eq!(report.overall.failed, failed);
+    assert_eq!(report.overall.attributed, failed);
+    let html = report.html();
+    assert!(html.contains(&written[0].graph_id[..4]));
+
+    // The same through the query language.
+    let one = &cases[0];
+    let r = db
+        .query(&format!(
+            "ATTRIBUTE '{}' IN TRACE '{}' USING evidence",
+            one.id, one.graph_id
+        ))
+        .unwrap();
+    assert_eq!(r.rows.len(), 1);
+    let r = db.query("FIND attributions RETURN count(*)").unwrap();
+    assert_eq!(r.rows[0][0], failed as u64);
+}
