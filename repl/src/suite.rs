@@ -81,6 +81,9 @@ pub struct Measured {
     /// Query workloads measured by the query steps.
     #[serde(default)]
     figures: Vec<Figure>,
+    /// Attribution: verdicts with the labelled error type, and with the labelled op.
+    #[serde(default)]
+    correct: (u64, u64),
 }
 
 /// One query workload: per-query latencies and a checksum both sides must agree on.
@@ -570,7 +573,10 @@ pub fn step(a: &SuiteStepArgs) -> Result<Measured> {
             let e = db.evaluate(Method::Evidence, None, &Cancel::new(), &mut |_, _| {})?;
             m.seconds = start.elapsed().as_secs_f64();
             m.units = (e.cases + e.unlabelled) as u64;
-            m.checksum = (e.total.error_type_correct * 1_000_000 + e.total.op_id_correct) as u64;
+            m.correct = (
+                e.total.error_type_correct as u64,
+                e.total.op_id_correct as u64,
+            );
             m.figures = vec![Figure {
                 name: "attribute".into(),
                 queries: m.units,
@@ -716,8 +722,7 @@ fn scale(a: &SuiteArgs, dir: &Path, set: &Path, n: usize, label: &str) -> Result
         let at = child("attribute", set, n, &mem, a)?;
         let scan = child("attribute-scan", set, n, &mem, a)?;
         if let (Some(f), Some(p)) = (at.figures.first(), scan.figures.first()) {
-            let correct_types = at.checksum / 1_000_000;
-            let correct_ops = at.checksum % 1_000_000;
+            let (correct_types, correct_ops) = at.correct;
             let labelled = f.checksum.max(1) as f64;
             print(vec![
                 label.to_string(),

@@ -142,8 +142,8 @@ impl Database {
                 }
             }
         }
-        Ok(score(method, &verdicts, &labels, |v| {
-            self.op_name_of(v.trace, &labels_op(&labels, v))
+        Ok(score(method, &verdicts, &labels, |trace, op| {
+            self.op_name_of(trace, op)
         }))
     }
 
@@ -156,19 +156,13 @@ impl Database {
     }
 }
 
-fn labels_op(labels: &BTreeMap<(u32, String), Label>, v: &Verdict) -> String {
-    labels
-        .get(&(v.trace, v.case.clone()))
-        .map(|l| l.1.clone())
-        .unwrap_or_default()
-}
-
-/// Scores verdicts against labels keyed by (trace, case).
+/// Scores verdicts against labels keyed by (trace, case); `op_name`
+/// names a labelled op (trace, op id) for the misses.
 fn score(
     method: Method,
     verdicts: &[Verdict],
     labels: &BTreeMap<(u32, String), Label>,
-    true_op_name: impl Fn(&Verdict) -> String,
+    op_name: impl Fn(u32, &str) -> String,
 ) -> Evaluation {
     let mut total = Score::default();
     let mut by_system: BTreeMap<String, Score> = BTreeMap::new();
@@ -212,7 +206,7 @@ fn score(
                 case: v.case.clone(),
                 query: v.query.clone(),
                 true_error_type: true_type.clone(),
-                true_op: format!("{true_op} ({})", true_op_name(v)),
+                true_op: format!("{true_op} ({})", op_name(v.trace, true_op)),
                 error_type: got,
                 op: format!(
                     "{} ({})",
@@ -297,7 +291,7 @@ mod tests {
             verdict("d", "rag", None, "", 40),
             verdict("e", "rag", Some(ErrorType::ResponseError), "op-5", 50),
         ];
-        let e = score(Method::Evidence, &verdicts, &labels, |_| String::new());
+        let e = score(Method::Evidence, &verdicts, &labels, |_, _| String::new());
         assert_eq!((e.cases, e.unlabelled), (4, 1));
         assert_eq!(e.total.error_type_correct, 2);
         assert_eq!(e.total.op_id_correct, 1);
