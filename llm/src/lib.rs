@@ -1,0 +1,9 @@
+//! Answers how memtrace talks to an OpenAI-compatible chat endpoint: configuration, a pooled client with retries and tool calls, and a scripted local server to test against.
+
+#![deny(missing_docs)]
+
+pub mod chat;
+mod error;
+
+pub use chat::{ChatRequest, ChatResponse, FunctionCall, Message, Tool, ToolCall, Usage};
+pub use error::{LlmError, Result};
