@@ -3,7 +3,9 @@
 #![deny(missing_docs)]
 
 pub mod chat;
+pub mod config;
 mod error;
 
 pub use chat::{ChatRequest, ChatResponse, FunctionCall, Message, Tool, ToolCall, Usage};
+pub use config::{Config, Endpoint, Secret, ToolMode};
 pub use error::{LlmError, Result};
