@@ -354,19 +354,29 @@ pub fn parse_response(
 /// (tool name, arguments as JSON text). Prose and code fences around it
 /// are ignored.
 pub fn parse_text_call(text: &str) -> Option<(String, String)> {
+    let obj = find_json_object(text, |o| o.get("tool").is_some_and(Value::is_string))?;
+    let name = obj.get("tool").and_then(Value::as_str)?.to_string();
+    let args = match obj.get("arguments").cloned().unwrap_or_else(|| json!({})) {
+        Value::String(s) => s,
+        other => other.to_string(),
+    };
+    Some((name, args))
+}
+
+/// The first JSON object in `text` (prose and code fences around it are
+/// ignored) for which `accept` holds.
+pub fn find_json_object(
+    text: &str,
+    accept: impl Fn(&Map<String, Value>) -> bool,
+) -> Option<Map<String, Value>> {
     let bytes = text.as_bytes();
     let mut start = 0;
     while let Some(off) = text[start..].find('{') {
         let open = start + off;
         if let Some(close) = matching_brace(bytes, open) {
             if let Ok(Value::Object(obj)) = serde_json::from_str::<Value>(&text[open..=close]) {
-                if let Some(name) = obj.get("tool").and_then(Value::as_str) {
-                    let args = obj.get("arguments").cloned().unwrap_or_else(|| json!({}));
-                    let args = match args {
-                        Value::String(s) => s,
-                        other => other.to_string(),
-                    };
-                    return Some((name.to_string(), args));
+                if accept(&obj) {
+                    return Some(obj);
                 }
             }
         }
