@@ -184,7 +184,10 @@ impl Config {
     /// Lowest precedence first: the defaults of [`Config::new`] (model
     /// `gpt-4o-mini` at `https://api.openai.com/v1`), the file, then
     /// `OPENAI_BASE_URL` / `OPENAI_API_KEY`, then the `MEMTRACE_LLM_*`
-    /// variables. `file = None` means no file. A variable set to an empty
+    /// variables. A key goes only where its own variables point:
+    /// `OPENAI_API_KEY` to `OPENAI_BASE_URL` or OpenAI itself (also a file
+    /// endpoint on api.openai.com without a key), `MEMTRACE_LLM_API_KEY` to
+    /// any pool. `file = None` means no file. A variable set to an empty
     /// string counts as unset. Every bad value is an [`LlmError::Config`]
     /// naming where it came from; no message ever holds a key.
     pub fn load(env: &dyn Fn(&str) -> Option<String>, file: Option<&Path>) -> Result<Config> {
@@ -596,11 +599,22 @@ fn pool(env: &dyn Fn(&str) -> Option<String>, file: Option<FilePool>) -> Result<
         Some(urls) => Some(urls),
         None => list(env, "OPENAI_BASE_URL")?,
     };
-    let keys = match list(env, "MEMTRACE_LLM_API_KEY")? {
+    // A key goes only where its own family of variables points: OPENAI_API_KEY
+    // to OPENAI_BASE_URL (or OpenAI itself), never to a URL named by
+    // MEMTRACE_LLM_BASE_URL or by the file, so a key in the shell cannot
+    // leak to another provider.
+    let own_keys = list(env, "MEMTRACE_LLM_API_KEY")?;
+    let openai_keys = list(env, "OPENAI_API_KEY")?;
+    let from_memtrace = urls
+        .as_ref()
+        .is_some_and(|(n, _)| *n == "MEMTRACE_LLM_BASE_URL");
+    let from_file = urls.is_none() && file.is_some();
+    let keys = match own_keys {
         Some(keys) => Some(keys),
-        None => list(env, "OPENAI_API_KEY")?,
+        None if from_memtrace || from_file => None,
+        None => openai_keys.clone(),
     };
-    let (endpoints, described) = match (urls, file) {
+    let (mut endpoints, described) = match (urls, file) {
         (Some((name, urls)), _) => {
             let count = urls.len();
             let mut endpoints = Vec::with_capacity(count);
@@ -634,6 +648,17 @@ fn pool(env: &dyn Fn(&str) -> Option<String>, file: Option<FilePool>) -> Result<
         ),
     };
     let Some((key_name, keys)) = keys else {
+        // The file's endpoints on OpenAI itself that have no key take
+        // OPENAI_API_KEY (a single key only).
+        if let (true, Some((_, k))) = (from_file, &openai_keys) {
+            if let [key] = k.as_slice() {
+                for e in endpoints.iter_mut() {
+                    if e.api_key.is_none() && host(&e.base_url) == OPENAI_HOST {
+                        e.api_key = Some(Secret::new(key.clone()));
+                    }
+                }
+            }
+        }
         return Ok(endpoints);
     };
     let keys: Vec<Secret> = keys.into_iter().map(Secret::new).collect();
@@ -854,12 +879,31 @@ api_key = "file-key"
         );
         assert_eq!(c.model, "from-file");
 
-        // OPENAI_API_KEY alone keeps the file's URL and replaces its key.
+        // OPENAI_API_KEY never goes to the file's endpoints (only to
+        // OpenAI's own, when they have no key).
         let (c, _) = load_file(&[("OPENAI_API_KEY", "openai-key")], text);
         assert_eq!(
             urls_and_keys(&c.unwrap()),
-            [("http://file-host:8000/v1", Some("openai-key"))]
+            [("http://file-host:8000/v1", Some("file-key"))]
         );
+        let (c, _) = load_file(
+            &[("OPENAI_API_KEY", "openai-key")],
+            "[[endpoint]]\nbase_url = \"http://local:1/v1\"\n[[endpoint]]\n",
+        );
+        assert_eq!(
+            urls_and_keys(&c.unwrap()),
+            [
+                ("http://local:1/v1", None),
+                ("https://api.openai.com/v1", Some("openai-key"))
+            ]
+        );
+        // Nor to a URL that MEMTRACE_LLM_BASE_URL names.
+        let c = load(&[
+            ("OPENAI_API_KEY", "openai-key"),
+            ("MEMTRACE_LLM_BASE_URL", "http://local:2/v1"),
+        ])
+        .unwrap();
+        assert_eq!(urls_and_keys(&c), [("http://local:2/v1", None)]);
 
         // MEMTRACE_LLM_* over both.
         let all = [
@@ -973,13 +1017,16 @@ api_key = "file-key"
         // The file's pool against the environment's keys.
         let text =
             "[[endpoint]]\nbase_url = \"http://a/v1\"\n[[endpoint]]\nbase_url = \"http://b/v1\"\n";
-        let (c, path) = load_file(&[("OPENAI_API_KEY", "secret-1,secret-2,secret-3")], text);
+        let (c, path) = load_file(
+            &[("MEMTRACE_LLM_API_KEY", "secret-1,secret-2,secret-3")],
+            text,
+        );
         let e = c.unwrap_err().to_string();
         assert!(
             e.contains(&format!("{} has 2 endpoints", path.display())),
             "{e}"
         );
-        assert!(e.contains("OPENAI_API_KEY has 3 keys"), "{e}");
+        assert!(e.contains("MEMTRACE_LLM_API_KEY has 3 keys"), "{e}");
         assert!(!e.contains("secret"), "{e}");
     }
 
