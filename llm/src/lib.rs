@@ -3,9 +3,12 @@
 #![deny(missing_docs)]
 
 pub mod chat;
+pub mod client;
 pub mod config;
 mod error;
+pub mod scripted;
 
 pub use chat::{ChatRequest, ChatResponse, FunctionCall, Message, Tool, ToolCall, Usage};
+pub use client::{Client, Exchange};
 pub use config::{Config, Endpoint, Secret, ToolMode};
 pub use error::{LlmError, Result};
