@@ -31,6 +31,7 @@ use crate::model::{
 pub struct Database {
     store: Store,
     cache: TraceCache,
+    llm: std::sync::Mutex<Option<memtrace_llm::Config>>,
 }
 
 impl Database {
@@ -39,6 +40,7 @@ impl Database {
         Ok(Database {
             store: Store::open(path.as_ref(), &StoreOptions::default())?,
             cache: TraceCache::default(),
+            llm: std::sync::Mutex::new(None),
         })
     }
 
@@ -51,6 +53,7 @@ impl Database {
         Ok(Database {
             store: Store::open(path.as_ref(), &opts)?,
             cache: TraceCache::default(),
+            llm: std::sync::Mutex::new(None),
         })
     }
 
@@ -66,6 +69,36 @@ impl Database {
         records: &[memtrace_storage::records::AttributionRecord],
     ) -> Result<Vec<u64>> {
         Ok(self.store.append_attributions(trace, records)?)
+    }
+
+    /// A cached LLM answer, by its key.
+    pub(crate) fn cached_answer(&self, key: &[u8; 32]) -> Result<Option<Vec<u8>>> {
+        Ok(self.store.cached_answer(key)?)
+    }
+
+    /// Caches an LLM answer under its key.
+    pub(crate) fn cache_answer(&self, key: &[u8; 32], body: &[u8]) -> Result<()> {
+        Ok(self.store.cache_answer(key, body)?)
+    }
+
+    /// Sets the LLM endpoint that `USING llm`, `USING hybrid`, the written
+    /// report summary and prompt feedback use, instead of the one the
+    /// environment describes.
+    pub fn set_llm_config(&self, config: memtrace_llm::Config) {
+        *self.llm.lock().unwrap_or_else(|p| p.into_inner()) = Some(config);
+    }
+
+    /// The LLM settings in use: those set by [`Database::set_llm_config`],
+    /// else read from the environment and the config file
+    /// ([`memtrace_llm::Config::from_env`]) and kept.
+    pub fn llm_config(&self) -> Result<memtrace_llm::Config> {
+        let mut slot = self.llm.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(c) = slot.as_ref() {
+            return Ok(c.clone());
+        }
+        let c = memtrace_llm::Config::from_env()?;
+        *slot = Some(c.clone());
+        Ok(c)
     }
 
     /// Where the database lives.

@@ -58,6 +58,9 @@ pub enum EngineError {
         /// The reference as given.
         reference: String,
     },
+    /// An LLM endpoint failed, or its configuration is wrong.
+    #[error(transparent)]
+    Llm(#[from] memtrace_llm::LlmError),
     /// A request that cannot be carried out as given.
     #[error("{0}")]
     BadRequest(String),

@@ -386,6 +386,12 @@ fn verdict_field(s: &StoredVerdict, f: &Field) -> Value {
         Field::At => Value::Str(crate::timestamp::iso_utc(s.at_ms)),
         Field::Seq => int(s.seq),
         Field::Micros => int(v.micros),
+        Field::Model => v.model.clone().into(),
+        Field::Calls => v.cost.map_or(Value::Null, |c| int(c.calls.into())),
+        Field::CachedCalls => v.cost.map_or(Value::Null, |c| int(c.cached_calls.into())),
+        Field::TokensIn => v.cost.map_or(Value::Null, |c| int(c.tokens_in)),
+        Field::TokensOut => v.cost.map_or(Value::Null, |c| int(c.tokens_out)),
+        Field::Seconds => v.cost.map_or(Value::Null, |c| Value::Float(c.seconds)),
         _ => Value::Null,
     }
 }
@@ -1744,6 +1750,8 @@ mod tests {
             method: "evidence".into(),
             version: "1".into(),
             micros: 5,
+            model: None,
+            cost: None,
         };
         assert_eq!(
             verdict_row(&v),

@@ -35,6 +35,8 @@ pub use exec::{columns_of, to_json, QueryResult, Sink};
 pub use export::{dot_escape, mermaid_escape, ExportFormat};
 pub use graph::{Admit, Cancel, Direction, TraceGraph, Visit};
 pub use import::{FileReport, ImportOptions, ImportedTrace, InputFormat, Progress};
+/// The LLM client: its configuration, errors and wire types.
+pub use memtrace_llm as llm;
 pub use memtrace_query::ast::Output;
 pub use memtrace_query::plan::traverse_columns;
 pub use memtrace_query::{field_names, Params, Plan, Statement, Value, KEYWORDS, SUBJECTS};

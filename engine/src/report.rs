@@ -177,6 +177,10 @@ pub struct Summary {
     pub accuracy: Accuracy,
     /// The most common patterns, most first, at most [`MAX_PATTERNS`].
     pub patterns: Vec<Pattern>,
+    /// A summary of the failure patterns written by an LLM
+    /// ([`Database::write_summaries`]), when asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub written: Option<String>,
 }
 
 impl Summary {
@@ -203,6 +207,9 @@ pub struct Report {
     pub overall: Summary,
     /// Per memory system, by name.
     pub systems: Vec<Summary>,
+    /// The model that wrote the summaries, when there are any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub written_by: Option<String>,
 }
 
 fn nonempty(s: &Option<String>) -> Option<String> {
@@ -393,6 +400,7 @@ impl Tally {
             other_ops,
             accuracy,
             patterns,
+            written: None,
         }
     }
 }
@@ -460,6 +468,7 @@ impl Database {
                 .into_iter()
                 .map(|(name, tally)| tally.finish(name))
                 .collect(),
+            written_by: None,
         })
     }
 }
@@ -477,8 +486,13 @@ fn cut(s: &str, max: usize) -> String {
 /// A value for a Markdown table cell or line: cut, one line, with the
 /// characters that would change the table or the formatting escaped.
 fn md(s: &str) -> String {
+    md_cut(s, MAX_CHARS)
+}
+
+/// As [`md`], cut at `max` characters.
+fn md_cut(s: &str, max: usize) -> String {
     let mut out = String::with_capacity(s.len());
-    let s = cut(s, MAX_CHARS);
+    let s = cut(s, max);
     let mut chars = s.chars().peekable();
     while let Some(c) = chars.next() {
         match c {
@@ -651,7 +665,7 @@ impl Report {
             writeln!(out, "Examples are under each system.\n")?;
         }
         for s in &self.systems {
-            md_system(out, s)?;
+            md_system(out, s, self.written_by.as_deref())?;
         }
         Ok(())
     }
@@ -680,8 +694,19 @@ fn md_patterns_table(out: &mut String, s: &Summary) -> fmt::Result {
     writeln!(out)
 }
 
-fn md_system(out: &mut String, s: &Summary) -> fmt::Result {
+fn md_system(out: &mut String, s: &Summary, written_by: Option<&str>) -> fmt::Result {
     writeln!(out, "## System: {}\n", md(&s.system))?;
+    if let Some(text) = &s.written {
+        writeln!(
+            out,
+            "### Written summary\n\n*Written by the model {}, from the figures and examples \
+             below; check it against them.*\n",
+            md(written_by.unwrap_or("?"))
+        )?;
+        for para in text.split("\n\n").filter(|p| !p.trim().is_empty()) {
+            writeln!(out, "> {}\n", md_cut(&para.replace('\n', " "), 4000))?;
+        }
+    }
     writeln!(out, "| measure | value |\n|---|---:|")?;
     writeln!(out, "| traces | {} |", s.traces)?;
     writeln!(out, "| failed cases | {} |", s.failed)?;
@@ -1064,7 +1089,7 @@ impl Report {
         writeln!(out, "<h3>Top failure patterns (all systems)</h3>")?;
         html_patterns_table(out, &self.overall)?;
         for (i, s) in self.systems.iter().enumerate() {
-            html_system(out, i + 1, s)?;
+            html_system(out, i + 1, s, self.written_by.as_deref())?;
         }
         writeln!(out, "</body>\n</html>")
     }
@@ -1125,8 +1150,19 @@ fn html_patterns_table(out: &mut String, s: &Summary) -> fmt::Result {
     writeln!(out, "</table>")
 }
 
-fn html_system(out: &mut String, n: usize, s: &Summary) -> fmt::Result {
+fn html_system(out: &mut String, n: usize, s: &Summary, written_by: Option<&str>) -> fmt::Result {
     writeln!(out, "<h2 id=\"system-{n}\">System: {}</h2>", hv(&s.system))?;
+    if let Some(text) = &s.written {
+        writeln!(
+            out,
+            "<h3>Written summary</h3>\n<p class=\"note\">Written by the model {}, from the \
+             figures and examples below; check it against them.</p>",
+            hv(written_by.unwrap_or("?"))
+        )?;
+        for para in text.split("\n\n").filter(|p| !p.trim().is_empty()) {
+            writeln!(out, "<blockquote>{}</blockquote>", esc(&cut(para, 4000)))?;
+        }
+    }
     writeln!(
         out,
         "<table>\n<tr><th>traces</th><th>failed cases</th><th>attributed</th><th>undecided</th><th>not attributed</th></tr>\n<tr><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{} ({})</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>\n</table>",
@@ -1494,6 +1530,8 @@ mod tests {
             method: Method::Evidence.name().into(),
             version: Method::Evidence.version().into(),
             micros: 3,
+            model: None,
+            cost: None,
         }
     }
 

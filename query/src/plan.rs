@@ -121,6 +121,18 @@ pub enum Field {
     Seq,
     /// `micros`: microseconds the attributor spent on a case.
     Micros,
+    /// `model`: the LLM that made a verdict.
+    Model,
+    /// `calls`: requests an LLM verdict sent to its endpoint.
+    Calls,
+    /// `cached_calls`: answers an LLM verdict replayed from the cache.
+    CachedCalls,
+    /// `tokens_in`: prompt tokens of an LLM verdict.
+    TokensIn,
+    /// `tokens_out`: completion tokens of an LLM verdict.
+    TokensOut,
+    /// `seconds`: wall-clock seconds an LLM verdict took.
+    Seconds,
     /// `meta.<key>...`: a path into the JSON metadata.
     Meta(Vec<String>),
 }
@@ -212,6 +224,12 @@ fn fields_of(subject: Subject) -> &'static [(&'static str, Field)] {
         ("at", At),
         ("seq", Seq),
         ("micros", Micros),
+        ("model", Model),
+        ("calls", Calls),
+        ("cached_calls", CachedCalls),
+        ("tokens_in", TokensIn),
+        ("tokens_out", TokensOut),
+        ("seconds", Seconds),
     ];
     match subject {
         Subject::Var | Subject::Source | Subject::Target => VAR,

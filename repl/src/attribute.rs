@@ -117,6 +117,9 @@ pub fn attribute(
     format: Listing,
 ) -> Result<ExitCode> {
     let db = Database::open_existing(db)?;
+    if method.needs_llm() {
+        announce_llm(&db)?;
+    }
     let bar = trace_bar("attributed");
     let (verdicts, stored) = attribute_all(&db, trace, method, &bar)?;
     match format {
@@ -161,7 +164,40 @@ pub fn render_evaluation(e: &Evaluation, misses: usize) -> String {
     let mut rows: Vec<Vec<String>> = e.by_system.iter().map(|(s, x)| score_row(s, x)).collect();
     rows.push(score_row("all", &e.total));
     out.push_str("By memory system\n");
-    out.push_str(&table::render(&header, &rows, &[1, 2, 3, 4]));
+    if let Some(total) = &e.cost {
+        // LLM methods: what each system's verdicts cost.
+        let mut names: Vec<&String> = e.by_system.keys().collect();
+        names.extend(e.cost_by_system.keys());
+        names.sort();
+        names.dedup();
+        let mut wide = Vec::new();
+        for name in names {
+            let mut r = e.by_system.get(name).map_or_else(
+                || vec![name.clone(), "0".into(), "–".into(), "–".into(), "0".into()],
+                |x| score_row(name, x),
+            );
+            r.extend(cost_cells(e.cost_by_system.get(name)));
+            wide.push(r);
+        }
+        let mut all = score_row("all", &e.total);
+        all.extend(cost_cells(Some(total)));
+        wide.push(all);
+        let header = [
+            "",
+            "cases",
+            "error type",
+            "op id",
+            "no verdict",
+            "calls",
+            "cached",
+            "tokens in",
+            "tokens out",
+            "seconds",
+        ];
+        out.push_str(&table::render(&header, &wide, &[1, 2, 3, 4, 5, 6, 7, 8, 9]));
+    } else {
+        out.push_str(&table::render(&header, &rows, &[1, 2, 3, 4]));
+    }
     let rows: Vec<Vec<String>> = e
         .by_error_type
         .iter()
@@ -199,6 +235,26 @@ pub fn render_evaluation(e: &Evaluation, misses: usize) -> String {
         e.median_micros as f64 / 1000.0,
         e.mean_micros / 1000.0
     ));
+    if let (Some(c), Some(per)) = (&e.cost, &e.cost_per_case) {
+        out.push_str(&format!(
+            "cost: {} call(s) sent, {} answered from the cache; {} tokens in, {} out{}; {:.1} s. \
+             Per case: {} calls, {} tokens in, {} out, {:.2} s\n",
+            c.calls,
+            c.cached_calls,
+            c.tokens_in,
+            c.tokens_out,
+            if c.estimated {
+                " (partly estimated)"
+            } else {
+                ""
+            },
+            c.seconds,
+            per.calls + per.cached_calls,
+            per.tokens_in,
+            per.tokens_out,
+            per.seconds
+        ));
+    }
     if misses > 0 && !e.misses.is_empty() {
         out.push_str("\nMisses\n");
         for m in e.misses.iter().take(misses) {
@@ -218,6 +274,20 @@ pub fn render_evaluation(e: &Evaluation, misses: usize) -> String {
     out
 }
 
+/// The cost columns of an evaluation table.
+fn cost_cells(c: Option<&memtrace_engine::attrib::Cost>) -> Vec<String> {
+    match c {
+        Some(c) => vec![
+            c.calls.to_string(),
+            c.cached_calls.to_string(),
+            c.tokens_in.to_string(),
+            c.tokens_out.to_string(),
+            format!("{:.1}", c.seconds),
+        ],
+        None => vec!["0".into(), "0".into(), "0".into(), "0".into(), "0.0".into()],
+    }
+}
+
 /// `memtrace eval`.
 pub fn eval(
     db: &Path,
@@ -228,6 +298,9 @@ pub fn eval(
     pseudo: bool,
 ) -> Result<ExitCode> {
     let db = Database::open_existing(db)?;
+    if method.needs_llm() {
+        announce_llm(&db)?;
+    }
     let bar = trace_bar("evaluated");
     let e = db.evaluate_with(method, trace, pseudo, &Cancel::new(), &mut |done, total| {
         bar.set_length(total as u64);
@@ -246,10 +319,46 @@ pub fn eval(
     Ok(ExitCode::SUCCESS)
 }
 
+/// Says on standard error which endpoint an LLM method will use (never
+/// the key), or fails early when none is configured.
+fn announce_llm(db: &Database) -> Result<()> {
+    let c = db.llm_config()?;
+    eprintln!("LLM: {}", c.describe());
+    Ok(())
+}
+
+/// A one-line account of what LLM calls cost.
+pub fn cost_line(c: &memtrace_engine::attrib::Cost) -> String {
+    format!(
+        "{} call(s) sent, {} answered from the cache, {} tokens in, {} out{}, {:.1} s",
+        c.calls,
+        c.cached_calls,
+        c.tokens_in,
+        c.tokens_out,
+        if c.estimated {
+            " (partly estimated)"
+        } else {
+            ""
+        },
+        c.seconds
+    )
+}
+
 /// `memtrace report`.
-pub fn report(db: &Path, out: &Path, trace: Option<&str>, method: Method) -> Result<ExitCode> {
+pub fn report(
+    db: &Path,
+    out: &Path,
+    trace: Option<&str>,
+    method: Method,
+    llm: bool,
+) -> Result<ExitCode> {
     let db = Database::open_existing(db)?;
-    let report = db.report(method, trace)?;
+    let mut report = db.report(method, trace)?;
+    if llm {
+        announce_llm(&db)?;
+        let cost = db.write_summaries(&mut report, &Cancel::new())?;
+        println!("written summaries: {}", cost_line(&cost));
+    }
     let (md, html) = report.write(out)?;
     let o = &report.overall;
     println!(
@@ -260,5 +369,58 @@ pub fn report(db: &Path, out: &Path, trace: Option<&str>, method: Method) -> Res
     if o.attributed == 0 && o.failed > 0 {
         println!("(no stored verdict yet: run `memtrace attribute --using {method}` first)");
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Writes `text` beside `path` and renames it into place, so a failure
+/// leaves no half file.
+fn write_atomic(path: &Path, text: &str) -> Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".partial");
+    let tmp = std::path::PathBuf::from(tmp);
+    let written = std::fs::write(&tmp, text)
+        .map_err(crate::error::io(tmp.display()))
+        .and_then(|()| std::fs::rename(&tmp, path).map_err(crate::error::io(path.display())));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
+}
+
+/// `memtrace feedback`.
+pub fn feedback(
+    db: &Path,
+    out: &Path,
+    trace: Option<&str>,
+    method: Method,
+    examples: usize,
+) -> Result<ExitCode> {
+    let db = Database::open_existing(db)?;
+    announce_llm(&db)?;
+    let f = db.prompt_feedback(method, trace, examples, &Cancel::new())?;
+    let json = serde_json::to_string_pretty(&f.prompts)?;
+    write_atomic(out, &json)?;
+    for (key, p) in &f.prompts {
+        let state = match &p.error {
+            None => "rewrite suggested".to_string(),
+            Some(e) => format!("no suggestion: {e}"),
+        };
+        println!(
+            "{key}: {} case(s) via {}; {state}",
+            p.cases.len(),
+            p.ops.join(", ")
+        );
+    }
+    for (op, n) in &f.ops_without_prompt {
+        println!("{op}: {n} case(s), but the op reads no prompt variable");
+    }
+    if f.prompts.is_empty() {
+        println!(
+            "no prompt to give feedback on: no stored {method} verdict names an op that reads a \
+             prompt (run `memtrace attribute --using {method}` first)"
+        );
+    }
+    println!("cost: {}", cost_line(&f.cost));
+    println!("wrote {}", out.display());
     Ok(ExitCode::SUCCESS)
 }

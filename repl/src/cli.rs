@@ -203,6 +203,28 @@ pub enum Command {
         /// Whose verdicts to report.
         #[arg(long, default_value = "evidence", value_parser = crate::attribute::parse_method)]
         method: memtrace_engine::attrib::Method,
+        /// Add a summary of each system's failure patterns written by the configured LLM
+        /// (see the README's section on LLM endpoints).
+        #[arg(long)]
+        llm: bool,
+    },
+    /// Ask the configured LLM for feedback on the prompts of the faulty ops, with suggested rewrites.
+    #[command(
+        after_help = "Examples:\n  memtrace feedback\n  memtrace feedback --method hybrid --out prompts.json\n\nReads the stored verdicts of the method (run `memtrace attribute` first), finds the prompts\n(variables of category prompt) that each faulty op read, and asks the LLM, prompt by prompt,\nwhat in it lets those failures happen and how to rewrite it. Writes JSON keyed\n`<prompt-id>@1` with the current text, the feedback, the suggested rewrite, and the cases\nthat motivated it. The endpoint comes from OPENAI_* / MEMTRACE_LLM_* or the config file."
+    )]
+    Feedback {
+        /// Whose verdicts to read.
+        #[arg(long, default_value = "evidence", value_parser = crate::attribute::parse_method)]
+        method: memtrace_engine::attrib::Method,
+        /// Only this trace (graph id or #ID).
+        #[arg(long)]
+        trace: Option<String>,
+        /// The JSON file to write.
+        #[arg(long, default_value = "memtrace-feedback.json")]
+        out: PathBuf,
+        /// Example cases shown to the model per prompt.
+        #[arg(long, default_value_t = 8)]
+        examples: usize,
     },
     /// Show the event log of imports and removals.
     #[command(after_help = "Example:\n  memtrace log")]
@@ -301,9 +323,18 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Traces { format } => traces(&Database::open_existing(&cli.db)?, format),
         Command::Drop { trace, yes, reason } => drop_trace(&cli.db, &trace, yes, &reason),
         Command::Log => log(&cli.db),
-        Command::Report { out, trace, method } => {
-            crate::attribute::report(&cli.db, &out, trace.as_deref(), method)
-        }
+        Command::Report {
+            out,
+            trace,
+            method,
+            llm,
+        } => crate::attribute::report(&cli.db, &out, trace.as_deref(), method, llm),
+        Command::Feedback {
+            method,
+            trace,
+            out,
+            examples,
+        } => crate::attribute::feedback(&cli.db, &out, trace.as_deref(), method, examples),
         Command::Attribute {
             trace,
             method,

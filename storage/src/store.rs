@@ -62,8 +62,11 @@ pub mod cf {
     pub const LOG: &str = "log";
     /// Attribution verdicts, appended after import: (trace, sequence number).
     pub const ATTRIBUTIONS: &str = "attributions";
+    /// Answers of LLM endpoints, by a hash of what was asked (a cache that
+    /// makes a re-run cost nothing and reproduce its verdicts).
+    pub const LLM_CACHE: &str = "llm_cache";
     /// Every column family, in creation order.
-    pub const ALL: [&str; 17] = [
+    pub const ALL: [&str; 18] = [
         META,
         TRACES,
         SESSIONS,
@@ -81,10 +84,11 @@ pub mod cf {
         OP_NAME,
         LOG,
         ATTRIBUTIONS,
+        LLM_CACHE,
     ];
     /// Column families added after schema version 1 was first written: a
     /// database made before them gets them, empty, when it is opened.
-    pub const ADDED: [&str; 1] = [ATTRIBUTIONS];
+    pub const ADDED: [&str; 2] = [ATTRIBUTIONS, LLM_CACHE];
     /// Column families whose keys start with the trace id.
     pub const BY_TRACE: [&str; 8] = [
         SESSIONS,
@@ -555,6 +559,19 @@ impl Store {
         drop(view);
         self.write(batch)?;
         Ok(seqs)
+    }
+
+    /// A cached LLM answer: the body stored under `key`, if any.
+    pub fn cached_answer(&self, key: &[u8; 32]) -> Result<Option<Vec<u8>>> {
+        Ok(self.db.get_cf(self.cf(cf::LLM_CACHE), key)?)
+    }
+
+    /// Caches an LLM answer under `key` (a hash of the model, the messages
+    /// and the tools). Storing the same key again keeps one entry.
+    pub fn cache_answer(&self, key: &[u8; 32], body: &[u8]) -> Result<()> {
+        let mut batch = WriteBatch::default();
+        batch.put_cf(self.cf(cf::LLM_CACHE), key, body);
+        self.write(batch)
     }
 
     /// Bytes the database occupies on disk (all files under its folder).
@@ -1501,11 +1518,12 @@ mod tests {
             let mut store = Store::open(&path, &StoreOptions::default()).unwrap();
             write_trace(&store, "g-old", "x");
             store.db.drop_cf(cf::ATTRIBUTIONS).unwrap();
+            store.db.drop_cf(cf::LLM_CACHE).unwrap();
         }
         assert!(!DB::list_cf(&base_options(), &path)
             .unwrap()
             .iter()
-            .any(|c| c == cf::ATTRIBUTIONS));
+            .any(|c| c == cf::ATTRIBUTIONS || c == cf::LLM_CACHE));
         let store = Store::open(&path, &StoreOptions::default()).unwrap();
         assert_eq!(store.read().traces().count(), 1);
         let t = store.read().traces_with_graph_id("g-old").unwrap()[0];
@@ -1514,6 +1532,34 @@ mod tests {
             json: "{}".into(),
         };
         assert_eq!(store.append_attributions(t, &[rec]).unwrap(), [1]);
+        store.cache_answer(&[7; 32], b"{}").unwrap();
+        assert_eq!(
+            store.cached_answer(&[7; 32]).unwrap().as_deref(),
+            Some(&b"{}"[..])
+        );
+    }
+
+    #[test]
+    fn cached_answers_are_found_by_their_key_and_outlive_the_store() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db");
+        {
+            let store = Store::open(&path, &StoreOptions::default()).unwrap();
+            assert_eq!(store.cached_answer(&[1; 32]).unwrap(), None);
+            store.cache_answer(&[1; 32], b"first").unwrap();
+            store.cache_answer(&[2; 32], b"second").unwrap();
+            store.cache_answer(&[1; 32], b"first").unwrap();
+        }
+        let store = Store::open(&path, &StoreOptions::default()).unwrap();
+        assert_eq!(
+            store.cached_answer(&[1; 32]).unwrap().as_deref(),
+            Some(&b"first"[..])
+        );
+        assert_eq!(
+            store.cached_answer(&[2; 32]).unwrap().as_deref(),
+            Some(&b"second"[..])
+        );
+        assert_eq!(store.cached_answer(&[3; 32]).unwrap(), None);
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::verdict::{ErrorType, Method, Verdict};
+use super::verdict::{Cost, ErrorType, Method, Verdict};
 use super::AttributeRequest;
 use crate::db::Database;
 use crate::error::Result;
@@ -93,6 +93,15 @@ pub struct Evaluation {
     pub p95_micros: u64,
     /// Up to 50 misses, for a look at where the method fails.
     pub misses: Vec<Miss>,
+    /// LLM methods: the cost of every verdict (labelled or not) summed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost: Option<Cost>,
+    /// LLM methods: the mean cost per attributed case.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost_per_case: Option<Cost>,
+    /// LLM methods: the summed cost per memory system.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub cost_by_system: BTreeMap<String, Cost>,
 }
 
 /// A case's label: error type and op id.
@@ -232,6 +241,14 @@ fn score(
     } else {
         micros.iter().sum::<u64>() as f64 / micros.len() as f64
     };
+    let (cost, cost_per_case) = costs(verdicts);
+    let mut cost_by_system: BTreeMap<String, Cost> = BTreeMap::new();
+    for v in verdicts {
+        if let Some(c) = &v.cost {
+            let system = v.system.clone().unwrap_or_else(|| "-".into());
+            cost_by_system.entry(system).or_default().add(c);
+        }
+    }
     Evaluation {
         method: method.name().into(),
         version: method.version().into(),
@@ -247,7 +264,33 @@ fn score(
         mean_micros,
         p95_micros,
         misses,
+        cost,
+        cost_per_case,
+        cost_by_system,
     }
+}
+
+/// The summed cost of the verdicts that have one, and its mean per verdict.
+fn costs(verdicts: &[Verdict]) -> (Option<Cost>, Option<Cost>) {
+    let with: Vec<&Cost> = verdicts.iter().filter_map(|v| v.cost.as_ref()).collect();
+    if with.is_empty() {
+        return (None, None);
+    }
+    let mut sum = Cost::default();
+    for c in &with {
+        sum.add(c);
+    }
+    let n = with.len() as f64;
+    let per = Cost {
+        calls: (f64::from(sum.calls) / n).round() as u32,
+        cached_calls: (f64::from(sum.cached_calls) / n).round() as u32,
+        tokens_in: (sum.tokens_in as f64 / n).round() as u64,
+        tokens_out: (sum.tokens_out as f64 / n).round() as u64,
+        estimated: sum.estimated,
+        seconds: (sum.seconds / n * 1000.0).round() / 1000.0,
+    };
+    sum.seconds = (sum.seconds * 1000.0).round() / 1000.0;
+    (Some(sum), Some(per))
 }
 
 #[cfg(test)]
@@ -270,6 +313,8 @@ mod tests {
             method: "evidence".into(),
             version: "1".into(),
             micros,
+            model: None,
+            cost: None,
         }
     }
 

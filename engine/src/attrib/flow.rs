@@ -139,6 +139,23 @@ fn is_judge(model: &TraceModel, op: usize) -> bool {
     n.contains("judge")
 }
 
+/// The op that answered a case: it reads the query and writes the
+/// prediction (not the judge, not a retrieval).
+pub fn answer_op(m: &TraceModel, case: &FailedCase) -> Option<usize> {
+    let query = case.query_node.as_deref().and_then(|q| m.var(q))?;
+    let candidates: Vec<usize> = m
+        .read_by(query)
+        .iter()
+        .copied()
+        .filter(|&o| !is_judge(m, o) && category(m, o) != "retrieval")
+        .collect();
+    candidates
+        .iter()
+        .copied()
+        .find(|&o| m.outputs(o).iter().any(|&v| m.class(v) == "prediction"))
+        .or_else(|| candidates.last().copied())
+}
+
 fn is_prompt(model: &TraceModel, var: usize) -> bool {
     model.vars[var].category.as_deref() == Some("prompt")
 }
@@ -524,22 +541,8 @@ impl<'m> Flow<'m> {
         ErrorType::ExtractionError
     }
 
-    /// The op that answered the case: it reads the query and writes the
-    /// prediction (not the judge, not a retrieval).
     fn answer_op(&self, case: &FailedCase) -> Option<usize> {
-        let m = self.model;
-        let query = case.query_node.as_deref().and_then(|q| m.var(q))?;
-        let candidates: Vec<usize> = m
-            .read_by(query)
-            .iter()
-            .copied()
-            .filter(|&o| !is_judge(m, o) && category(m, o) != "retrieval")
-            .collect();
-        candidates
-            .iter()
-            .copied()
-            .find(|&o| m.outputs(o).iter().any(|&v| m.class(v) == "prediction"))
-            .or_else(|| candidates.last().copied())
+        answer_op(self.model, case)
     }
 
     fn step(&self, op: usize, var: usize, what: &str) -> Step {

@@ -2,6 +2,8 @@
 //! attributors that name the earliest decisive faulty op, and the verdicts
 //! they append to the database.
 
+pub mod advice;
+pub mod agent;
 pub mod case;
 pub mod eval;
 pub mod evidence;
@@ -18,10 +20,11 @@ use memtrace_storage::records::AttributionRecord;
 use memtrace_storage::ReadView;
 use serde::{Deserialize, Serialize};
 
+pub use advice::{Feedback, FeedbackCase, PromptFeedback};
 pub use case::{CaseOrigin, FailedCase};
 pub use evidence::{Evidence, EvidenceOrigin, MessageIndex, Recall, DEFAULT_K};
 pub use model::TraceModel;
-pub use verdict::{ErrorType, Method, Step, Verdict};
+pub use verdict::{Cost, ErrorType, Method, Step, Verdict};
 
 use crate::db::{Database, TraceView};
 use crate::error::{EngineError, Result};
@@ -89,6 +92,8 @@ fn attribute_trace(
                 method: method.name().into(),
                 version: method.version().into(),
                 micros,
+                model: None,
+                cost: None,
             },
             None => Verdict {
                 trace: case.trace,
@@ -107,6 +112,8 @@ fn attribute_trace(
                 method: method.name().into(),
                 version: method.version().into(),
                 micros,
+                model: None,
+                cost: None,
             },
         });
     }
@@ -216,8 +223,12 @@ impl Database {
         cancel: &Cancel,
         progress: &mut dyn FnMut(usize, usize),
     ) -> Result<Vec<Verdict>> {
-        let Method::Evidence = req.method;
         let views = self.views(req.trace)?;
+        let llm = if req.method.needs_llm() {
+            Some(agent::client_for(self)?)
+        } else {
+            None
+        };
         let mut found = vec![false; req.cases.map_or(0, <[String]>::len)];
         let mut out = Vec::new();
         let total = views.len();
@@ -244,7 +255,12 @@ impl Database {
             }
             if !cases.is_empty() {
                 let setup = started.elapsed().as_micros() as u64;
-                out.extend(attribute_trace(&model, &cases, setup, cancel)?);
+                match &llm {
+                    None => out.extend(attribute_trace(&model, &cases, setup, cancel)?),
+                    Some((client, rt)) => out.extend(
+                        self.attribute_trace_llm(client, rt, &model, &cases, req.method, cancel)?,
+                    ),
+                }
             }
             progress(done + 1, total);
         }
@@ -260,6 +276,50 @@ impl Database {
             }
         }
         Ok(out)
+    }
+
+    /// Attributes the cases of one trace with the LLM loop, up to the
+    /// configured concurrency at once, in case order.
+    fn attribute_trace_llm(
+        &self,
+        client: &memtrace_llm::Client,
+        rt: &tokio::runtime::Runtime,
+        model: &TraceModel,
+        cases: &[FailedCase],
+        method: Method,
+        cancel: &Cancel,
+    ) -> Result<Vec<Verdict>> {
+        use futures_util::stream::{self, StreamExt, TryStreamExt};
+        let index = MessageIndex::new(model);
+        let evidences: Vec<Evidence> = cases
+            .iter()
+            .map(|c| evidence::evidence(model, &index, c, DEFAULT_K))
+            .collect();
+        let findings: Vec<Option<flow::Finding>> = if method == Method::Hybrid {
+            let flow = flow::Flow::new(model);
+            cases
+                .iter()
+                .zip(&evidences)
+                .map(|(c, e)| flow.attribute(c, e))
+                .collect()
+        } else {
+            vec![None; cases.len()]
+        };
+        let runs = cases.iter().enumerate().map(|(i, case)| {
+            agent::attribute_case(
+                client,
+                self,
+                cancel,
+                agent::CaseInput {
+                    model,
+                    case,
+                    evidence: &evidences[i],
+                    hypothesis: (method == Method::Hybrid).then(|| findings[i].as_ref()),
+                },
+            )
+        });
+        let width = client.config().concurrency.max(1);
+        rt.block_on(stream::iter(runs).buffered(width).try_collect())
     }
 
     /// Appends verdicts to their traces as `author`, one batch per trace.
@@ -545,6 +605,8 @@ mod tests {
             method: Method::Evidence.name().into(),
             version: Method::Evidence.version().into(),
             micros: 7,
+            model: None,
+            cost: None,
         }
     }
 
@@ -839,7 +901,7 @@ mod tests {
         assert_eq!(
             e,
             "invalid statement at line 1, column 23: unknown attribution method 'evidnce' \
-             (this build has: evidence) (did you mean evidence?)\n  \
+             (this build has: evidence, llm, hybrid) (did you mean evidence?)\n  \
              ATTRIBUTE CASES USING evidnce\n                        ^"
         );
         let e = db

@@ -80,16 +80,23 @@ impl FromStr for ErrorType {
 pub enum Method {
     /// The deterministic evidence-flow attributor.
     Evidence,
+    /// An LLM exploring the trace with tools, from the evidence.
+    Llm,
+    /// The LLM loop, given the evidence-flow verdict as a hypothesis to
+    /// confirm or refute.
+    Hybrid,
 }
 
 impl Method {
     /// Every method this build has.
-    pub const ALL: [Method; 1] = [Method::Evidence];
+    pub const ALL: [Method; 3] = [Method::Evidence, Method::Llm, Method::Hybrid];
 
     /// The name used in `USING <name>` and `--using <name>`.
     pub fn name(self) -> &'static str {
         match self {
             Method::Evidence => "evidence",
+            Method::Llm => "llm",
+            Method::Hybrid => "hybrid",
         }
     }
 
@@ -98,7 +105,13 @@ impl Method {
     pub fn version(self) -> &'static str {
         match self {
             Method::Evidence => "1",
+            Method::Llm | Method::Hybrid => "1",
         }
+    }
+
+    /// Whether the method calls an LLM endpoint.
+    pub fn needs_llm(self) -> bool {
+        matches!(self, Method::Llm | Method::Hybrid)
     }
 }
 
@@ -170,6 +183,42 @@ pub struct Verdict {
     /// Microseconds the attributor spent on the case (its share of the
     /// trace's set-up included).
     pub micros: u64,
+    /// The LLM that made the verdict (LLM methods only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// What the verdict cost (LLM methods only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<Cost>,
+}
+
+/// What an LLM verdict cost.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Cost {
+    /// Requests sent to the endpoint (retries not counted).
+    pub calls: u32,
+    /// Answers replayed from the database's cache instead: they cost nothing.
+    pub cached_calls: u32,
+    /// Prompt tokens of every answer of the conversation, cached ones included.
+    pub tokens_in: u64,
+    /// Completion tokens, likewise.
+    pub tokens_out: u64,
+    /// Whether some token counts are estimates (the endpoint gave none).
+    #[serde(default)]
+    pub estimated: bool,
+    /// Wall-clock seconds spent on the case, waits included.
+    pub seconds: f64,
+}
+
+impl Cost {
+    /// Adds another cost to this one.
+    pub fn add(&mut self, other: &Cost) {
+        self.calls += other.calls;
+        self.cached_calls += other.cached_calls;
+        self.tokens_in += other.tokens_in;
+        self.tokens_out += other.tokens_out;
+        self.estimated |= other.estimated;
+        self.seconds += other.seconds;
+    }
 }
 
 #[cfg(test)]

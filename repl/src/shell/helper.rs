@@ -529,7 +529,8 @@ mod tests {
             done("FIND attributions RETURN attribution.m"),
             vec![
                 "FIND attributions RETURN attribution.method",
-                "FIND attributions RETURN attribution.micros"
+                "FIND attributions RETURN attribution.micros",
+                "FIND attributions RETURN attribution.model"
             ]
         );
         assert_eq!(
@@ -552,7 +553,11 @@ mod tests {
         );
         assert_eq!(
             done("FIND attributions WHERE attribution.method = '"),
-            vec!["FIND attributions WHERE attribution.method = 'evidence'"]
+            vec![
+                "FIND attributions WHERE attribution.method = 'evidence'",
+                "FIND attributions WHERE attribution.method = 'llm'",
+                "FIND attributions WHERE attribution.method = 'hybrid'"
+            ]
         );
         assert_eq!(done("TRACE $st"), vec!["TRACE $start"]);
         assert!(done("TRACE prediction:Q").is_empty());
