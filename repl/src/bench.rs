@@ -39,6 +39,9 @@ pub enum BenchCommand {
     /// Generated sets at several scales: generation; import beside raw RocksDB puts;
     /// backward provenance beside SQLite recursive CTEs.
     Suite(crate::suite::SuiteArgs),
+    /// Token use of LLM attribution per case against a scripted local server, beside a full
+    /// dump of the trace.
+    Llm(crate::llm_bench::LlmBenchArgs),
     /// One measured step of the suite (internal).
     #[command(hide = true)]
     SuiteStep(crate::suite::SuiteStepArgs),
@@ -153,6 +156,7 @@ fn median(mut v: Vec<StepResult>) -> StepResult {
 pub fn run(cmd: BenchCommand) -> Result<ExitCode> {
     match cmd {
         BenchCommand::Suite(a) => crate::suite::suite(&a),
+        BenchCommand::Llm(a) => crate::llm_bench::run(&a),
         BenchCommand::SuiteStep(a) => {
             let r = crate::suite::step(&a)?;
             println!("{}", serde_json::to_string(&r)?);

@@ -154,7 +154,7 @@ pub enum Command {
     },
     /// Attribute every failed case: name its earliest decisive faulty op and error type, and store the verdicts.
     #[command(
-        after_help = "Examples:\n  memtrace attribute\n  memtrace attribute --trace mem0-0002-s7 --using evidence --format json\n\nCases come from MemTraceBench annotations, else from llm-judge ops that scored 0. The\nevidence method follows each needed evidence message forward through the ops that carried it\nand names the op where it was lost, left out of the answer's context, or ignored. Verdicts are\nappended to the database (a verdict already stored is not stored again) and can be queried:\n  memtrace query \"FIND attributions GROUP BY error_type RETURN error_type, count(*)\""
+        after_help = "Examples:\n  memtrace attribute\n  memtrace attribute --trace mem0-0002-s7 --using evidence --format json\n  memtrace attribute --using hybrid      (an LLM endpoint: see MEMTRACE_LLM_* in the README)\n\nCases come from MemTraceBench annotations, else from llm-judge ops that scored 0. The\nevidence method follows each needed evidence message forward through the ops that carried it\nand names the op where it was lost, left out of the answer's context, or ignored. The llm method\nhas an LLM explore the trace with tools; hybrid gives it the evidence verdict to check. Verdicts are\nappended to the database (a verdict already stored is not stored again) and can be queried:\n  memtrace query \"FIND attributions GROUP BY error_type RETURN error_type, count(*)\""
     )]
     Attribute {
         /// Only this trace (graph id or #ID).
@@ -169,7 +169,7 @@ pub enum Command {
     },
     /// Score an attribution method against the labelled failed cases (MemTraceBench labels).
     #[command(
-        after_help = "Examples:\n  memtrace eval --method evidence\n  memtrace eval --method evidence --format json\n  memtrace eval --misses 10            show ten cases it got wrong\n\nRuns the method over every failed case (nothing is stored) and compares each verdict with the\ncase's final_error_type and final_op_id: error-type accuracy and op-id exact match, per memory\nsystem and per true error type, a confusion matrix, and the median time per case."
+        after_help = "Examples:\n  memtrace eval --method evidence\n  memtrace eval --method evidence --format json\n  memtrace eval --misses 10            show ten cases it got wrong\n  memtrace eval --method hybrid        with cost columns (calls, tokens, seconds)\n\nRuns the method over every failed case (nothing is stored) and compares each verdict with the\ncase's final_error_type and final_op_id: error-type accuracy and op-id exact match, per memory\nsystem and per true error type, a confusion matrix, and the median time per case."
     )]
     Eval {
         /// The attribution method.

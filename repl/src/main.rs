@@ -5,6 +5,7 @@ mod bench;
 mod cli;
 mod demo;
 mod error;
+mod llm_bench;
 mod query;
 mod shell;
 mod suite;

@@ -58,7 +58,9 @@ const TOPICS: &[(&str, &str)] = &[
   CASES is every failed case (FIND cases lists them). A case is named by its query variable
   (query:Q8, 'query:Q8@1'), by the judge op id of a case taken from an llm-judge op, or by a
   $parameter. USING names the method: evidence follows the evidence through the trace,
-  deterministically; an unknown name lists the methods there are. Each verdict is stored
+  deterministically; llm has the configured LLM explore the trace with tools; hybrid gives
+  the LLM the evidence verdict to confirm or refute (LLM endpoint: OPENAI_* / MEMTRACE_LLM_*
+  variables or the config file); an unknown name lists the methods there are. Each verdict is stored
   with its trace (author 'query'; a finding already stored is not stored twice) and returned:
   trace, case, error_type, op_id, op_name, confidence, reason.
   FIND attributions lists the stored verdicts; their fields (:help fields) may be written
@@ -66,6 +68,7 @@ const TOPICS: &[(&str, &str)] = &[
   Examples:
     ATTRIBUTE CASES IN TRACE 'mem0-0002-s7' USING evidence;
     ATTRIBUTE query:Q8, 'query:Q9@1' USING evidence;
+    ATTRIBUTE query:Q8 IN TRACE 'mem0-0002-s7' USING hybrid;
     FIND attributions GROUP BY error_type RETURN error_type, count(*);
     FIND attributions WHERE confidence >= 0.5 AND method = 'evidence' ORDER BY at DESC LIMIT 10;",
     ),

@@ -9,6 +9,7 @@
 pub mod explore;
 pub mod fit;
 pub mod prompt;
+pub mod walker;
 
 use std::time::Instant;
 

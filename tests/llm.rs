@@ -1,0 +1,292 @@
+// End-to-end tests of LLM attribution through the binary, against a scripted
+// OpenAI-compatible server on 127.0.0.1 that the test starts: configuration
+// from the environment, attribute, eval with cost, re-runs from the cache,
+// the written report summary, prompt feedback, and errors.
+
+mod common_cli;
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use common_cli::*;
+use memtrace_engine::attrib::agent::walker;
+use memtrace_engine::llm::scripted::{Reply, ScriptedServer};
+
+/// Variables that could point the binary at a real endpoint or config file.
+const LLM_VARS: &[&str] = &[
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "MEMTRACE_LLM_BASE_URL",
+    "MEMTRACE_LLM_API_KEY",
+    "MEMTRACE_LLM_MODEL",
+    "MEMTRACE_LLM_CONFIG",
+    "MEMTRACE_LLM_TIMEOUT",
+    "MEMTRACE_LLM_RETRIES",
+    "MEMTRACE_LLM_BACKOFF_MS",
+    "MEMTRACE_LLM_TOOLS",
+    "XDG_CONFIG_HOME",
+];
+
+/// `memtrace --db DB ARGS` in `cwd` with a clean LLM environment plus `env`.
+fn llm_run(cwd: &Path, db: &Path, env: &[(&str, &str)], args: &[&str]) -> Output {
+    let mut c = command(cwd, Some(db), args);
+    for v in LLM_VARS {
+        c.env_remove(v);
+    }
+    c.env("HOME", cwd);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().expect("run memtrace")
+}
+
+/// A small generated set of the four systems, imported.
+fn generated() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "gen",
+        "--system",
+        "all",
+        "--traces",
+        "4",
+        "--seed",
+        "3",
+        "--sessions",
+        "4..5",
+        "--messages",
+        "10..12",
+        "--questions",
+        "25",
+        "--out",
+        "g",
+    ];
+    ok(run(dir.path(), None, &args));
+    let db = dir.path().join("t.db");
+    ok(run(dir.path(), Some(&db), &["import", "g"]));
+    (dir, db)
+}
+
+fn fail(o: Output) -> String {
+    assert!(
+        !o.status.success(),
+        "memtrace should have failed: {}",
+        stdout(&o)
+    );
+    stderr(&o)
+}
+
+#[test]
+fn hybrid_attribution_eval_report_and_feedback_against_a_local_endpoint() {
+    let (dir, db) = generated();
+    let cwd = dir.path();
+    let server = ScriptedServer::start(walker::script()).unwrap();
+    let url = server.base_url();
+    let env = [
+        ("MEMTRACE_LLM_BASE_URL", url.as_str()),
+        ("MEMTRACE_LLM_MODEL", "walker"),
+    ];
+
+    let o = ok(llm_run(
+        cwd,
+        &db,
+        &env,
+        &["attribute", "--using", "hybrid", "--format", "json"],
+    ));
+    assert!(
+        stderr(&o).contains(&format!("LLM: model walker at {url}, no key")),
+        "{}",
+        stderr(&o)
+    );
+    let verdicts = json(&o);
+    let verdicts = verdicts.as_array().unwrap();
+    assert!(verdicts.len() >= 20, "{}", verdicts.len());
+    for v in verdicts {
+        assert_eq!(v["method"], "hybrid");
+        assert_eq!(v["model"], "walker");
+        assert!(v["error_type"].is_string(), "{v}");
+        assert!(v["cost"]["calls"].as_u64().unwrap() >= 1, "{v}");
+        assert!(v["cost"]["tokens_in"].as_u64().unwrap() > 0, "{v}");
+    }
+    let sent = server.requests().len();
+    assert!(sent >= verdicts.len());
+
+    // A re-run is answered from the database's cache and stores nothing new.
+    let o = ok(llm_run(cwd, &db, &env, &["attribute", "--using", "hybrid"]));
+    assert!(
+        stdout(&o).contains("0 new verdict(s) stored"),
+        "{}",
+        stdout(&o)
+    );
+    assert_eq!(server.requests().len(), sent);
+
+    // Stored with their cost, queryable.
+    let o = ok(llm_run(
+        cwd,
+        &db,
+        &env,
+        &[
+            "query",
+            "--format",
+            "json",
+            "FIND attributions WHERE method = 'hybrid' RETURN count(*) AS n, min(calls) AS c, min(tokens_in) AS t, min(model) AS m",
+        ],
+    ));
+    let rows = json(&o);
+    let row = &rows["rows"][0];
+    assert_eq!(row[0].as_u64(), Some(verdicts.len() as u64), "{rows}");
+    assert!(
+        row[1].as_u64().unwrap() >= 1 && row[2].as_u64().unwrap() > 0,
+        "{rows}"
+    );
+    assert_eq!(row[3], "walker");
+
+    // eval: accuracy as for the evidence method, plus cost.
+    let o = ok(llm_run(
+        cwd,
+        &db,
+        &env,
+        &["eval", "--method", "hybrid", "--format", "json"],
+    ));
+    let e = json(&o);
+    assert_eq!(e["method"], "hybrid");
+    assert!(e["cases"].as_u64().unwrap() > 0);
+    assert!(e["error_type_accuracy"].as_f64().unwrap() >= 0.85, "{e}");
+    assert_eq!(
+        e["cost"]["calls"], 0,
+        "all answers came from the cache: {e}"
+    );
+    assert!(e["cost"]["cached_calls"].as_u64().unwrap() >= e["cases"].as_u64().unwrap());
+    assert!(e["cost_per_case"]["tokens_in"].as_u64().unwrap() > 0);
+    assert_eq!(e["cost_by_system"].as_object().unwrap().len(), 4, "{e}");
+    let o = ok(llm_run(cwd, &db, &env, &["eval", "--method", "hybrid"]));
+    let table = stdout(&o);
+    assert!(
+        table.contains("tokens in") && table.contains("tokens out"),
+        "{table}"
+    );
+    assert!(table.contains("answered from the cache"), "{table}");
+
+    // The report with a written summary per system.
+    let o = ok(llm_run(
+        cwd,
+        &db,
+        &env,
+        &["report", "--method", "hybrid", "--llm", "--out", "rep"],
+    ));
+    assert!(stdout(&o).contains("written summaries:"), "{}", stdout(&o));
+    let md = std::fs::read_to_string(cwd.join("rep/report.md")).unwrap();
+    assert_eq!(md.matches("### Written summary").count(), 4, "{md}");
+    assert!(md.contains("Written by the model walker"), "{md}");
+    assert!(md.contains("> The most common failure is"), "{md}");
+    let html = std::fs::read_to_string(cwd.join("rep/report.html")).unwrap();
+    assert!(html.contains("<h3>Written summary</h3>"));
+
+    // Prompt feedback, keyed <prompt-id>@1, with the cases behind it.
+    let o = ok(llm_run(
+        cwd,
+        &db,
+        &env,
+        &["feedback", "--method", "hybrid", "--out", "fb.json"],
+    ));
+    assert!(stdout(&o).contains("rewrite suggested"), "{}", stdout(&o));
+    let fb: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(cwd.join("fb.json")).unwrap()).unwrap();
+    let prompts = fb.as_object().unwrap();
+    assert!(!prompts.is_empty(), "{fb}");
+    for (key, p) in prompts {
+        assert_eq!(key, &format!("{}@1", p["prompt_id"].as_str().unwrap()));
+        assert!(!p["suggested"].as_str().unwrap().is_empty(), "{p}");
+        assert!(!p["current"].as_str().unwrap().is_empty(), "{p}");
+        let cases = p["cases"].as_array().unwrap();
+        assert!(!cases.is_empty(), "{p}");
+        assert!(cases[0]["op_id"].is_string() && cases[0]["query"].is_string());
+    }
+}
+
+#[test]
+fn without_an_endpoint_or_with_a_bad_setting_the_error_says_what_to_set() {
+    let (dir, db) = generated();
+    let cwd = dir.path();
+    let e = fail(llm_run(cwd, &db, &[], &["attribute", "--using", "llm"]));
+    assert!(
+        e.contains(
+            "no API key for https://api.openai.com/v1: set OPENAI_API_KEY or MEMTRACE_LLM_API_KEY"
+        ),
+        "{e}"
+    );
+    let e = fail(llm_run(
+        cwd,
+        &db,
+        &[
+            ("MEMTRACE_LLM_BASE_URL", "http://127.0.0.1:9/v1"),
+            ("MEMTRACE_LLM_TIMEOUT", "soon"),
+        ],
+        &["eval", "--method", "llm"],
+    ));
+    assert!(e.contains("MEMTRACE_LLM_TIMEOUT is 'soon'"), "{e}");
+    let e = fail(llm_run(
+        cwd,
+        &db,
+        &[("MEMTRACE_LLM_CONFIG", "missing.toml")],
+        &["report", "--llm"],
+    ));
+    assert!(e.contains("missing.toml"), "{e}");
+    // Nothing was stored by the failed runs.
+    let o = ok(llm_run(
+        cwd,
+        &db,
+        &[],
+        &["query", "FIND attributions RETURN count(*) AS n"],
+    ));
+    assert!(
+        stdout(&o).contains("\n0\n") || stdout(&o).contains(" 0\n"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+#[test]
+fn an_api_key_reaches_the_endpoint_and_nowhere_else() {
+    let (dir, db) = generated();
+    let cwd = dir.path();
+    let key = "sk-test-4c1d-never-shown";
+    let server = ScriptedServer::start(Box::new(|_| Reply::Status {
+        status: 401,
+        headers: Vec::new(),
+        body:
+            "{\"error\": {\"message\": \"Incorrect API key provided: sk-test-4c1d-never-shown\"}}"
+                .into(),
+    }))
+    .unwrap();
+    let url = server.base_url();
+    let env = [
+        ("MEMTRACE_LLM_BASE_URL", url.as_str()),
+        ("MEMTRACE_LLM_API_KEY", key),
+    ];
+    let o = llm_run(cwd, &db, &env, &["attribute", "--using", "llm"]);
+    let e = fail(o.clone());
+    assert!(e.contains("401") && e.contains("check the API key"), "{e}");
+    assert!(!e.contains("4c1d") && !stdout(&o).contains("4c1d"), "{e}");
+    assert!(stderr(&o).contains("key set for 1 of 1"), "{}", stderr(&o));
+    let auth = server.requests()[0]
+        .header("authorization")
+        .map(str::to_string);
+    assert_eq!(auth.as_deref(), Some(format!("Bearer {key}").as_str()));
+    // Not in any file of the database.
+    let mut stack = vec![db.clone()];
+    while let Some(p) = stack.pop() {
+        for entry in std::fs::read_dir(&p).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let bytes = std::fs::read(&path).unwrap();
+                assert!(
+                    !bytes.windows(key.len()).any(|w| w == key.as_bytes()),
+                    "the key is in {}",
+                    path.display()
+                );
+            }
+        }
+    }
+}
