@@ -567,3 +567,54 @@ fn attribution_through_the_embedding_api() {
     let r = db.query("FIND attributions RETURN count(*)").unwrap();
     assert_eq!(r.rows[0][0], failed as u64);
 }
+
+#[test]
+fn llm_attribution_summaries_and_feedback_through_the_embedding_api() {
+    use memtrace::attrib::agent::walker;
+    use memtrace::attrib::{AttributeRequest, Method};
+    use memtrace::gen::set::{generate_set, GenSpec};
+    use memtrace::llm::scripted::ScriptedServer;
+    use memtrace::Cancel;
+
+    let (dir, db) = db();
+    let set = dir.path().join("set");
+    let spec = GenSpec {
+        traces: 2,
+        seed: 5,
+        sessions: 4..=5,
+        messages_per_session: 10..=12,
+        questions: 30,
+        ..GenSpec::default()
+    };
+    generate_set(&spec, &set, false, |_, _| {}).unwrap();
+    db.import_paths(&[set], &ImportOptions::default(), &mut |_| {});
+    let server = ScriptedServer::start(walker::script()).unwrap();
+    db.set_llm_config(memtrace::llm::Config::new(server.base_url(), "walker"));
+    assert_eq!(db.llm_config().unwrap().model, "walker");
+
+    let req = AttributeRequest {
+        trace: None,
+        cases: None,
+        method: Method::Hybrid,
+    };
+    let verdicts = db.attribute(&req, &Cancel::new(), &mut |_, _| {}).unwrap();
+    assert_eq!(verdicts.len(), db.failed_cases(None).unwrap().len());
+    assert!(verdicts.iter().all(|v| v.cost.is_some_and(|c| c.calls > 0)));
+    db.store_verdicts(&verdicts, "api test").unwrap();
+
+    let mut report = db.report(Method::Hybrid, None).unwrap();
+    let cost = db.write_summaries(&mut report, &Cancel::new()).unwrap();
+    assert!(cost.calls >= 1);
+    assert!(report.systems.iter().any(|s| s.written.is_some()));
+    assert_eq!(report.written_by.as_deref(), Some("walker"));
+
+    let fb = db
+        .prompt_feedback(Method::Hybrid, None, 4, &Cancel::new())
+        .unwrap();
+    assert!(!fb.prompts.is_empty());
+    assert!(fb.prompts.keys().all(|k| k.ends_with("@1")));
+    assert!(fb
+        .prompts
+        .values()
+        .all(|p| p.suggested.is_some() && !p.cases.is_empty()));
+}
