@@ -254,7 +254,9 @@ pub fn run(path: &Path) -> Result<ExitCode> {
          ATTRIBUTE CASES IN TRACE '{example}' USING evidence;\n  \
          FIND cases IN TRACE '{example}' RETURN query_id, query, prediction LIMIT 5;\n  \
          :help ATTRIBUTE\n\
-         Your own traces: memtrace import <files or folders>; then memtrace attribute, memtrace eval, memtrace report."
+         Your own traces: memtrace import <files or folders>; then memtrace attribute, memtrace eval, memtrace report.\n\
+         With an LLM endpoint (OPENAI_API_KEY, or MEMTRACE_LLM_BASE_URL for vLLM or Ollama): \
+         memtrace attribute --using hybrid; memtrace feedback."
     )
     .map_err(io("standard output"))?;
     Ok(ExitCode::SUCCESS)

@@ -142,10 +142,12 @@ fn now_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
-/// Whether two verdicts say the same thing (times aside).
+/// Whether two verdicts say the same thing (times and costs aside); a
+/// verdict by another model is news.
 fn same_finding(a: &Verdict, b: &Verdict) -> bool {
     a.method == b.method
         && a.version == b.version
+        && a.model == b.model
         && a.error_type == b.error_type
         && a.op_id == b.op_id
         && a.reason == b.reason
