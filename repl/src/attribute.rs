@@ -237,18 +237,8 @@ pub fn render_evaluation(e: &Evaluation, misses: usize) -> String {
     ));
     if let (Some(c), Some(per)) = (&e.cost, &e.cost_per_case) {
         out.push_str(&format!(
-            "cost: {} call(s) sent, {} answered from the cache; {} tokens in, {} out{}; {:.1} s. \
-             Per case: {} calls, {} tokens in, {} out, {:.2} s\n",
-            c.calls,
-            c.cached_calls,
-            c.tokens_in,
-            c.tokens_out,
-            if c.estimated {
-                " (partly estimated)"
-            } else {
-                ""
-            },
-            c.seconds,
+            "cost: {}. Per case: {} calls, {} tokens in, {} out, {:.2} s\n",
+            cost_line(c),
             per.calls + per.cached_calls,
             per.tokens_in,
             per.tokens_out,

@@ -191,3 +191,28 @@ fn from_judge(model: &TraceModel, op: usize) -> Option<FailedCase> {
         origin: CaseOrigin::Judge(model.ops[op].op_id.clone()),
     })
 }
+
+impl super::verdict::Verdict {
+    /// A verdict on `case` by `method` that names nothing yet: no error
+    /// type, no op, confidence 0, an empty reason and chain.
+    pub fn undecided(case: &FailedCase, method: super::verdict::Method, micros: u64) -> Self {
+        super::verdict::Verdict {
+            trace: case.trace,
+            graph_id: case.graph_id.clone(),
+            system: case.system.clone(),
+            case: case.id.clone(),
+            query: case.query.clone(),
+            error_type: None,
+            op_id: None,
+            op_name: None,
+            confidence: 0.0,
+            reason: String::new(),
+            chain: Vec::new(),
+            method: method.name().into(),
+            version: method.version().into(),
+            micros,
+            model: None,
+            cost: None,
+        }
+    }
+}

@@ -75,47 +75,23 @@ fn attribute_trace(
         let ev = evidence::evidence(model, &index, case, DEFAULT_K);
         let finding = flow.attribute(case, &ev);
         let micros = share + t.elapsed().as_micros() as u64;
-        let method = Method::Evidence;
-        out.push(match finding {
-            Some(f) => Verdict {
-                trace: case.trace,
-                graph_id: case.graph_id.clone(),
-                system: case.system.clone(),
-                case: case.id.clone(),
-                query: case.query.clone(),
-                error_type: Some(f.error_type),
-                op_id: Some(model.ops[f.op].op_id.clone()),
-                op_name: model.ops[f.op].op_name.clone(),
-                confidence: (f.confidence * 100.0).round() / 100.0,
-                reason: f.reason,
-                chain: f.chain,
-                method: method.name().into(),
-                version: method.version().into(),
-                micros,
-                model: None,
-                cost: None,
-            },
-            None => Verdict {
-                trace: case.trace,
-                graph_id: case.graph_id.clone(),
-                system: case.system.clone(),
-                case: case.id.clone(),
-                query: case.query.clone(),
-                error_type: None,
-                op_id: None,
-                op_name: None,
-                confidence: 0.0,
-                reason: "no verdict: the evidence could not be followed and no op answered \
-                         the question in this trace"
-                    .into(),
-                chain: Vec::new(),
-                method: method.name().into(),
-                version: method.version().into(),
-                micros,
-                model: None,
-                cost: None,
-            },
-        });
+        let mut v = Verdict::undecided(case, Method::Evidence, micros);
+        match finding {
+            Some(f) => {
+                v.error_type = Some(f.error_type);
+                v.op_id = Some(model.ops[f.op].op_id.clone());
+                v.op_name = model.ops[f.op].op_name.clone();
+                v.confidence = (f.confidence * 100.0).round() / 100.0;
+                v.reason = f.reason;
+                v.chain = f.chain;
+            }
+            None => {
+                v.reason = "no verdict: the evidence could not be followed and no op answered \
+                            the question in this trace"
+                    .into();
+            }
+        }
+        out.push(v);
     }
     Ok(out)
 }

@@ -193,24 +193,10 @@ pub async fn attribute_case(
     }
     cost.seconds = (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0;
     let micros = started.elapsed().as_micros() as u64;
-    let mut v = Verdict {
-        trace: case.trace,
-        graph_id: case.graph_id.clone(),
-        system: case.system.clone(),
-        case: case.id.clone(),
-        query: case.query.clone(),
-        error_type: None,
-        op_id: None,
-        op_name: None,
-        confidence: 0.0,
-        reason: String::new(),
-        chain: explorer.chain(),
-        method: method.name().into(),
-        version: method.version().into(),
-        micros,
-        model: Some(config.model.clone()),
-        cost: Some(cost),
-    };
+    let mut v = Verdict::undecided(case, method, micros);
+    v.chain = explorer.chain();
+    v.model = Some(config.model.clone());
+    v.cost = Some(cost);
     match finding {
         Some((error_type, op, reason, confidence)) => {
             v.error_type = Some(error_type);
