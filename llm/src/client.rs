@@ -193,10 +193,12 @@ impl Client {
                     }
                     Err(detail) => Failure::Malformed(malformed_detail(&raw, detail, key, native)),
                 },
-                Outcome::Status { status, .. }
-                    if matches!(status, 400 | 422)
-                        && offers_tools
-                        && self.config.tool_mode == ToolMode::Auto =>
+                Outcome::Status {
+                    status, ref body, ..
+                } if matches!(status, 400 | 422)
+                    && offers_tools
+                    && self.config.tool_mode == ToolMode::Auto
+                    && refuses_tools(body) =>
                 {
                     // The endpoint refuses tools: the text protocol from now
                     // on, and this request again at once.
@@ -483,6 +485,14 @@ fn is_loopback(base_url: &str) -> bool {
         }
         None => false,
     }
+}
+
+/// Whether an error body says the endpoint does not take tools (vLLM without
+/// a tool parser, an Ollama model without tool support), rather than some
+/// other fault of the request, such as a prompt over the context length.
+fn refuses_tools(body: &str) -> bool {
+    let b = body.to_ascii_lowercase();
+    b.contains("tool") || b.contains("function")
 }
 
 #[cfg(test)]
@@ -813,6 +823,24 @@ mod tests {
         let sent = server.requests();
         assert_eq!(sent.len(), 3);
         assert!(sent[2].json.as_ref().unwrap().get("tools").is_none());
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_400_about_something_else_keeps_native_tools() {
+        let server = ScriptedServer::start(Box::new(|_| {
+            status(
+                400,
+                &[],
+                r#"{"error":{"message":"This model's maximum context length is 8192"}}"#,
+            )
+        }))
+        .unwrap();
+        let client = Client::new(config(&[&server])).unwrap();
+        let e = client.chat(&request(), 0, &never).await.unwrap_err();
+        assert!(matches!(e, LlmError::Status { status: 400, .. }), "{e:?}");
+        assert!(e.to_string().contains("maximum context length"), "{e}");
+        assert!(client.native_tools());
+        assert_eq!(server.requests().len(), 1);
     }
 
     #[tokio::test(flavor = "current_thread")]

@@ -45,7 +45,6 @@ fn quantile(sorted: &[u64], q: f64) -> u64 {
 struct Tally {
     tokens: Vec<u64>,
     calls: Vec<u64>,
-    decided: usize,
 }
 
 fn tally(verdicts: &[Verdict]) -> BTreeMap<String, Tally> {
@@ -56,7 +55,6 @@ fn tally(verdicts: &[Verdict]) -> BTreeMap<String, Tally> {
             let t = out.entry(key).or_default();
             t.tokens.push(c.tokens_in + c.tokens_out);
             t.calls.push(u64::from(c.calls + c.cached_calls));
-            t.decided += usize::from(v.error_type.is_some());
         }
     }
     for t in out.values_mut() {
@@ -156,9 +154,10 @@ pub fn run(a: &LlmBenchArgs) -> Result<ExitCode> {
         "llm / dump",
     ];
     let mut rows = Vec::new();
+    let none = Tally::default();
     for (system, d) in &dumps {
-        let l = &tallies[0][system];
-        let h = &tallies[1][system];
+        let l = tallies[0].get(system).unwrap_or(&none);
+        let h = tallies[1].get(system).unwrap_or(&none);
         let dm = quantile(d, 0.5);
         let lm = quantile(&l.tokens, 0.5);
         rows.push(vec![
