@@ -290,3 +290,48 @@ fn an_api_key_reaches_the_endpoint_and_nowhere_else() {
         }
     }
 }
+
+#[test]
+fn ctrl_c_stops_an_llm_run_promptly_and_says_nothing_is_lost() {
+    use std::time::{Duration, Instant};
+    let (dir, db) = generated();
+    let cwd = dir.path();
+    let server = ScriptedServer::start(Box::new(|_| {
+        Reply::Delay(Duration::from_secs(60), Box::new(Reply::Raw("late".into())))
+    }))
+    .unwrap();
+    let url = server.base_url();
+    let mut c = command(cwd, Some(&db), &["attribute", "--using", "llm"]);
+    for v in LLM_VARS {
+        c.env_remove(v);
+    }
+    c.env("HOME", cwd).env("MEMTRACE_LLM_BASE_URL", &url);
+    let child = c
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while server.requests().is_empty() {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "no request reached the server"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let interrupted = Instant::now();
+    let pid = libc::pid_t::try_from(child.id()).unwrap();
+    // SAFETY: sends SIGINT to the child this test started and still owns.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    let o = child.wait_with_output().unwrap();
+    assert!(
+        interrupted.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        interrupted.elapsed()
+    );
+    let e = fail(o);
+    assert!(
+        e.contains("cancelled; the answers received so far are cached"),
+        "{e}"
+    );
+}

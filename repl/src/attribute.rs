@@ -29,6 +29,32 @@ pub fn trace_bar(what: &str) -> ProgressBar {
     bar
 }
 
+/// A token that Ctrl-C cancels, for the LLM methods: the run stops at the
+/// next request and says so; the answers received so far stay cached, so a
+/// re-run resumes at no cost. (The evidence method keeps Ctrl-C's default.)
+fn cancel_token(method: Method) -> Cancel {
+    let cancel = Cancel::new();
+    if method.needs_llm() {
+        let c = cancel.clone();
+        if ctrlc::set_handler(move || c.cancel()).is_err() {
+            eprintln!("warning: Ctrl-C will end memtrace at once instead of stopping the run");
+        }
+    }
+    cancel
+}
+
+/// The error of an LLM run: a cancellation says that nothing is lost.
+fn llm_run_error(
+    method: Method,
+) -> impl Fn(memtrace_engine::EngineError) -> crate::error::CliError {
+    move |e| match e {
+        memtrace_engine::EngineError::Cancelled if method.needs_llm() => {
+            crate::error::CliError::LlmCancelled
+        }
+        other => other.into(),
+    }
+}
+
 /// Reads a method name.
 pub fn parse_method(s: &str) -> std::result::Result<Method, String> {
     s.parse()
@@ -42,19 +68,21 @@ pub fn attribute_all(
     method: Method,
     bar: &ProgressBar,
 ) -> Result<(Vec<Verdict>, usize)> {
-    let cancel = Cancel::new();
-    let verdicts = db.attribute(
-        &AttributeRequest {
-            trace,
-            cases: None,
-            method,
-        },
-        &cancel,
-        &mut |done, total| {
-            bar.set_length(total as u64);
-            bar.set_position(done as u64);
-        },
-    )?;
+    let cancel = cancel_token(method);
+    let verdicts = db
+        .attribute(
+            &AttributeRequest {
+                trace,
+                cases: None,
+                method,
+            },
+            &cancel,
+            &mut |done, total| {
+                bar.set_length(total as u64);
+                bar.set_position(done as u64);
+            },
+        )
+        .map_err(llm_run_error(method))?;
     bar.finish_and_clear();
     let stored = db.store_verdicts(&verdicts, AUTHOR)?;
     Ok((verdicts, stored))
@@ -292,10 +320,18 @@ pub fn eval(
         announce_llm(&db)?;
     }
     let bar = trace_bar("evaluated");
-    let e = db.evaluate_with(method, trace, pseudo, &Cancel::new(), &mut |done, total| {
-        bar.set_length(total as u64);
-        bar.set_position(done as u64);
-    })?;
+    let e = db
+        .evaluate_with(
+            method,
+            trace,
+            pseudo,
+            &cancel_token(method),
+            &mut |done, total| {
+                bar.set_length(total as u64);
+                bar.set_position(done as u64);
+            },
+        )
+        .map_err(llm_run_error(method))?;
     bar.finish_and_clear();
     match format {
         Listing::Json => println!("{}", serde_json::to_string_pretty(&e)?),

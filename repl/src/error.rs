@@ -22,6 +22,9 @@ pub enum CliError {
     /// The command line asks for something that cannot be done as given.
     #[error("{0}")]
     Usage(String),
+    /// An LLM run was stopped with Ctrl-C.
+    #[error("cancelled; the answers received so far are cached in the database, so running the same command again resumes at no cost")]
+    LlmCancelled,
     /// A benchmark step failed.
     #[error("benchmark: {0}")]
     Bench(String),
