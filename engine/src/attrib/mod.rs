@@ -56,6 +56,41 @@ fn names_case(model: &TraceModel, case: &FailedCase, reference: &str) -> bool {
     resolved.is_some() && resolved == case.query_node.as_ref()
 }
 
+/// One trace's cases made ready for the LLM loop: their evidence, and in
+/// hybrid mode the evidence-flow findings offered as hypotheses.
+struct Prepared {
+    model: TraceModel,
+    cases: Vec<FailedCase>,
+    evidences: Vec<Evidence>,
+    findings: Vec<Option<flow::Finding>>,
+}
+
+impl Prepared {
+    fn new(model: TraceModel, cases: Vec<FailedCase>, method: Method) -> Prepared {
+        let index = MessageIndex::new(&model);
+        let evidences: Vec<Evidence> = cases
+            .iter()
+            .map(|c| evidence::evidence(&model, &index, c, DEFAULT_K))
+            .collect();
+        let findings = if method == Method::Hybrid {
+            let flow = flow::Flow::new(&model);
+            cases
+                .iter()
+                .zip(&evidences)
+                .map(|(c, e)| flow.attribute(c, e))
+                .collect()
+        } else {
+            vec![None; cases.len()]
+        };
+        Prepared {
+            model,
+            cases,
+            evidences,
+            findings,
+        }
+    }
+}
+
 /// Attributes the cases of one trace with the evidence-flow method.
 fn attribute_trace(
     model: &TraceModel,
@@ -210,6 +245,14 @@ impl Database {
         let mut found = vec![false; req.cases.map_or(0, <[String]>::len)];
         let mut out = Vec::new();
         let total = views.len();
+        // LLM methods: cases of several traces go out together, so that the
+        // configured concurrency is used across traces; a group is sent once
+        // it holds enough cases, which bounds the trace models held at once.
+        let width = llm
+            .as_ref()
+            .map_or(1, |(c, _)| c.config().concurrency.max(1));
+        let mut group: Vec<Prepared> = Vec::new();
+        let mut waiting = 0;
         for (done, view) in views.iter().enumerate() {
             cancel.check()?;
             let started = std::time::Instant::now();
@@ -231,16 +274,31 @@ impl Database {
                     c.source_evidence.clear();
                 }
             }
-            if !cases.is_empty() {
-                let setup = started.elapsed().as_micros() as u64;
-                match &llm {
-                    None => out.extend(attribute_trace(&model, &cases, setup, cancel)?),
-                    Some((client, rt)) => out.extend(
-                        self.attribute_trace_llm(client, rt, &model, &cases, req.method, cancel)?,
-                    ),
+            match &llm {
+                None => {
+                    if !cases.is_empty() {
+                        let setup = started.elapsed().as_micros() as u64;
+                        out.extend(attribute_trace(&model, &cases, setup, cancel)?);
+                    }
+                    progress(done + 1, total);
+                }
+                Some((client, rt)) => {
+                    if !cases.is_empty() {
+                        waiting += cases.len();
+                        group.push(Prepared::new(model, cases, req.method));
+                    }
+                    // Named cases wait until all are found, so an unknown one
+                    // costs no call.
+                    if req.cases.is_none() && waiting >= 4 * width {
+                        out.extend(
+                            self.attribute_group_llm(client, rt, &group, req.method, cancel)?,
+                        );
+                        group.clear();
+                        waiting = 0;
+                        progress(done + 1, total);
+                    }
                 }
             }
-            progress(done + 1, total);
         }
         if let Some(refs) = req.cases {
             if let Some(i) = found.iter().position(|f| !f) {
@@ -253,48 +311,40 @@ impl Database {
                 )));
             }
         }
+        if let Some((client, rt)) = &llm {
+            if !group.is_empty() {
+                out.extend(self.attribute_group_llm(client, rt, &group, req.method, cancel)?);
+            }
+            progress(total, total);
+        }
         Ok(out)
     }
 
-    /// Attributes the cases of one trace with the LLM loop, up to the
-    /// configured concurrency at once, in case order.
-    fn attribute_trace_llm(
+    /// Attributes the cases of a group of traces with the LLM loop, up to
+    /// the configured concurrency at once, in trace and case order.
+    fn attribute_group_llm(
         &self,
         client: &memtrace_llm::Client,
         rt: &tokio::runtime::Runtime,
-        model: &TraceModel,
-        cases: &[FailedCase],
+        group: &[Prepared],
         method: Method,
         cancel: &Cancel,
     ) -> Result<Vec<Verdict>> {
         use futures_util::stream::{self, StreamExt, TryStreamExt};
-        let index = MessageIndex::new(model);
-        let evidences: Vec<Evidence> = cases
-            .iter()
-            .map(|c| evidence::evidence(model, &index, c, DEFAULT_K))
-            .collect();
-        let findings: Vec<Option<flow::Finding>> = if method == Method::Hybrid {
-            let flow = flow::Flow::new(model);
-            cases
-                .iter()
-                .zip(&evidences)
-                .map(|(c, e)| flow.attribute(c, e))
-                .collect()
-        } else {
-            vec![None; cases.len()]
-        };
-        let runs = cases.iter().enumerate().map(|(i, case)| {
-            agent::attribute_case(
-                client,
-                self,
-                cancel,
-                agent::CaseInput {
-                    model,
-                    case,
-                    evidence: &evidences[i],
-                    hypothesis: (method == Method::Hybrid).then(|| findings[i].as_ref()),
-                },
-            )
+        let runs = group.iter().flat_map(|p| {
+            p.cases.iter().enumerate().map(move |(i, case)| {
+                agent::attribute_case(
+                    client,
+                    self,
+                    cancel,
+                    agent::CaseInput {
+                        model: &p.model,
+                        case,
+                        evidence: &p.evidences[i],
+                        hypothesis: (method == Method::Hybrid).then(|| p.findings[i].as_ref()),
+                    },
+                )
+            })
         });
         let width = client.config().concurrency.max(1);
         rt.block_on(stream::iter(runs).buffered(width).try_collect())
