@@ -13,6 +13,7 @@ pub mod walker;
 
 use std::time::Instant;
 
+use memtrace_llm::chat::estimate_tokens;
 use memtrace_llm::{ChatRequest, ChatResponse, Client, LlmError, Message};
 use serde::{Deserialize, Serialize};
 
@@ -84,6 +85,31 @@ async fn ask(
     };
     db.cache_answer(&key, &serde_json::to_vec(&entry)?)?;
     Ok(ex.response)
+}
+
+/// Adds an answer's tokens to `cost`. An endpoint that reports no usage
+/// gets estimates: the prompt from the request's text, the completion from
+/// the answer's.
+fn count_tokens(cost: &mut Cost, req: &ChatRequest, resp: &ChatResponse) {
+    let u = resp.usage;
+    let prompt = if u.estimated && u.prompt_tokens == 0 {
+        req.messages
+            .iter()
+            .map(|m| {
+                let calls: String = m
+                    .tool_calls
+                    .iter()
+                    .map(|c| c.function.arguments.as_str())
+                    .collect();
+                estimate_tokens(m.content.as_deref().unwrap_or("")) + estimate_tokens(&calls)
+            })
+            .sum()
+    } else {
+        u.prompt_tokens
+    };
+    cost.tokens_in += prompt;
+    cost.tokens_out += u.completion_tokens;
+    cost.estimated |= u.estimated;
 }
 
 /// What the loop is given for one case.
@@ -161,9 +187,7 @@ pub async fn attribute_case(
             tools: tools.clone(),
         };
         let resp = ask(client, db, cancel, &req, used as usize, &mut cost).await?;
-        cost.tokens_in += resp.usage.prompt_tokens;
-        cost.tokens_out += resp.usage.completion_tokens;
-        cost.estimated |= resp.usage.estimated;
+        count_tokens(&mut cost, &req, &resp);
         let calls = resp.message.tool_calls.clone();
         messages.push(resp.message);
         if calls.is_empty() {
@@ -231,9 +255,7 @@ pub async fn complete(
         tools: Vec::new(),
     };
     let resp = ask(client, db, cancel, &req, 0, &mut cost).await?;
-    cost.tokens_in += resp.usage.prompt_tokens;
-    cost.tokens_out += resp.usage.completion_tokens;
-    cost.estimated |= resp.usage.estimated;
+    count_tokens(&mut cost, &req, &resp);
     cost.seconds = (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0;
     Ok((resp.message.content.unwrap_or_default(), cost))
 }

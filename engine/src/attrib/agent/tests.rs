@@ -638,8 +638,14 @@ fn cases_of_different_traces_are_attributed_at_the_same_time() {
     let extract = a.extract.clone();
     let server = ScriptedServer::start(Box::new(move |r: &Recorded| {
         let text = r.body.clone();
-        let trace = if text.contains("g-one") { "g-one" } else { "g-two" };
-        seen.lock().unwrap().push((std::time::Instant::now(), trace));
+        let trace = if text.contains("g-one") {
+            "g-one"
+        } else {
+            "g-two"
+        };
+        seen.lock()
+            .unwrap()
+            .push((std::time::Instant::now(), trace));
         // Both traces were built alike: their ops have the same ids.
         let answer = scripted::tool_call(
             r,
@@ -658,7 +664,9 @@ fn cases_of_different_traces_are_attributed_at_the_same_time() {
         v.iter().map(|v| v.graph_id.as_str()).collect::<Vec<_>>(),
         ["g-one", "g-two"]
     );
-    assert!(v.iter().all(|v| v.error_type == Some(ErrorType::ExtractionError)));
+    assert!(v
+        .iter()
+        .all(|v| v.error_type == Some(ErrorType::ExtractionError)));
     let arrivals = arrivals.lock().unwrap();
     assert_eq!(arrivals.len(), 2);
     assert_ne!(arrivals[0].1, arrivals[1].1);
@@ -667,4 +675,31 @@ fn cases_of_different_traces_are_attributed_at_the_same_time() {
         gap < Duration::from_millis(300),
         "the second trace waited for the first: {gap:?}"
     );
+}
+
+#[test]
+fn an_endpoint_without_usage_gets_estimated_token_counts() {
+    let (_dir, db, ids) = open();
+    let extract = ids.extract.clone();
+    let server = serve(vec![Box::new(move |r: &Recorded| {
+        let mut v = scripted::tool_call(
+            r,
+            "c",
+            "finish",
+            json!({"error_type": "ExtractionError", "op_id": extract, "reason": "dropped"}),
+        );
+        v.as_object_mut().unwrap().remove("usage");
+        Reply::Json(v)
+    })]);
+    db.set_llm_config(config(&server));
+    let v = run(&db, Method::Llm).unwrap();
+    let c = v[0].cost.unwrap();
+    assert!(c.estimated);
+    let sent = scripted::prompt_tokens(&server.requests()[0]);
+    assert!(
+        c.tokens_in > 0 && c.tokens_in.abs_diff(sent) <= sent / 10 + 5,
+        "{} vs {sent}",
+        c.tokens_in
+    );
+    assert!(c.tokens_out > 0);
 }
