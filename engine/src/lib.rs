@@ -39,7 +39,9 @@ pub use import::{FileReport, ImportOptions, ImportedTrace, InputFormat, Progress
 pub use memtrace_llm as llm;
 pub use memtrace_query::ast::Output;
 pub use memtrace_query::plan::traverse_columns;
-pub use memtrace_query::{field_names, Params, Plan, Statement, Value, KEYWORDS, SUBJECTS};
+pub use memtrace_query::{
+    field_names, Params, Plan, Statement, Value, FIND_KINDS, KEYWORDS, OUTPUTS, SUBJECTS,
+};
 pub use memtrace_storage::records::Counts;
 pub use memtrace_storage::{LocalId, StorageError, TraceId};
 pub use model::{Case, Edge, LogEntry, Node, Operation, Session, Stats, TraceInfo, Variable};

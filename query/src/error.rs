@@ -135,8 +135,8 @@ impl QueryError {
                     positives.iter().filter_map(|r| keyword_of(*r)).collect();
                 for r in positives {
                     match r {
-                        crate::Rule::output => expected_kw.extend(OUTPUTS),
-                        crate::Rule::find_kind => expected_kw.extend(FIND_KINDS),
+                        crate::Rule::output => expected_kw.extend(crate::keywords::OUTPUTS),
+                        crate::Rule::find_kind => expected_kw.extend(crate::keywords::FIND_KINDS),
                         crate::Rule::statement | crate::Rule::explain => {
                             expected_kw.extend(STATEMENTS)
                         }
@@ -194,17 +194,6 @@ fn closed(s: &str) -> bool {
     }
     false
 }
-
-const OUTPUTS: [&str; 6] = ["nodes", "ops", "edges", "subgraph", "paths", "count"];
-const FIND_KINDS: [&str; 7] = [
-    "vars",
-    "ops",
-    "edges",
-    "sessions",
-    "traces",
-    "cases",
-    "attributions",
-];
 
 /// The keywords that start a statement.
 const STATEMENTS: [&str; 8] = [

@@ -86,6 +86,20 @@ pub fn nearest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) ->
         .map(|(_, c)| c)
 }
 
+/// The outputs of TRACE and FORWARD (`RETURN nodes`, ...): words, not keywords.
+pub const OUTPUTS: [&str; 6] = ["nodes", "ops", "edges", "subgraph", "paths", "count"];
+
+/// What FIND lists (`FIND vars`, ...): words, not keywords.
+pub const FIND_KINDS: [&str; 7] = [
+    "vars",
+    "ops",
+    "edges",
+    "sessions",
+    "traces",
+    "cases",
+    "attributions",
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;

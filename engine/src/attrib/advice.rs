@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use memtrace_llm::chat::find_json_object;
+use memtrace_llm::chat::{excerpt as cut, find_json_object};
 use memtrace_llm::Message;
 use serde::Serialize;
 use serde_json::Value;
@@ -25,14 +25,6 @@ const SUMMARY_EXAMPLES: usize = 2;
 const SHOWN_CHARS: usize = 300;
 /// Requests per prompt before its feedback is given up.
 const FEEDBACK_TRIES: usize = 3;
-
-fn cut(s: &str, max: usize) -> String {
-    let mut out: String = s.chars().take(max).collect();
-    if s.chars().nth(max).is_some() {
-        out.push('…');
-    }
-    out
-}
 
 fn summary_request(s: &Summary, fence: &Fence) -> Vec<Message> {
     let system = format!(

@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use std::sync::{Arc, RwLock};
 
 use memtrace_engine::attrib::Method;
-use memtrace_engine::{field_names, KEYWORDS, SUBJECTS};
+use memtrace_engine::{field_names, FIND_KINDS, KEYWORDS, OUTPUTS, SUBJECTS};
 use rustyline::completion::{Completer, FilenameCompleter, Pair};
 use rustyline::highlight::{CmdKind, Highlighter};
 use rustyline::hint::{Hinter, HistoryHinter};
@@ -45,21 +45,6 @@ impl ShellHelper {
         }
     }
 }
-
-/// Words that are not keywords but follow them: FIND's targets, RETURN's outputs.
-const WORDS: &[&str] = &[
-    "vars",
-    "ops",
-    "edges",
-    "sessions",
-    "traces",
-    "cases",
-    "attributions",
-    "nodes",
-    "subgraph",
-    "paths",
-    "count",
-];
 
 /// The words of `before` that are not comments, strings or punctuation,
 /// upper-cased: the keywords and names typed so far.
@@ -258,7 +243,8 @@ pub fn complete_statement(line: &str, pos: usize, known: &Known) -> (usize, Vec<
             found.push(pair(k.clone(), k));
         }
     }
-    for w in WORDS.iter().chain(FUNCTIONS) {
+    // Words that are not keywords but follow them: FIND's targets, RETURN's outputs.
+    for w in FIND_KINDS.iter().chain(&OUTPUTS).chain(FUNCTIONS) {
         // A word that is also a keyword (TRACES, CASES) came in the case typed.
         let keyword = KEYWORDS.iter().any(|k| k.eq_ignore_ascii_case(w));
         if starts_with_ci(w, word) && !keyword {
