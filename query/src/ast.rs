@@ -7,6 +7,7 @@
 use std::fmt::{self, Display, Formatter, Write};
 
 use crate::node_ref::{quote, NodeRef};
+use crate::value::Value;
 
 /// One statement of the language.
 #[derive(Debug, Clone, PartialEq)]
@@ -25,6 +26,16 @@ pub enum Statement {
     Attribute(Attribute),
     /// `EXPLAIN statement`: show the plan instead of running it.
     Explain(Box<Statement>),
+    /// `SAVE PATTERN name [WITH $p = v, ...] AS statement`.
+    SavePattern(SavePattern),
+    /// `RUN PATTERN name [OVER TRACES WHERE p] [WITH $p = v, ...]`.
+    RunPattern(RunPattern),
+    /// `SHOW PATTERNS`.
+    ShowPatterns,
+    /// `SHOW PATTERN name HISTORY`.
+    ShowPatternHistory(String),
+    /// `DROP PATTERN name`.
+    DropPattern(String),
 }
 
 /// Which way a traversal walks the dependency edges.
@@ -310,6 +321,31 @@ pub struct Attribute {
     pub method_pos: Pos,
 }
 
+/// `SAVE PATTERN`: a statement stored under a name, to be run over every
+/// trace later with `RUN PATTERN`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SavePattern {
+    /// The pattern's name: an identifier that is not a keyword, as written
+    /// (names are case-sensitive).
+    pub name: String,
+    /// Defaults of the pattern's parameters, in written order (names without `$`).
+    pub params: Vec<(String, Value)>,
+    /// The saved statement: Traverse, Match or Find.
+    pub body: Box<Statement>,
+}
+
+/// `RUN PATTERN`: runs a saved pattern over every trace, or over the traces
+/// a condition picks.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunPattern {
+    /// The pattern's name, as written.
+    pub name: String,
+    /// `OVER TRACES WHERE p`.
+    pub over: Option<Expr>,
+    /// Parameter values given, in written order (names without `$`).
+    pub params: Vec<(String, Value)>,
+}
+
 /// A literal value.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Literal {
@@ -486,7 +522,63 @@ impl Display for Statement {
             Statement::Describe(d) => d.fmt(f),
             Statement::Attribute(a) => a.fmt(f),
             Statement::Explain(s) => write!(f, "EXPLAIN {s}"),
+            Statement::SavePattern(s) => s.fmt(f),
+            Statement::RunPattern(r) => r.fmt(f),
+            Statement::ShowPatterns => f.write_str("SHOW PATTERNS"),
+            Statement::ShowPatternHistory(name) => write!(f, "SHOW PATTERN {name} HISTORY"),
+            Statement::DropPattern(name) => write!(f, "DROP PATTERN {name}"),
         }
+    }
+}
+
+/// A value written as a literal the parser reads back as the same value:
+/// `NULL`, `TRUE`, `FALSE`, an integer, a float that keeps its fraction or
+/// exponent (`2.0`, `1e-7`), a quoted string with quotes doubled
+/// (`'it''s'`), a list in brackets (`['a', 'b']`).
+///
+/// A float that is not finite has no literal and is written `NULL`. A list
+/// inside a list reads back inside an expression, but not as the value of
+/// a `WITH $p = ...`, which takes literals and lists of literals only.
+pub fn value_literal(v: &Value) -> String {
+    match v {
+        Value::Null => "NULL".to_string(),
+        Value::Bool(true) => "TRUE".to_string(),
+        Value::Bool(false) => "FALSE".to_string(),
+        Value::Int(n) => n.to_string(),
+        Value::Float(x) if x.is_finite() => Literal::Float(*x).to_string(),
+        Value::Float(_) => "NULL".to_string(),
+        Value::Str(s) => quote(s),
+        Value::List(items) => {
+            let items: Vec<String> = items.iter().map(value_literal).collect();
+            format!("[{}]", items.join(", "))
+        }
+    }
+}
+
+/// Writes ` WITH $a = v, $b = w`, or nothing for no parameters.
+fn write_params(f: &mut Formatter<'_>, params: &[(String, Value)]) -> fmt::Result {
+    for (i, (name, v)) in params.iter().enumerate() {
+        f.write_str(if i == 0 { " WITH " } else { ", " })?;
+        write!(f, "${name} = {}", value_literal(v))?;
+    }
+    Ok(())
+}
+
+impl Display for SavePattern {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        write!(f, "SAVE PATTERN {}", self.name)?;
+        write_params(f, &self.params)?;
+        write!(f, " AS {}", self.body)
+    }
+}
+
+impl Display for RunPattern {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        write!(f, "RUN PATTERN {}", self.name)?;
+        if let Some(p) = &self.over {
+            write!(f, " OVER TRACES WHERE {p}")?;
+        }
+        write_params(f, &self.params)
     }
 }
 

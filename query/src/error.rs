@@ -137,13 +137,20 @@ impl QueryError {
                     match r {
                         crate::Rule::output => expected_kw.extend(crate::keywords::OUTPUTS),
                         crate::Rule::find_kind => expected_kw.extend(crate::keywords::FIND_KINDS),
-                        crate::Rule::statement | crate::Rule::explain => {
-                            expected_kw.extend(STATEMENTS)
+                        crate::Rule::statement => {
+                            expected_kw.extend(STATEMENTS);
+                            expected_kw.extend(PATTERN_STATEMENTS);
+                        }
+                        crate::Rule::explain => expected_kw.extend(STATEMENTS),
+                        crate::Rule::pattern_body => {
+                            expected_kw.extend(["TRACE", "FORWARD", "MATCH", "FIND"])
                         }
                         _ => {}
                     }
                 }
-                let guess = if expected_kw.is_empty() {
+                let before = text.get(..offset).unwrap_or("");
+                let note = pattern_note(before, &word, positives);
+                let guess = if expected_kw.is_empty() || note.is_some() {
                     None
                 } else {
                     nearest(&word, expected_kw.iter().copied()).or_else(|| {
@@ -155,6 +162,9 @@ impl QueryError {
                 };
                 if let Some(k) = guess {
                     m.push_str(&format!(" (did you mean {k}?)"));
+                }
+                if let Some(note) = note {
+                    m.push_str(&format!(" ({note})"));
                 }
                 m
             }
@@ -207,6 +217,38 @@ const STATEMENTS: [&str; 8] = [
     "EXPLAIN",
 ];
 
+/// The keywords that start a pattern statement (not allowed after EXPLAIN).
+const PATTERN_STATEMENTS: [&str; 3] = ["SAVE", "RUN", "DROP"];
+
+/// Why `word`, found after the text `before`, cannot stand where a pattern
+/// statement's part was expected: a keyword as a pattern's name, a pattern
+/// statement after EXPLAIN.
+fn pattern_note(before: &str, word: &str, positives: &[crate::Rule]) -> Option<&'static str> {
+    use crate::Rule;
+    let is = |k: &str| word.eq_ignore_ascii_case(k);
+    if positives.contains(&Rule::pattern_name) && crate::keywords::is_reserved(word) {
+        return Some("a keyword cannot name a pattern");
+    }
+    let previous = before
+        .trim_end()
+        .rsplit(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .next()
+        .unwrap_or("");
+    // EXPLAIN's alternatives, which are DESCRIBE and ATTRIBUTE among others,
+    // or, after SHOW, the TRACES of SHOW TRACES alone: the SHOW of an EXPLAIN.
+    let after_explain = (positives.contains(&Rule::kw_describe)
+        && positives.contains(&Rule::kw_attribute)
+        && PATTERN_STATEMENTS.iter().any(|k| is(k)))
+        || (positives.contains(&Rule::kw_traces)
+            && !positives.contains(&Rule::kw_patterns)
+            && previous.eq_ignore_ascii_case("SHOW")
+            && (is("PATTERNS") || is("PATTERN")));
+    after_explain.then_some(
+        "EXPLAIN does not apply to SAVE PATTERN, RUN PATTERN, SHOW PATTERNS, \
+         SHOW PATTERN ... HISTORY or DROP PATTERN",
+    )
+}
+
 /// The keyword a keyword rule matches.
 fn keyword_of(rule: crate::Rule) -> Option<&'static str> {
     use crate::Rule::*;
@@ -246,6 +288,13 @@ fn keyword_of(rule: crate::Rule) -> Option<&'static str> {
         kw_attribute => "ATTRIBUTE",
         kw_cases | all_cases => "CASES",
         kw_using => "USING",
+        kw_save => "SAVE",
+        kw_pattern => "PATTERN",
+        kw_patterns => "PATTERNS",
+        kw_run => "RUN",
+        kw_over => "OVER",
+        kw_drop => "DROP",
+        kw_history => "HISTORY",
         _ => return None,
     })
 }
@@ -268,9 +317,25 @@ fn describe(rule: crate::Rule) -> String {
         Rule::param => "a $parameter".into(),
         Rule::ident | Rule::label => "a name".into(),
         Rule::field => "a field such as var.category".into(),
-        Rule::statement | Rule::explain => {
+        Rule::statement => "a statement (TRACE, FORWARD, MATCH, FIND, SHOW, DESCRIBE, \
+                            ATTRIBUTE, EXPLAIN, SAVE, RUN, DROP)"
+            .into(),
+        Rule::explain => {
             "a statement (TRACE, FORWARD, MATCH, FIND, SHOW, DESCRIBE, ATTRIBUTE, EXPLAIN)".into()
         }
+        Rule::pattern_name => "a pattern name".into(),
+        Rule::pattern_body => {
+            "a TRACE, FORWARD, MATCH or FIND statement (what a pattern saves)".into()
+        }
+        Rule::pattern_params => "WITH".into(),
+        Rule::pattern_param => "a parameter and its value ($name = value)".into(),
+        Rule::equals => "'='".into(),
+        Rule::param_value => {
+            "a value (a string, number, TRUE, FALSE, NULL, or a list of them such as ['a', 'b'])"
+                .into()
+        }
+        Rule::value_list => "a list".into(),
+        Rule::over_traces => "OVER".into(),
         Rule::direction => "TRACE or FORWARD".into(),
         Rule::output => "nodes, ops, edges, subgraph, paths or count".into(),
         Rule::find_kind => "vars, ops, edges, sessions, traces, cases or attributions".into(),
@@ -318,6 +383,22 @@ pub(crate) fn caret(text: &str, line: usize, column: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_keyword_rule_is_a_listed_keyword() {
+        let mut rules = 0;
+        for rule in crate::Rule::all_rules() {
+            let name = format!("{rule:?}");
+            let Some(word) = name.strip_prefix("kw_") else {
+                continue;
+            };
+            rules += 1;
+            let k = keyword_of(*rule).unwrap_or_else(|| panic!("{name} has no keyword"));
+            assert!(k.eq_ignore_ascii_case(word), "{name} reads {k}");
+            assert!(KEYWORDS.contains(&k), "{k} is not in KEYWORDS");
+        }
+        assert_eq!(rules, KEYWORDS.len());
+    }
 
     #[test]
     fn line_and_column_count_characters() {

@@ -37,6 +37,13 @@ pub const KEYWORDS: &[&str] = &[
     "ATTRIBUTE",
     "CASES",
     "USING",
+    "SAVE",
+    "PATTERN",
+    "PATTERNS",
+    "RUN",
+    "OVER",
+    "DROP",
+    "HISTORY",
 ];
 
 /// Words a bare identifier may not be, because the grammar reads them as keywords.

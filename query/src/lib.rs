@@ -20,14 +20,15 @@ pub mod plan;
 mod roundtrip;
 mod value;
 
-pub use ast::Statement;
+pub use ast::{value_literal, Statement};
 pub use error::QueryError;
 pub use eval::{Collector, Pexpr, Row};
 pub use keywords::{nearest, FIND_KINDS, KEYWORDS, OUTPUTS};
 pub use node_ref::{parse_node_ref, NodeRef};
 pub use parse::{parse_script, parse_statement};
 pub use plan::{
-    attribute_columns, field_names, plan, plan_text, Field, Params, Plan, Subject, SUBJECTS,
+    attribute_columns, field_names, plan, plan_text, statement_params, Field, Params, Plan,
+    Subject, SUBJECTS,
 };
 pub use value::Value;
 

@@ -7,6 +7,8 @@ use pest::Token;
 use crate::ast::*;
 use crate::error::QueryError;
 use crate::node_ref::{from_pair as reference_from_pair, unquote};
+use crate::plan::literal_value;
+use crate::value::Value;
 use crate::{MemtraceParser, Rule};
 
 type Result<T> = std::result::Result<T, QueryError>;
@@ -237,6 +239,11 @@ impl P<'_> {
             Rule::find => self.find(inner).map(Statement::Find),
             Rule::attribute => self.attribute(inner).map(Statement::Attribute),
             Rule::show_traces => Ok(Statement::ShowTraces),
+            Rule::save_pattern => self.save_pattern(inner).map(Statement::SavePattern),
+            Rule::run_pattern => self.run_pattern(inner).map(Statement::RunPattern),
+            Rule::show_patterns => Ok(Statement::ShowPatterns),
+            Rule::show_history => self.pattern_name(inner).map(Statement::ShowPatternHistory),
+            Rule::drop_pattern => self.pattern_name(inner).map(Statement::DropPattern),
             Rule::describe => {
                 let mut target = None;
                 let mut in_trace = None;
@@ -414,6 +421,103 @@ impl P<'_> {
             method,
             method_pos,
         })
+    }
+
+    /// The name of a pattern statement (the grammar keeps keywords out of it).
+    fn pattern_name(&self, pair: Pair<'_, Rule>) -> Result<String> {
+        pair.into_inner()
+            .find(|p| p.as_rule() == Rule::pattern_name)
+            .map(|p| p.as_str().to_string())
+            .ok_or_else(|| bug("pattern name"))
+    }
+
+    fn save_pattern(&self, pair: Pair<'_, Rule>) -> Result<SavePattern> {
+        let mut name = None;
+        let mut params = Vec::new();
+        let mut body = None;
+        for p in pair.into_inner() {
+            match p.as_rule() {
+                Rule::pattern_name => name = Some(p.as_str().to_string()),
+                Rule::pattern_params => params = self.pattern_params(p)?,
+                Rule::pattern_body => {
+                    let s = p.into_inner().next().ok_or_else(|| bug("pattern body"))?;
+                    body = Some(Box::new(self.statement(s)?));
+                }
+                _ => {}
+            }
+        }
+        Ok(SavePattern {
+            name: name.ok_or_else(|| bug("SAVE PATTERN"))?,
+            params,
+            body: body.ok_or_else(|| bug("SAVE PATTERN"))?,
+        })
+    }
+
+    fn run_pattern(&self, pair: Pair<'_, Rule>) -> Result<RunPattern> {
+        let mut name = None;
+        let mut over = None;
+        let mut params = Vec::new();
+        for p in pair.into_inner() {
+            match p.as_rule() {
+                Rule::pattern_name => name = Some(p.as_str().to_string()),
+                Rule::over_traces => over = Some(self.clause_expr(p)?),
+                Rule::pattern_params => params = self.pattern_params(p)?,
+                _ => {}
+            }
+        }
+        Ok(RunPattern {
+            name: name.ok_or_else(|| bug("RUN PATTERN"))?,
+            over,
+            params,
+        })
+    }
+
+    /// `WITH $a = value, ...`: each parameter once.
+    fn pattern_params(&self, pair: Pair<'_, Rule>) -> Result<Vec<(String, Value)>> {
+        let mut out: Vec<(String, Value)> = Vec::new();
+        for item in pair
+            .into_inner()
+            .filter(|p| p.as_rule() == Rule::pattern_param)
+        {
+            let mut name = None;
+            let mut value = None;
+            for p in item.into_inner() {
+                match p.as_rule() {
+                    Rule::param => {
+                        let n = param_name(&p);
+                        if out.iter().any(|(seen, _)| *seen == n) {
+                            return Err(self.err(
+                                &p,
+                                format!(
+                                    "parameter ${n} is given twice; give each parameter one value"
+                                ),
+                            ));
+                        }
+                        name = Some(n);
+                    }
+                    Rule::param_value => value = Some(self.param_value(p)?),
+                    _ => {}
+                }
+            }
+            match (name, value) {
+                (Some(n), Some(v)) => out.push((n, v)),
+                _ => return Err(bug("WITH parameter")),
+            }
+        }
+        Ok(out)
+    }
+
+    /// A literal or a list of literals, as a value.
+    fn param_value(&self, pair: Pair<'_, Rule>) -> Result<Value> {
+        let inner = pair.into_inner().next().ok_or_else(|| bug("value"))?;
+        match inner.as_rule() {
+            Rule::value_list => inner
+                .into_inner()
+                .map(|l| self.literal(l).map(|l| literal_value(&l)))
+                .collect::<Result<Vec<_>>>()
+                .map(Value::List),
+            _ => self.literal(inner).map(|l| literal_value(&l)),
+        }
     }
 
     fn props(&self, pair: Pair<'_, Rule>) -> Result<Vec<(String, Expr)>> {
@@ -811,6 +915,8 @@ fn param_name(p: &Pair<'_, Rule>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ast::value_literal;
+    use crate::keywords::KEYWORDS;
 
     /// Statements that must parse, print canonically, and parse back the same.
     const EXAMPLES: &[&str] = &[
@@ -841,6 +947,18 @@ mod tests {
         "MATCH (a)-[*3]->(b)-[*2..]->(c)<-[*..4]-(d) RETURN a",
         "FIND vars WHERE var.version IN [1, 2.5, -3, 1e-7, TRUE, NULL, 'x'] RETURN var.name",
         "FIND vars WHERE (var.version = 1) = TRUE AND NOT NOT var.name IS NULL",
+        "SAVE PATTERN big WITH $min = 20, $cats = ['a', 'b'] AS FIND vars WHERE var.version >= $min AND var.category IN $cats",
+        "save pattern Big_2 with $x = 2.0, $s = 'it''s', $n = -3, $f = -1.5e-7, $t = TRUE, $u = false, $z = null, $e = [] as trace $start depth 3 where op.kind = $s",
+        "SAVE PATTERN chain AS MATCH (m:message)-[:extraction]->(f) WHERE f.value CONTAINS $word RETURN m, f LIMIT $k",
+        "Save Pattern fwd AS FORWARD $start UNTIL var.category = 'x'",
+        "RUN PATTERN big OVER TRACES WHERE trace.source = 'x' WITH $min = 5",
+        "run pattern big",
+        "Run Pattern big with $cats = ['x', 1, 2.5, NULL, TRUE], $min = -7",
+        "RUN PATTERN big OVER TRACES WHERE trace.id IN $ids AND NOT trace.user_id STARTS WITH 'test'",
+        "SHOW PATTERNS",
+        "show patterns",
+        "SHOW PATTERN big HISTORY",
+        "drop pattern big",
     ];
 
     #[test]
@@ -852,6 +970,289 @@ mod tests {
             assert_eq!(stmt, again, "{text}\nprinted as {printed}");
             assert_eq!(printed, again.to_string());
         }
+    }
+
+    fn err(text: &str) -> String {
+        parse_statement(text).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn pattern_statements_print_canonically() {
+        for (text, printed) in [
+            (
+                "save pattern big with $min = 20, $cats = ['a','b'] as find vars where var.version >= $min",
+                "SAVE PATTERN big WITH $min = 20, $cats = ['a', 'b'] AS FIND vars WHERE var.version >= $min",
+            ),
+            (
+                "Run Pattern big over traces where trace.source = 'x' with $min = 5",
+                "RUN PATTERN big OVER TRACES WHERE trace.source = 'x' WITH $min = 5",
+            ),
+            ("run pattern big with $a=1", "RUN PATTERN big WITH $a = 1"),
+            ("show   patterns", "SHOW PATTERNS"),
+            ("show pattern Big_1 history", "SHOW PATTERN Big_1 HISTORY"),
+            ("drop pattern big;", "DROP PATTERN big"),
+        ] {
+            let stmt = parse_statement(text).unwrap_or_else(|e| panic!("{text}\n{e}"));
+            assert_eq!(stmt.to_string(), printed);
+        }
+        // Names keep their case; keywords do not matter.
+        assert_eq!(
+            parse_statement("DROP PATTERN BigOne"),
+            Ok(Statement::DropPattern("BigOne".into()))
+        );
+        assert_eq!(
+            parse_statement("sHoW pAtTeRn bigone HiStOrY"),
+            Ok(Statement::ShowPatternHistory("bigone".into()))
+        );
+        assert_eq!(
+            parse_statement("SHOW PATTERNS"),
+            Ok(Statement::ShowPatterns)
+        );
+        let script =
+            parse_script("SAVE PATTERN a AS FIND vars; RUN PATTERN a;\nSHOW PATTERNS").unwrap();
+        assert_eq!(script.len(), 3);
+    }
+
+    #[test]
+    fn pattern_parameters_are_values_that_print_back() {
+        let text = "SAVE PATTERN p WITH $f = 2.0, $n = -3, $g = 1e3, $s = 'it''s', $b = true, \
+                    $z = NULL, $l = ['a', 1, -2.5, FALSE, NULL], $e = [] AS FIND vars";
+        let Ok(Statement::SavePattern(s)) = parse_statement(text) else {
+            panic!("not a SAVE PATTERN")
+        };
+        assert_eq!(s.name, "p");
+        assert_eq!(
+            s.params,
+            vec![
+                ("f".to_string(), Value::Float(2.0)),
+                ("n".to_string(), Value::Int(-3)),
+                ("g".to_string(), Value::Float(1000.0)),
+                ("s".to_string(), Value::from("it's")),
+                ("b".to_string(), Value::Bool(true)),
+                ("z".to_string(), Value::Null),
+                (
+                    "l".to_string(),
+                    Value::List(vec![
+                        Value::from("a"),
+                        Value::Int(1),
+                        Value::Float(-2.5),
+                        Value::Bool(false),
+                        Value::Null
+                    ])
+                ),
+                ("e".to_string(), Value::List(Vec::new())),
+            ]
+        );
+        assert!(matches!(*s.body, Statement::Find(_)));
+        assert_eq!(
+            Statement::SavePattern(s).to_string(),
+            "SAVE PATTERN p WITH $f = 2.0, $n = -3, $g = 1000.0, $s = 'it''s', $b = TRUE, \
+             $z = NULL, $l = ['a', 1, -2.5, FALSE, NULL], $e = [] AS FIND vars"
+        );
+        let Ok(Statement::RunPattern(r)) =
+            parse_statement("RUN PATTERN p OVER TRACES WHERE trace.id = $t WITH $k = 3")
+        else {
+            panic!("not a RUN PATTERN")
+        };
+        assert_eq!(r.name, "p");
+        assert_eq!(
+            r.over.map(|e| e.to_string()).as_deref(),
+            Some("trace.id = $t")
+        );
+        assert_eq!(r.params, vec![("k".to_string(), Value::Int(3))]);
+    }
+
+    #[test]
+    fn value_literals_read_back_as_the_same_values() {
+        let values = [
+            Value::Null,
+            Value::Bool(true),
+            Value::Bool(false),
+            Value::Int(0),
+            Value::Int(i64::MIN),
+            Value::Int(i64::MAX),
+            Value::Float(2.0),
+            Value::Float(-0.5),
+            Value::Float(1e-7),
+            Value::Float(1e300),
+            Value::Float(f64::MAX),
+            Value::from(""),
+            Value::from("it's ''quoted''\n-- not a comment"),
+            Value::List(vec![]),
+            Value::List(vec![Value::from("a"), Value::Float(3.0), Value::Null]),
+        ];
+        for v in values {
+            let text = format!("RUN PATTERN p WITH $v = {}", value_literal(&v));
+            let Ok(Statement::RunPattern(r)) = parse_statement(&text) else {
+                panic!("{text}")
+            };
+            assert_eq!(r.params, vec![("v".to_string(), v.clone())], "{text}");
+            // A float stays a float.
+            assert_eq!(
+                std::mem::discriminant(&r.params[0].1),
+                std::mem::discriminant(&v)
+            );
+        }
+        assert_eq!(value_literal(&Value::Float(2.0)), "2.0");
+        assert_eq!(value_literal(&Value::from("it's")), "'it''s'");
+        assert_eq!(
+            value_literal(&Value::List(vec![Value::Bool(true), Value::Int(-1)])),
+            "[TRUE, -1]"
+        );
+        // No literal for what is not a finite number.
+        assert_eq!(value_literal(&Value::Float(f64::NAN)), "NULL");
+        assert_eq!(value_literal(&Value::Float(f64::INFINITY)), "NULL");
+    }
+
+    #[test]
+    fn pattern_statement_errors_say_what_is_wrong() {
+        // A missing name.
+        let e = err("SAVE PATTERN AS FIND vars");
+        assert!(
+            e.starts_with("syntax error at line 1, column 14: expected a pattern name, found 'AS' (a keyword cannot name a pattern)"),
+            "{e}"
+        );
+        let e = err("DROP PATTERN");
+        assert!(
+            e.starts_with("syntax error at line 1, column 13: expected a pattern name, found the end of the statement"),
+            "{e}"
+        );
+        let e = err("RUN PATTERN 'big'");
+        assert!(
+            e.contains("column 13: expected a pattern name, found a string"),
+            "{e}"
+        );
+        let e = err("SHOW PATTERN HISTORY");
+        assert!(
+            e.contains("column 14: expected a pattern name, found 'HISTORY'"),
+            "{e}"
+        );
+        // A body that is not TRACE, FORWARD, MATCH or FIND.
+        for (text, word) in [
+            (
+                "SAVE PATTERN p AS ATTRIBUTE CASES USING evidence",
+                "ATTRIBUTE",
+            ),
+            ("SAVE PATTERN p AS SHOW TRACES", "SHOW"),
+            ("SAVE PATTERN p AS EXPLAIN FIND vars", "EXPLAIN"),
+            ("SAVE PATTERN p AS DESCRIBE x:1", "DESCRIBE"),
+            ("SAVE PATTERN p AS SAVE PATTERN q AS FIND vars", "SAVE"),
+            ("SAVE PATTERN p AS RUN PATTERN q", "RUN"),
+        ] {
+            let e = err(text);
+            assert!(
+                e.starts_with(&format!("syntax error at line 1, column 19: expected a TRACE, FORWARD, MATCH or FIND statement (what a pattern saves), found '{word}'")),
+                "{e}"
+            );
+        }
+        let e = err("SAVE PATTERN p AS FND vars");
+        assert!(e.contains("found 'FND' (did you mean FIND?)"), "{e}");
+        // A keyword as a name, in any case, in every statement that takes one.
+        let e = err("SAVE PATTERN match AS MATCH (a) RETURN a");
+        assert!(
+            e.starts_with("syntax error at line 1, column 14: expected a pattern name, found 'match' (a keyword cannot name a pattern)"),
+            "{e}"
+        );
+        for k in KEYWORDS {
+            for word in [k.to_string(), k.to_ascii_lowercase()] {
+                for text in [
+                    format!("SAVE PATTERN {word} AS FIND vars"),
+                    format!("RUN PATTERN {word}"),
+                    format!("SHOW PATTERN {word} HISTORY"),
+                    format!("DROP PATTERN {word}"),
+                ] {
+                    let e = err(&text);
+                    assert!(
+                        e.contains(&format!("expected a pattern name, found '{word}' (a keyword cannot name a pattern)")),
+                        "{e}"
+                    );
+                }
+            }
+        }
+        // Names that only start like a keyword are names.
+        assert!(parse_statement("DROP PATTERN matches").is_ok());
+        assert!(parse_statement("DROP PATTERN run_1").is_ok());
+        // A parameter given twice.
+        let text = "RUN PATTERN p WITH $a = 1, $b = 2, $a = 3";
+        assert_eq!(
+            err(text),
+            "invalid statement at line 1, column 36: parameter $a is given twice; give each parameter one value\n  \
+             RUN PATTERN p WITH $a = 1, $b = 2, $a = 3\n                                     ^"
+        );
+        let e = err("SAVE PATTERN p WITH $k = 1, $k = 1 AS FIND vars LIMIT $k");
+        assert!(e.contains("column 29: parameter $k is given twice"), "{e}");
+        // Values are literals or lists of literals.
+        let e = err("SAVE PATTERN p WITH $a = var.x AS FIND vars");
+        assert!(
+            e.starts_with("syntax error at line 1, column 26: expected a value (a string, number, TRUE, FALSE, NULL, or a list of them such as ['a', 'b']), found 'var'"),
+            "{e}"
+        );
+        let e = err("RUN PATTERN p WITH $a = $b");
+        assert!(e.contains("column 25: expected a value (a string"), "{e}");
+        let e = err("RUN PATTERN p WITH $a = [1, var.x]");
+        assert!(
+            e.contains("column 29: expected a value, found 'var'"),
+            "{e}"
+        );
+        let e = err("RUN PATTERN p WITH $a = [[1]]");
+        assert!(e.contains("column 26: expected a value, found '['"), "{e}");
+        let e = err("RUN PATTERN p WITH $a 1");
+        assert!(e.contains("column 23: expected '=', found '1'"), "{e}");
+        let e = err("RUN PATTERN p WITH a = 1");
+        assert!(
+            e.contains("column 20: expected a $parameter, found 'a'"),
+            "{e}"
+        );
+        let e = err("RUN PATTERN p WITH $a = 99999999999999999999");
+        assert!(
+            e.contains("column 25: 99999999999999999999 is too large"),
+            "{e}"
+        );
+        // EXPLAIN does not take them.
+        for text in [
+            "EXPLAIN SAVE PATTERN p AS FIND vars",
+            "EXPLAIN RUN PATTERN p",
+            "EXPLAIN SHOW PATTERNS",
+            "EXPLAIN SHOW PATTERN p HISTORY",
+            "explain drop pattern p",
+        ] {
+            let e = err(text);
+            assert!(
+                e.contains("(EXPLAIN does not apply to SAVE PATTERN, RUN PATTERN, SHOW PATTERNS, SHOW PATTERN ... HISTORY or DROP PATTERN)"),
+                "{e}"
+            );
+            assert!(!e.contains("did you mean"), "{e}");
+        }
+        let e = err("EXPLAIN SAVE PATTERN p AS FIND vars");
+        assert!(
+            e.starts_with("syntax error at line 1, column 9: expected MATCH, FIND, SHOW, DESCRIBE, ATTRIBUTE, TRACE or FORWARD, found 'SAVE'"),
+            "{e}"
+        );
+        // What else may follow.
+        let e = err("SHOW");
+        assert!(
+            e.contains("expected TRACES, PATTERN or PATTERNS, found the end"),
+            "{e}"
+        );
+        let e = err("SHOW PATTERN p");
+        assert!(e.contains("column 15: expected HISTORY"), "{e}");
+        let e = err("RUN PATTERN p OVER PATTERNS WHERE trace.id = 'g'");
+        assert!(
+            e.contains("column 20: expected TRACES, found 'PATTERNS'") && !e.contains("EXPLAIN"),
+            "{e}"
+        );
+        let e = err("RUN PATTERN p OVER TRACES trace.id = 'g'");
+        assert!(e.contains("column 27: expected WHERE"), "{e}");
+        let e = err("SAV PATTERN p AS FIND vars");
+        assert!(
+            e.contains("expected a statement (TRACE, FORWARD, MATCH, FIND, SHOW, DESCRIBE, ATTRIBUTE, EXPLAIN, SAVE, RUN, DROP), found 'SAV' (did you mean SAVE?)"),
+            "{e}"
+        );
+        let e = err("SAVE PATTERN p FIND vars");
+        assert!(
+            e.contains("column 16: expected AS or WITH, found 'FIND'"),
+            "{e}"
+        );
     }
 
     #[test]

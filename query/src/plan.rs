@@ -321,6 +321,47 @@ pub enum Plan {
     Attribute(AttributePlan),
     /// EXPLAIN: the plan of the inner statement, printed.
     Explain(Box<Plan>),
+    /// SAVE PATTERN: checked, not yet stored.
+    SavePattern(SavePatternPlan),
+    /// RUN PATTERN: the engine looks the pattern up and fills `body` and `columns`.
+    RunPattern(RunPatternPlan),
+    /// SHOW PATTERNS.
+    ShowPatterns,
+    /// SHOW PATTERN name HISTORY.
+    ShowPatternHistory(String),
+    /// DROP PATTERN.
+    DropPattern(String),
+}
+
+/// SAVE PATTERN, checked: the body plans with the defaults alone, every
+/// parameter it uses has a default, every default is used, and it runs over
+/// every trace (no IN TRACE).
+#[derive(Debug, Clone)]
+pub struct SavePatternPlan {
+    /// The pattern's name, as written.
+    pub name: String,
+    /// The defaults, in written order.
+    pub params: Vec<(String, Value)>,
+    /// The saved statement printed canonically (what is stored).
+    pub text: String,
+    /// The saved statement planned with its defaults (proof that it runs).
+    pub body: Box<Plan>,
+}
+
+/// RUN PATTERN, before and after the engine resolves the pattern.
+#[derive(Debug, Clone)]
+pub struct RunPatternPlan {
+    /// The pattern's name, as written.
+    pub name: String,
+    /// `OVER TRACES WHERE p`: a predicate on `trace.` fields only.
+    pub over: Option<Pred>,
+    /// Parameter values given, in written order.
+    pub params: Vec<(String, Value)>,
+    /// The saved statement planned with the defaults and the values given;
+    /// `None` until the engine resolves the pattern (and for built-in patterns).
+    pub body: Option<Box<Plan>>,
+    /// Result columns; empty until the engine resolves the pattern.
+    pub columns: Vec<String>,
 }
 
 /// A traversal from one or more starts.
@@ -564,6 +605,132 @@ fn plan_in(stmt: &Statement, params: &Params, text: &str) -> Result<Plan> {
             columns: attribute_columns(),
         })),
         Statement::Explain(inner) => Ok(Plan::Explain(Box::new(plan_in(inner, params, text)?))),
+        Statement::SavePattern(s) => p.save_pattern(s).map(Plan::SavePattern),
+        Statement::RunPattern(r) => p.run_pattern(r).map(Plan::RunPattern),
+        Statement::ShowPatterns => Ok(Plan::ShowPatterns),
+        Statement::ShowPatternHistory(name) => Ok(Plan::ShowPatternHistory(name.clone())),
+        Statement::DropPattern(name) => Ok(Plan::DropPattern(name.clone())),
+    }
+}
+
+/// The parameters a statement reads (`$name` where a value is expected),
+/// without the `$`, in the order they first appear, each once.
+///
+/// The names a `WITH` gives values to are not read: SAVE PATTERN reads the
+/// parameters of its saved statement, RUN PATTERN those of its
+/// `OVER TRACES WHERE` condition, EXPLAIN those of its statement.
+pub fn statement_params(stmt: &Statement) -> Vec<String> {
+    let mut out = Vec::new();
+    statement_params_into(stmt, &mut out);
+    out
+}
+
+fn add_param(out: &mut Vec<String>, name: &str) {
+    if !out.iter().any(|n| n == name) {
+        out.push(name.to_string());
+    }
+}
+
+fn statement_params_into(stmt: &Statement, out: &mut Vec<String>) {
+    let start = |s: &Start, out: &mut Vec<String>| {
+        if let Start::Param(p) = s {
+            add_param(out, p);
+        }
+    };
+    let text_arg = |a: &Option<TextArg>, out: &mut Vec<String>| {
+        if let Some(TextArg::Param(p)) = a {
+            add_param(out, p);
+        }
+    };
+    let count_arg = |a: &Option<CountArg>, out: &mut Vec<String>| {
+        if let Some(CountArg::Param(p)) = a {
+            add_param(out, p);
+        }
+    };
+    let exprs = |items: &mut dyn Iterator<Item = &Expr>, out: &mut Vec<String>| {
+        for e in items {
+            expr_params_into(e, out);
+        }
+    };
+    match stmt {
+        Statement::Traverse(t) => {
+            t.starts.iter().for_each(|s| start(s, out));
+            text_arg(&t.in_trace, out);
+            exprs(
+                &mut [&t.until, &t.while_, &t.filter].into_iter().flatten(),
+                out,
+            );
+            count_arg(&t.limit, out);
+        }
+        Statement::Match(m) => {
+            for p in &m.patterns {
+                exprs(&mut p.first.props.iter().map(|(_, v)| v), out);
+                for (r, n) in &p.steps {
+                    exprs(&mut r.props.iter().map(|(_, v)| v), out);
+                    exprs(&mut n.props.iter().map(|(_, v)| v), out);
+                }
+            }
+            text_arg(&m.in_trace, out);
+            exprs(&mut m.filter.iter(), out);
+            exprs(&mut m.returns.items.iter().map(|i| &i.expr), out);
+            exprs(&mut m.order_by.iter().map(|o| &o.expr), out);
+            count_arg(&m.limit, out);
+        }
+        Statement::Find(f) => {
+            text_arg(&f.in_trace, out);
+            exprs(&mut f.filter.iter(), out);
+            exprs(&mut f.group_by.iter(), out);
+            exprs(
+                &mut f.returns.iter().flat_map(|r| &r.items).map(|i| &i.expr),
+                out,
+            );
+            exprs(&mut f.order_by.iter().map(|o| &o.expr), out);
+            count_arg(&f.limit, out);
+        }
+        Statement::Describe(d) => {
+            start(&d.target, out);
+            text_arg(&d.in_trace, out);
+        }
+        Statement::Attribute(a) => {
+            if let AttributeTarget::Starts(starts) = &a.target {
+                starts.iter().for_each(|s| start(s, out));
+            }
+            text_arg(&a.in_trace, out);
+        }
+        Statement::Explain(inner) => statement_params_into(inner, out),
+        Statement::SavePattern(s) => statement_params_into(&s.body, out),
+        Statement::RunPattern(r) => exprs(&mut r.over.iter(), out),
+        Statement::ShowTraces
+        | Statement::ShowPatterns
+        | Statement::ShowPatternHistory(_)
+        | Statement::DropPattern(_) => {}
+    }
+}
+
+fn expr_params_into(e: &Expr, out: &mut Vec<String>) {
+    match e {
+        Expr::Param(p) => add_param(out, p),
+        Expr::Lit(_) | Expr::Field(_) => {}
+        Expr::List(items) | Expr::And(items) | Expr::Or(items) => {
+            items.iter().for_each(|x| expr_params_into(x, out))
+        }
+        Expr::Call { arg, .. } => {
+            if let CallArg::Expr { expr, .. } = arg {
+                expr_params_into(expr, out);
+            }
+        }
+        Expr::Test(left, test) => {
+            expr_params_into(left, out);
+            match test {
+                Test::Cmp(_, r)
+                | Test::Contains(r)
+                | Test::StartsWith(r)
+                | Test::Regex(r)
+                | Test::In { list: r, .. } => expr_params_into(r, out),
+                Test::IsNull { .. } => {}
+            }
+        }
+        Expr::Not(x) => expr_params_into(x, out),
     }
 }
 
@@ -726,6 +893,128 @@ impl Planner<'_> {
             output,
             limit: self.count_arg(&t.limit)?,
             columns: traverse_columns(output),
+        })
+    }
+
+    // -------------------------------------------------------------- patterns
+
+    /// An error if `params` (of one WITH) names a parameter twice.
+    fn unique_params(&self, params: &[(String, Value)]) -> Result<()> {
+        for (i, (name, _)) in params.iter().enumerate() {
+            if params[..i].iter().any(|(n, _)| n == name) {
+                return Err(self.param_err(
+                    name,
+                    format!("parameter ${name} is given twice; give each parameter one value"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn save_pattern(&self, s: &SavePattern) -> Result<SavePatternPlan> {
+        let name = &s.name;
+        let in_trace = match s.body.as_ref() {
+            Statement::Traverse(t) => &t.in_trace,
+            Statement::Match(m) => &m.in_trace,
+            Statement::Find(f) => &f.in_trace,
+            other => {
+                let what = other.to_string();
+                let what = what.split_whitespace().next().unwrap_or("");
+                return Err(self.err(
+                    Pos(0),
+                    format!(
+                        "a pattern saves a TRACE, FORWARD, MATCH or FIND statement, not {what}"
+                    ),
+                ));
+            }
+        };
+        if in_trace.is_some() {
+            // The first IN TRACE outside quotes.
+            return Err(self.err_near(
+                r"(?is)^(?:[^']|'(?:[^']|'')*')*?\b(IN\s+TRACE)\b",
+                format!(
+                    "a pattern runs over every trace; drop IN TRACE and use \
+                     RUN PATTERN {name} OVER TRACES WHERE trace.id = '...'"
+                ),
+            ));
+        }
+        self.unique_params(&s.params)?;
+        let used = statement_params(&s.body);
+        let missing: Vec<&String> = used
+            .iter()
+            .filter(|u| !s.params.iter().any(|(n, _)| n == *u))
+            .collect();
+        if let Some(first) = missing.first() {
+            let names: Vec<String> = missing.iter().map(|m| format!("${m}")).collect();
+            let fix: Vec<String> = names.iter().map(|n| format!("{n} = ...")).collect();
+            let message = if missing.len() == 1 {
+                format!("pattern parameter {} has no default", names[0])
+            } else {
+                format!("pattern parameters {} have no default", list_and(&names))
+            };
+            return Err(self.param_err(
+                first,
+                format!(
+                    "{message}: write SAVE PATTERN {name} WITH {} AS ...",
+                    fix.join(", ")
+                ),
+            ));
+        }
+        if let Some((unused, _)) = s.params.iter().find(|(n, _)| !used.contains(n)) {
+            return Err(self.param_err(
+                unused,
+                format!(
+                    "parameter ${unused} is not used by the pattern: drop it from WITH, \
+                     or use it in the saved statement"
+                ),
+            ));
+        }
+        let defaults: Params = s.params.iter().cloned().collect();
+        let body = plan_in(&s.body, &defaults, self.text)?;
+        Ok(SavePatternPlan {
+            name: name.clone(),
+            params: s.params.clone(),
+            text: s.body.to_string(),
+            body: Box::new(body),
+        })
+    }
+
+    fn run_pattern(&self, r: &RunPattern) -> Result<RunPatternPlan> {
+        self.unique_params(&r.params)?;
+        let over = match &r.over {
+            None => None,
+            Some(e) => {
+                // Which traces a pattern runs over is a question about traces alone.
+                let mut other = None;
+                visit_fields(e, &mut |p| {
+                    if other.is_none() && p.parts.first().map(String::as_str) != Some("trace") {
+                        other = Some(p.clone());
+                    }
+                });
+                if let Some(p) = other {
+                    return Err(self.err(
+                        p.pos,
+                        format!(
+                            "only trace fields (such as trace.id or trace.source) are allowed \
+                             after OVER TRACES WHERE, not {p}"
+                        ),
+                    ));
+                }
+                let scope = Scope {
+                    subjects: &[Subject::Trace],
+                    vars: &[],
+                    aggregates: false,
+                    bare: None,
+                };
+                Some(self.pred(e, &scope)?)
+            }
+        };
+        Ok(RunPatternPlan {
+            name: r.name.clone(),
+            over,
+            params: r.params.clone(),
+            body: None,
+            columns: Vec::new(),
         })
     }
 
@@ -1481,6 +1770,14 @@ impl Planner<'_> {
     }
 }
 
+fn list_and(items: &[String]) -> String {
+    match items.len() {
+        0 => String::new(),
+        1 => items[0].clone(),
+        n => format!("{} and {}", items[..n - 1].join(", "), items[n - 1]),
+    }
+}
+
 fn list_or(items: &[&str]) -> String {
     match items.len() {
         0 => String::new(),
@@ -1489,7 +1786,8 @@ fn list_or(items: &[&str]) -> String {
     }
 }
 
-fn literal_value(l: &Literal) -> Value {
+/// The value a literal stands for.
+pub(crate) fn literal_value(l: &Literal) -> Value {
     match l {
         Literal::Str(s) => Value::Str(s.clone()),
         Literal::Int(n) => Value::Int(*n),
@@ -1699,10 +1997,13 @@ fn default_returns(kind: FindKind, group_by: &[Expr]) -> Returns {
 /// Writes a plan as an indented operator tree, the innermost (first to run) last.
 struct Tree {
     lines: Vec<String>,
+    /// Added to every depth: a plan inside another one's line.
+    base: usize,
 }
 
 impl Tree {
     fn push(&mut self, depth: usize, text: String) {
+        let depth = depth + self.base;
         let prefix = if depth == 0 {
             String::new()
         } else {
@@ -1728,7 +2029,10 @@ fn constraint_text(cs: &[Constraint]) -> String {
 impl Plan {
     /// The plan as lines of an operator tree (what EXPLAIN returns).
     pub fn explain(&self) -> Vec<String> {
-        let mut t = Tree { lines: Vec::new() };
+        let mut t = Tree {
+            lines: Vec::new(),
+            base: 0,
+        };
         self.explain_into(&mut t);
         t.lines
     }
@@ -1763,6 +2067,41 @@ impl Plan {
     fn explain_into(&self, t: &mut Tree) {
         match self {
             Plan::Explain(inner) => inner.explain_into(t),
+            Plan::SavePattern(s) => {
+                let n = s.params.len();
+                let params = if n == 0 {
+                    "no parameters".to_string()
+                } else {
+                    format!(
+                        "{n} parameter{}: {}",
+                        if n == 1 { "" } else { "s" },
+                        params_text(&s.params)
+                    )
+                };
+                t.push(0, format!("Save pattern {} ({params})", s.name));
+                t.base += 1;
+                s.body.explain_into(t);
+                t.base -= 1;
+            }
+            Plan::RunPattern(r) => {
+                let mut line = format!("Run pattern {}", r.name);
+                match &r.over {
+                    Some(p) => line.push_str(&format!(" over traces where {}", p.text)),
+                    None => line.push_str(" over every trace"),
+                }
+                if !r.params.is_empty() {
+                    line.push_str(&format!(" with {}", params_text(&r.params)));
+                }
+                t.push(0, line);
+                if let Some(body) = &r.body {
+                    t.base += 1;
+                    body.explain_into(t);
+                    t.base -= 1;
+                }
+            }
+            Plan::ShowPatterns => t.push(0, "Show patterns".into()),
+            Plan::ShowPatternHistory(name) => t.push(0, format!("Show history of pattern {name}")),
+            Plan::DropPattern(name) => t.push(0, format!("Drop pattern {name}")),
             Plan::ShowTraces => t.push(0, "Scan trace records".into()),
             Plan::Describe(d) => {
                 t.push(0, "Describe: op subgraphs grouped by edge category".into());
@@ -1937,6 +2276,15 @@ impl Plan {
             }
         }
     }
+}
+
+/// `$a = 1, $b = 'x'`.
+fn params_text(params: &[(String, Value)]) -> String {
+    params
+        .iter()
+        .map(|(n, v)| format!("${n} = {}", value_literal(v)))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn start_text(r: &NodeRef) -> String {
@@ -2166,6 +2514,352 @@ mod tests {
                 .last()
                 .unwrap(),
             "   └─ Trace 'g'"
+        );
+    }
+
+    fn params_of(params: &[(&str, Value)]) -> Params {
+        params
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect()
+    }
+
+    fn plan_of(text: &str, params: &[(&str, Value)]) -> Plan {
+        let stmt = crate::parse_statement(text).unwrap_or_else(|e| panic!("{text}\n{e}"));
+        plan_text(&stmt, &params_of(params), text).unwrap_or_else(|e| panic!("{text}\n{e}"))
+    }
+
+    #[test]
+    fn a_saved_pattern_is_its_canonical_body_planned_with_its_defaults() {
+        let text = "save pattern big with $min = 20, $cats = ['a', 'b'] as find vars \
+                    where var.version >= $min and var.category in $cats";
+        // The caller's parameters are not the pattern's.
+        let Plan::SavePattern(s) = plan_of(text, &[("min", Value::Int(5))]) else {
+            panic!("not a SAVE PATTERN plan")
+        };
+        assert_eq!(s.name, "big");
+        assert_eq!(
+            s.params,
+            vec![
+                ("min".to_string(), Value::Int(20)),
+                (
+                    "cats".to_string(),
+                    Value::List(vec![Value::from("a"), Value::from("b")])
+                )
+            ]
+        );
+        assert_eq!(
+            s.text,
+            "FIND vars WHERE var.version >= $min AND var.category IN $cats"
+        );
+        let Plan::Find(f) = s.body.as_ref() else {
+            panic!("the body is not a FIND plan")
+        };
+        let filter = format!("{:?}", f.filter.as_ref().map(|p| &p.expr));
+        assert!(filter.contains("Const(Int(20))"), "{filter}");
+        assert!(!filter.contains("Const(Int(5))"), "{filter}");
+        // The stored text reads back as the same statement.
+        let again = crate::parse_statement(&s.text).unwrap();
+        assert_eq!(again.to_string(), s.text);
+        // TRACE, FORWARD and MATCH may be saved too.
+        for text in [
+            "SAVE PATTERN t WITH $s = 'answer:42' AS TRACE $s DEPTH 3",
+            "SAVE PATTERN f AS FORWARD message:1 WHERE var.category = 'x'",
+            "SAVE PATTERN m WITH $k = 10 AS MATCH (a:message)-->(b) RETURN a, b LIMIT $k",
+        ] {
+            assert!(matches!(plan_of(text, &[]), Plan::SavePattern(_)), "{text}");
+        }
+    }
+
+    #[test]
+    fn a_saved_pattern_has_a_default_for_each_parameter_and_uses_each() {
+        let text = "SAVE PATTERN big AS FIND vars WHERE var.version >= $min";
+        assert_eq!(
+            plan_err(text, &[("min", Value::Int(5))]),
+            format!(
+                "invalid statement at line 1, column 52: pattern parameter $min has no default: \
+                 write SAVE PATTERN big WITH $min = ... AS ...\n  {text}\n  {}^",
+                " ".repeat(51)
+            )
+        );
+        let e = plan_err(
+            "SAVE PATTERN p WITH $a = 1 AS TRACE $s WHERE var.version = $a LIMIT $n",
+            &[],
+        );
+        assert!(
+            e.starts_with(
+                "invalid statement at line 1, column 37: pattern parameters $s and $n have no \
+                 default: write SAVE PATTERN p WITH $s = ..., $n = ... AS ..."
+            ),
+            "{e}"
+        );
+        let e = plan_err(
+            "SAVE PATTERN p WITH $a = 1, $x = 2 AS FIND vars WHERE var.version = $a",
+            &[],
+        );
+        assert!(
+            e.starts_with(
+                "invalid statement at line 1, column 29: parameter $x is not used by the \
+                 pattern: drop it from WITH, or use it in the saved statement"
+            ),
+            "{e}"
+        );
+        // A default of the wrong kind is reported where it is given.
+        let e = plan_err("SAVE PATTERN p WITH $n = 'x' AS TRACE a:1 LIMIT $n", &[]);
+        assert!(
+            e.starts_with("invalid statement at line 1, column 21: parameter $n must be a count"),
+            "{e}"
+        );
+        // Without the text, the errors have no position.
+        let stmt = crate::parse_statement("SAVE PATTERN p AS FIND vars LIMIT $n").unwrap();
+        assert_eq!(
+            plan(&stmt, &Params::new()).unwrap_err().to_string(),
+            "pattern parameter $n has no default: write SAVE PATTERN p WITH $n = ... AS ..."
+        );
+    }
+
+    #[test]
+    fn a_saved_pattern_runs_over_every_trace() {
+        let e = plan_err(
+            "SAVE PATTERN p WITH $s = 'x in trace y' AS FIND vars IN TRACE 'g' WHERE var.name = $s",
+            &[],
+        );
+        assert!(
+            e.starts_with(
+                "invalid statement at line 1, column 54: a pattern runs over every trace; drop IN \
+                 TRACE and use RUN PATTERN p OVER TRACES WHERE trace.id = '...'"
+            ),
+            "{e}"
+        );
+        // Before its parameter is missed.
+        let e = plan_err("SAVE PATTERN p AS TRACE x in\n trace $t", &[]);
+        assert!(
+            e.starts_with(
+                "invalid statement at line 1, column 27: a pattern runs over every trace"
+            ),
+            "{e}"
+        );
+        let e = plan_err("SAVE PATTERN p AS MATCH (a) IN TRACE 'g' RETURN a", &[]);
+        assert!(
+            e.contains("column 29: a pattern runs over every trace"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_built_pattern_statement_is_checked_too() {
+        let save = |body: Statement, params: Vec<(String, Value)>| {
+            let stmt = Statement::SavePattern(SavePattern {
+                name: "p".into(),
+                params,
+                body: Box::new(body),
+            });
+            plan(&stmt, &Params::new()).unwrap_err().to_string()
+        };
+        assert_eq!(
+            save(Statement::ShowTraces, vec![]),
+            "a pattern saves a TRACE, FORWARD, MATCH or FIND statement, not SHOW"
+        );
+        let find = crate::parse_statement("FIND vars LIMIT $a").unwrap();
+        let twice = vec![("a".into(), Value::Int(1)), ("a".into(), Value::Int(2))];
+        assert_eq!(
+            save(find, twice.clone()),
+            "parameter $a is given twice; give each parameter one value"
+        );
+        let run = Statement::RunPattern(RunPattern {
+            name: "p".into(),
+            over: None,
+            params: twice,
+        });
+        assert!(plan(&run, &Params::new())
+            .unwrap_err()
+            .to_string()
+            .contains("$a is given twice"));
+    }
+
+    #[test]
+    fn a_run_picks_traces_by_their_fields_only() {
+        let text = "RUN PATTERN big OVER TRACES WHERE trace.source = $src AND trace.id != 'a' \
+                    WITH $min = 5";
+        let Plan::RunPattern(r) = plan_of(text, &[("src", "x".into())]) else {
+            panic!("not a RUN PATTERN plan")
+        };
+        assert_eq!(r.name, "big");
+        assert_eq!(r.params, vec![("min".to_string(), Value::Int(5))]);
+        assert!(r.body.is_none() && r.columns.is_empty());
+        let over = r.over.expect("an OVER condition");
+        assert_eq!(over.text, "trace.source = $src AND trace.id != 'a'");
+        let compiled = format!("{:?}", over.expr);
+        assert!(
+            compiled.contains("Field(Trace, Source)")
+                && compiled.contains("Field(Trace, Id)")
+                && compiled.contains("Const(Str(\"x\"))"),
+            "{compiled}"
+        );
+        let mut fields = Vec::new();
+        fn subjects(e: &Pexpr, out: &mut Vec<Subject>) {
+            match e {
+                Pexpr::Field(s, _) => out.push(*s),
+                Pexpr::And(v) => v.iter().for_each(|x| subjects(x, out)),
+                Pexpr::Cmp(_, l, r) => {
+                    subjects(l, out);
+                    subjects(r, out);
+                }
+                _ => {}
+            }
+        }
+        subjects(&over.expr, &mut fields);
+        assert_eq!(fields, [Subject::Trace, Subject::Trace]);
+        let Plan::RunPattern(r) = plan_of("RUN PATTERN big", &[]) else {
+            panic!("not a RUN PATTERN plan")
+        };
+        assert!(r.over.is_none() && r.params.is_empty());
+        // The condition's parameters are the caller's.
+        let e = plan_err(
+            "RUN PATTERN big OVER TRACES WHERE trace.id = $t WITH $t = 'g'",
+            &[],
+        );
+        assert!(e.contains("column 46: parameter $t is not set"), "{e}");
+        let e = plan_err("RUN PATTERN big OVER TRACES WHERE var.name = 'x'", &[]);
+        assert!(
+            e.starts_with(
+                "invalid statement at line 1, column 35: only trace fields (such as trace.id or \
+                 trace.source) are allowed after OVER TRACES WHERE, not var.name"
+            ),
+            "{e}"
+        );
+        let e = plan_err(
+            "RUN PATTERN big OVER TRACES WHERE trace.id = 'a' OR a.b = 1",
+            &[],
+        );
+        assert!(
+            e.contains("column 53: only trace fields") && e.contains("not a.b"),
+            "{e}"
+        );
+        let e = plan_err("RUN PATTERN big OVER TRACES WHERE trace.idd = 'a'", &[]);
+        assert!(
+            e.contains("column 35: unknown field trace.idd (did you mean trace.id?)"),
+            "{e}"
+        );
+        let e = plan_err(
+            "RUN PATTERN big OVER TRACES WHERE trace.meta.x = 1 AND trace",
+            &[],
+        );
+        assert!(
+            e.contains("column 56: trace needs a field, such as trace.id"),
+            "{e}"
+        );
+        let e = plan_err("RUN PATTERN big OVER TRACES WHERE count(trace.id) > 1", &[]);
+        assert!(e.contains("count() is an aggregate"), "{e}");
+    }
+
+    #[test]
+    fn statement_params_lists_what_a_statement_reads_in_order() {
+        let params = |text: &str| statement_params(&crate::parse_statement(text).unwrap());
+        assert_eq!(
+            params("TRACE $s, a:1 IN TRACE $t DEPTH 2 UNTIL var.name = $u WHILE op.kind IN $k WHERE $u = 1 LIMIT $n"),
+            ["s", "t", "u", "k", "n"]
+        );
+        assert_eq!(
+            params("MATCH (a {name: $n})-[e {kind: $k}]->(b {category: $c}) IN TRACE $t WHERE a.version > $v RETURN a, $r ORDER BY $o LIMIT $l"),
+            ["n", "k", "c", "t", "v", "r", "o", "l"]
+        );
+        assert_eq!(
+            params("FIND vars IN TRACE $t WHERE var.name = $a OR var.name = $a GROUP BY f($g) RETURN count(DISTINCT $c) ORDER BY $o LIMIT $l"),
+            ["t", "a", "g", "c", "o", "l"]
+        );
+        assert_eq!(
+            params("FIND vars WHERE NOT var.name IN [$a, $b] AND var.x =~ $r AND var.y STARTS WITH $s AND var.z CONTAINS $c AND var.w IS NULL AND var.v NOT IN $b"),
+            ["a", "b", "r", "s", "c"]
+        );
+        assert_eq!(
+            params("SAVE PATTERN p WITH $a = 1 AS FIND vars WHERE var.version = $a"),
+            ["a"]
+        );
+        assert_eq!(
+            params("RUN PATTERN p OVER TRACES WHERE trace.id = $t WITH $a = 1"),
+            ["t"]
+        );
+        assert_eq!(params("EXPLAIN DESCRIBE $d IN TRACE $t"), ["d", "t"]);
+        assert_eq!(
+            params("ATTRIBUTE $c, x:1 IN TRACE $t USING evidence"),
+            ["c", "t"]
+        );
+        for text in [
+            "SHOW PATTERNS",
+            "SHOW TRACES",
+            "DROP PATTERN p",
+            "SHOW PATTERN p HISTORY",
+            "RUN PATTERN p WITH $a = 1",
+            "ATTRIBUTE CASES USING evidence",
+        ] {
+            assert!(params(text).is_empty(), "{text}");
+        }
+    }
+
+    #[test]
+    fn pattern_plans_explain_themselves() {
+        assert_eq!(
+            plan_of(
+                "SAVE PATTERN big WITH $min = 20 AS FIND vars WHERE var.version >= $min",
+                &[]
+            )
+            .explain(),
+            [
+                "Save pattern big (1 parameter: $min = 20)",
+                "└─ Project trace, node, category, session",
+                "   └─ Filter var.version >= $min",
+                "      └─ Scan vars of each trace (cached catalog)",
+                "         └─ Every trace",
+            ]
+        );
+        assert_eq!(
+            plan_of("SAVE PATTERN p AS FIND traces", &[]).explain()[0],
+            "Save pattern p (no parameters)"
+        );
+        assert_eq!(
+            plan_of(
+                "SAVE PATTERN p WITH $a = 1.0, $b = 'it''s' AS FIND vars WHERE var.version = $a OR var.name = $b",
+                &[]
+            )
+            .explain()[0],
+            "Save pattern p (2 parameters: $a = 1.0, $b = 'it''s')"
+        );
+        let run = plan_of(
+            "RUN PATTERN big OVER TRACES WHERE trace.source = 'x' WITH $min = 5, $c = ['a']",
+            &[],
+        );
+        assert_eq!(
+            run.explain(),
+            ["Run pattern big over traces where trace.source = 'x' with $min = 5, $c = ['a']"]
+        );
+        // Once the engine has resolved the pattern, its plan shows below.
+        let Plan::RunPattern(mut r) = run else {
+            panic!("not a RUN PATTERN plan")
+        };
+        r.body = Some(Box::new(plan_of("FIND traces LIMIT 2", &[])));
+        assert_eq!(
+            Plan::RunPattern(r).explain(),
+            [
+                "Run pattern big over traces where trace.source = 'x' with $min = 5, $c = ['a']",
+                "└─ Limit 2",
+                "   └─ Project trace, user_id, project_id, created_at",
+                "      └─ Scan traces of each trace (cached catalog)",
+                "         └─ Every trace",
+            ]
+        );
+        assert_eq!(
+            plan_of("RUN PATTERN p", &[]).explain(),
+            ["Run pattern p over every trace"]
+        );
+        assert_eq!(plan_of("SHOW PATTERNS", &[]).explain(), ["Show patterns"]);
+        assert_eq!(
+            plan_of("SHOW PATTERN big HISTORY", &[]).explain(),
+            ["Show history of pattern big"]
+        );
+        assert_eq!(
+            plan_of("DROP PATTERN big", &[]).explain(),
+            ["Drop pattern big"]
         );
     }
 

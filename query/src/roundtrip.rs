@@ -20,7 +20,14 @@
 //!   The list of `[NOT] IN` is an `Expr::List` or an `Expr::Param`, as the
 //!   grammar reads nothing else there (not even a parenthesised list).
 //! - Property values are literals or parameters.
-//! - `EXPLAIN` wraps a statement that is not itself an `EXPLAIN`.
+//! - `EXPLAIN` wraps a statement that is not itself an `EXPLAIN` nor a
+//!   pattern statement (SAVE PATTERN, RUN PATTERN, SHOW PATTERNS, SHOW
+//!   PATTERN ... HISTORY, DROP PATTERN).
+//! - Pattern names are identifiers as above (not keywords). The body of a
+//!   `SAVE PATTERN` is a TRACE / FORWARD, MATCH or FIND (any of the
+//!   generators below, without `IN TRACE`, which the planner refuses but the
+//!   grammar reads). A `WITH` names each parameter once, and its values are
+//!   literals or lists of literals, as [`Value`]s.
 //! - `Depth::Range(a, b)` and `Hops::Range(Some(a), Some(b))` have `a <= b`;
 //!   `LIMIT` fits a u64, depths and hop counts a u32.
 //! - `Traverse::starts`, `Match::patterns` and `Returns::items` are not empty.
@@ -44,6 +51,8 @@ use proptest::prelude::*;
 use crate::ast::*;
 use crate::keywords::KEYWORDS;
 use crate::node_ref::NodeRef;
+use crate::plan::literal_value;
+use crate::value::Value;
 use crate::{parse_script, parse_statement};
 
 /// Identifiers that come close to keywords without being one.
@@ -471,7 +480,66 @@ fn attribute() -> BoxedStrategy<Attribute> {
         .boxed()
 }
 
-/// Any statement but `EXPLAIN`.
+/// A value a `WITH $p = ...` may give: a literal or a list of literals.
+fn param_value() -> BoxedStrategy<Value> {
+    let lit = literal().prop_map(|l| literal_value(&l));
+    prop_oneof![
+        3 => lit.clone(),
+        1 => vec(lit, 0..4).prop_map(Value::List),
+    ]
+    .boxed()
+}
+
+/// The parameters of one `WITH`, each named once.
+fn with_params() -> BoxedStrategy<Vec<(String, Value)>> {
+    vec((param_name(), param_value()), 0..4)
+        .prop_map(|mut params| {
+            let mut seen = std::collections::HashSet::new();
+            params.retain(|(name, _)| seen.insert(name.clone()));
+            params
+        })
+        .boxed()
+}
+
+/// What a pattern saves: a TRACE / FORWARD, MATCH or FIND without IN TRACE.
+fn pattern_body() -> BoxedStrategy<Statement> {
+    prop_oneof![
+        traverse().prop_map(|t| Statement::Traverse(Traverse {
+            in_trace: None,
+            ..t
+        })),
+        match_stmt().prop_map(|m| Statement::Match(Match {
+            in_trace: None,
+            ..m
+        })),
+        find().prop_map(|f| Statement::Find(Find {
+            in_trace: None,
+            ..f
+        })),
+    ]
+    .boxed()
+}
+
+/// The statements about patterns, which EXPLAIN does not take.
+fn pattern_statement() -> BoxedStrategy<Statement> {
+    prop_oneof![
+        3 => (ident(), with_params(), pattern_body()).prop_map(|(name, params, body)| {
+            Statement::SavePattern(SavePattern {
+                name,
+                params,
+                body: Box::new(body),
+            })
+        }),
+        3 => (ident(), option::of(expr()), with_params())
+            .prop_map(|(name, over, params)| Statement::RunPattern(RunPattern { name, over, params })),
+        1 => Just(Statement::ShowPatterns),
+        1 => ident().prop_map(Statement::ShowPatternHistory),
+        1 => ident().prop_map(Statement::DropPattern),
+    ]
+    .boxed()
+}
+
+/// Any statement but `EXPLAIN` and the pattern statements.
 fn plain_statement() -> BoxedStrategy<Statement> {
     prop_oneof![
         3 => traverse().prop_map(Statement::Traverse),
@@ -488,6 +556,7 @@ fn statement() -> BoxedStrategy<Statement> {
     prop_oneof![
         5 => plain_statement(),
         1 => plain_statement().prop_map(|s| Statement::Explain(Box::new(s))),
+        2 => pattern_statement(),
     ]
     .boxed()
 }
