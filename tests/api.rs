@@ -618,3 +618,69 @@ fn llm_attribution_summaries_and_feedback_through_the_embedding_api() {
         .values()
         .all(|p| p.suggested.is_some() && !p.cases.is_empty()));
 }
+
+#[test]
+fn patterns_are_saved_run_and_dropped_through_the_embedding_api() {
+    use memtrace::gen::{generate_trace, GenSpec, System};
+    use memtrace::patterns::{PatternSpec, RunOptions};
+    let (_dir, db) = db();
+    for (i, system) in [System::Mem0, System::Rag].into_iter().enumerate() {
+        let spec = GenSpec {
+            system: Some(system),
+            sessions: 4..=5,
+            messages_per_session: 10..=12,
+            questions: 30,
+            seed: 40 + i as u64,
+            ..GenSpec::default()
+        };
+        import(&db, &generate_trace(&spec, 0).document.to_string()).unwrap();
+    }
+    let v = db
+        .save_pattern(
+            "judged",
+            "FIND ops WHERE op.name = $name RETURN op.id",
+            &[("name".into(), memtrace::Value::Str("llm-judge".into()))],
+            "api-test",
+        )
+        .unwrap();
+    assert_eq!(v, 1);
+    let specs = [
+        PatternSpec::named("judged"),
+        PatternSpec::named("stored_not_retrieved"),
+    ];
+    let opts = RunOptions {
+        over: Some("trace.project_id = 'mem0'".into()),
+        examples: 2,
+    };
+    let r = db
+        .run_patterns(&specs, &opts, &memtrace::Cancel::new(), &|_, _| {})
+        .unwrap();
+    assert_eq!((r.traces, r.skipped), (1, 1));
+    // Every question of the Mem0 trace was judged once.
+    assert_eq!(r.patterns[0].hits, 30);
+    assert_eq!(r.patterns[0].examples.len(), 2);
+    assert_eq!(r.patterns[0].per_trace[0].system.as_deref(), Some("mem0"));
+    // The built-in agrees with the stored attribution of the same method.
+    let verdicts = db
+        .attribute(
+            &memtrace::attrib::AttributeRequest {
+                trace: None,
+                cases: None,
+                method: memtrace::attrib::Method::Evidence,
+            },
+            &memtrace::Cancel::new(),
+            &mut |_, _| {},
+        )
+        .unwrap();
+    let retrieval = verdicts
+        .iter()
+        .filter(|v| {
+            v.system.as_deref() == Some("mem0")
+                && v.error_type == Some(memtrace::attrib::ErrorType::RetrievalError)
+        })
+        .count() as u64;
+    assert_eq!(r.patterns[1].hits, retrieval);
+    db.drop_pattern("judged", "api-test").unwrap();
+    assert_eq!(db.pattern_history("judged").unwrap().len(), 2);
+    assert!(db.patterns().unwrap().iter().all(|p| p.builtin));
+}

@@ -12,6 +12,7 @@ use memtrace_storage::TraceId;
 use crate::catalog::{TraceCatalog, TraceEdges, TraceOps};
 use crate::error::Result;
 use crate::graph::TraceGraph;
+use crate::patterns::TraceFindings;
 
 /// The default budget: 256 MiB.
 pub(crate) const DEFAULT_BUDGET: usize = 256 << 20;
@@ -44,6 +45,8 @@ pub(crate) enum Kind {
     Ops,
     /// A [`TraceEdges`].
     Edges,
+    /// The evidence-flow findings of a trace's failed cases ([`TraceFindings`]).
+    Findings,
 }
 
 /// A cached structure.
@@ -57,6 +60,8 @@ pub(crate) enum Entry {
     Ops(Arc<TraceOps>),
     /// A trace's edge records.
     Edges(Arc<TraceEdges>),
+    /// A trace's evidence-flow findings.
+    Findings(Arc<TraceFindings>),
 }
 
 /// A structure the cache can hold.
@@ -130,6 +135,22 @@ impl Cached for TraceEdges {
     fn unwrap(entry: &Entry) -> Option<Arc<Self>> {
         match entry {
             Entry::Edges(e) => Some(e.clone()),
+            _ => None,
+        }
+    }
+}
+
+impl Cached for TraceFindings {
+    const KIND: Kind = Kind::Findings;
+    fn size(&self) -> usize {
+        self.bytes()
+    }
+    fn wrap(this: Arc<Self>) -> Entry {
+        Entry::Findings(this)
+    }
+    fn unwrap(entry: &Entry) -> Option<Arc<Self>> {
+        match entry {
+            Entry::Findings(f) => Some(f.clone()),
             _ => None,
         }
     }
@@ -274,7 +295,13 @@ impl TraceCache {
     pub(crate) fn evict_trace(&self, trace: TraceId) {
         let mut inner = self.lock();
         inner.dropped.insert(trace);
-        for kind in [Kind::Graph, Kind::Catalog, Kind::Ops, Kind::Edges] {
+        for kind in [
+            Kind::Graph,
+            Kind::Catalog,
+            Kind::Ops,
+            Kind::Edges,
+            Kind::Findings,
+        ] {
             inner.remove(&(trace, kind));
         }
     }

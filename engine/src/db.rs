@@ -71,6 +71,14 @@ impl Database {
         Ok(self.store.append_attributions(trace, records)?)
     }
 
+    /// Appends a pattern record; returns its sequence number.
+    pub(crate) fn append_pattern_record(
+        &self,
+        record: &memtrace_storage::records::PatternRecord,
+    ) -> Result<u64> {
+        Ok(self.store.append_pattern(record)?)
+    }
+
     /// A cached LLM answer, by its key.
     pub(crate) fn cached_answer(&self, key: &[u8; 32]) -> Result<Option<Vec<u8>>> {
         Ok(self.store.cached_answer(key)?)
@@ -266,7 +274,7 @@ impl Database {
         &self,
         view: &ReadView,
         trace: TraceId,
-        load: fn(&ReadView, TraceId, &memtrace_storage::records::Counts) -> Result<T>,
+        load: impl FnOnce(&ReadView, TraceId, &memtrace_storage::records::Counts) -> Result<T>,
     ) -> Result<Arc<T>> {
         // The record is read even on a hit: a view that does not see the
         // trace (dropped, or imported after it) must not see its entries.
@@ -299,6 +307,19 @@ impl Database {
     /// A trace's edge records, from the cache or by one prefix scan.
     pub(crate) fn trace_edges(&self, view: &ReadView, trace: TraceId) -> Result<Arc<TraceEdges>> {
         self.cached(view, trace, TraceEdges::load)
+    }
+
+    /// The evidence-flow findings of a trace's failed cases, from the cache
+    /// or by reading the trace whole and attributing every case.
+    pub(crate) fn trace_findings(
+        &self,
+        view: &ReadView,
+        trace: TraceId,
+        cancel: &crate::graph::Cancel,
+    ) -> Result<Arc<crate::patterns::TraceFindings>> {
+        self.cached(view, trace, |_, t, _| {
+            crate::patterns::TraceFindings::load(self, t, cancel)
+        })
     }
 
     /// Sets the trace cache's budget in bytes (256 MiB by default), evicting

@@ -7,7 +7,7 @@ use std::sync::{Arc, OnceLock};
 
 use memtrace_query::ast::{Direction as QDir, FindKind, Output};
 use memtrace_query::plan::{
-    AttributePlan, Constraint, DescribePlan, FindPlan, MatchPlan, MatchStep, PatternVar,
+    AttributePlan, Constraint, DescribePlan, FindPlan, MatchPlan, MatchStep, PatternVar, Pred,
     TraversePlan, VarKind,
 };
 use memtrace_query::{
@@ -23,6 +23,8 @@ use crate::catalog::{TraceCatalog, TraceEdges, TraceOps};
 use crate::db::Database;
 use crate::error::{EngineError, Result};
 use crate::graph::{Admit, Cancel, Direction, TraceGraph, Visit};
+use crate::patterns;
+use crate::timestamp::iso_utc;
 
 /// A query's answer: column names and rows of JSON values.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -47,7 +49,7 @@ pub fn to_json(v: &Value) -> serde_json::Value {
     }
 }
 
-fn from_json(v: &serde_json::Value) -> Value {
+pub(crate) fn from_json(v: &serde_json::Value) -> Value {
     match v {
         serde_json::Value::Null => Value::Null,
         serde_json::Value::Bool(b) => Value::Bool(*b),
@@ -94,7 +96,10 @@ pub fn columns_of(plan: &Plan) -> Vec<String> {
 pub type Sink<'s> = dyn FnMut(Vec<Value>) -> Result<bool> + 's;
 
 /// The value in `cell`, loaded (from the trace cache) on first use.
-fn lazy<T>(cell: &OnceLock<Arc<T>>, load: impl FnOnce() -> Result<Arc<T>>) -> Result<&T> {
+pub(crate) fn lazy<T>(
+    cell: &OnceLock<Arc<T>>,
+    load: impl FnOnce() -> Result<Arc<T>>,
+) -> Result<&T> {
     if let Some(x) = cell.get() {
         return Ok(x);
     }
@@ -444,6 +449,27 @@ fn check_plan(plan: &Plan, text: &str) -> Result<()> {
     }
 }
 
+/// Whether a condition on `trace.` fields holds for a trace.
+pub(crate) fn trace_matches(
+    db: &Database,
+    view: &ReadView<'_>,
+    id: TraceId,
+    record: &TraceRecord,
+    pred: &Pred,
+) -> Result<bool> {
+    let t = TraceCtx::new(db, view, id, record.clone());
+    pred.expr.test(&RecRow::new(&t)).map_err(qerr)
+}
+
+/// Who saves or drops a pattern from a statement: the login name, else `query`.
+fn author() -> String {
+    std::env::var("USER")
+        .or_else(|_| std::env::var("USERNAME"))
+        .ok()
+        .filter(|u| !u.is_empty())
+        .unwrap_or_else(|| "query".to_string())
+}
+
 /// A row of records of one trace: any of a variable, op, edge, session,
 /// case, stored verdict.
 #[derive(Clone, Copy)]
@@ -608,6 +634,28 @@ impl<'a> Exec<'a> {
             ]),
             Plan::Attribute(a) => a.columns.clone(),
             Plan::Explain(_) => s(&["plan"]),
+            Plan::SavePattern(_) => s(&["pattern", "version", "params", "statement"]),
+            Plan::RunPattern(r) => r.columns.clone(),
+            Plan::ShowPatterns => s(&[
+                "pattern",
+                "kind",
+                "error_type",
+                "params",
+                "definition",
+                "version",
+                "saved_at",
+                "author",
+            ]),
+            Plan::ShowPatternHistory(_) => s(&[
+                "seq",
+                "pattern",
+                "action",
+                "params",
+                "statement",
+                "author",
+                "at",
+            ]),
+            Plan::DropPattern(_) => s(&["pattern", "dropped"]),
         }
     }
 
@@ -649,6 +697,63 @@ impl<'a> Exec<'a> {
             Plan::Match(m) => self.match_(m, sink),
             Plan::Describe(d) => self.describe(d, sink),
             Plan::Attribute(a) => self.attribute(a, sink),
+            Plan::SavePattern(p) => {
+                let version = self
+                    .db
+                    .store_pattern(&p.name, &p.text, &p.params, &author())?;
+                sink(vec![
+                    Value::Str(p.name.clone()),
+                    patterns::int(version),
+                    Value::Str(patterns::params_text(&p.params)),
+                    Value::Str(p.text.clone()),
+                ])?;
+                Ok(())
+            }
+            Plan::RunPattern(r) => self.db.run_pattern_rows(self.view, r, self.cancel, sink),
+            Plan::ShowPatterns => {
+                for p in self.db.patterns()? {
+                    let (at, by) = match &p.saved {
+                        Some((at, by)) => (Value::Str(iso_utc(*at)), Value::Str(by.clone())),
+                        None => (Value::Null, Value::Null),
+                    };
+                    let row = vec![
+                        Value::Str(p.name),
+                        Value::Str(if p.builtin { "built-in" } else { "saved" }.into()),
+                        p.error_type.map(|e| e.name().to_string()).into(),
+                        Value::Str(patterns::params_text(&p.params)),
+                        Value::Str(p.definition),
+                        patterns::int(p.version),
+                        at,
+                        by,
+                    ];
+                    if !sink(row)? {
+                        break;
+                    }
+                }
+                Ok(())
+            }
+            Plan::ShowPatternHistory(name) => {
+                for e in self.db.pattern_history(name)? {
+                    let row = vec![
+                        patterns::int(e.seq),
+                        Value::Str(e.name),
+                        Value::Str(e.action),
+                        Value::Str(patterns::params_text(&e.params)),
+                        e.statement.into(),
+                        Value::Str(e.author),
+                        Value::Str(iso_utc(e.at_ms)),
+                    ];
+                    if !sink(row)? {
+                        break;
+                    }
+                }
+                Ok(())
+            }
+            Plan::DropPattern(name) => {
+                self.db.drop_pattern(name, &author())?;
+                sink(vec![Value::Str(name.clone()), Value::Bool(true)])?;
+                Ok(())
+            }
         }
     }
 
@@ -1694,8 +1799,11 @@ impl Database {
     /// refer to `text`), binding `params`. An ATTRIBUTE's method is checked
     /// here too.
     pub fn plan(&self, stmt: &Statement, params: &Params, text: &str) -> Result<Plan> {
-        let plan = memtrace_query::plan_text(stmt, params, text)?;
+        let mut plan = memtrace_query::plan_text(stmt, params, text)?;
         check_plan(&plan, text)?;
+        if let Plan::RunPattern(r) = &mut plan {
+            self.resolve_run_plan(r)?;
+        }
         Ok(plan)
     }
 
@@ -1703,9 +1811,7 @@ impl Database {
     /// parameter and attribution method errors show here. [`columns_of`] names its result columns.
     pub fn prepare(&self, text: &str, params: &Params) -> Result<Plan> {
         let stmt = memtrace_query::parse_statement(text)?;
-        let plan = memtrace_query::plan_text(&stmt, params, text)?;
-        check_plan(&plan, text)?;
-        Ok(plan)
+        self.plan(&stmt, params, text)
     }
 
     /// Runs a planned statement; returns the column names.

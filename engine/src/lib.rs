@@ -22,6 +22,7 @@ mod graph;
 mod import;
 mod model;
 mod parse;
+pub mod patterns;
 pub mod report;
 pub mod synth;
 pub mod text;

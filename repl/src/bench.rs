@@ -42,6 +42,12 @@ pub enum BenchCommand {
     /// Token use of LLM attribution per case against a scripted local server, beside a full
     /// dump of the trace.
     Llm(crate::llm_bench::LlmBenchArgs),
+    /// The built-in failure-pattern library over a generated set, cold and warm, beside the
+    /// same questions in SQLite.
+    Patterns(crate::pattern_bench::PatternBenchArgs),
+    /// One measured step of the pattern benchmark (internal).
+    #[command(hide = true)]
+    PatternStep(crate::pattern_bench::PatternStepArgs),
     /// One measured step of the suite (internal).
     #[command(hide = true)]
     SuiteStep(crate::suite::SuiteStepArgs),
@@ -157,6 +163,12 @@ pub fn run(cmd: BenchCommand) -> Result<ExitCode> {
     match cmd {
         BenchCommand::Suite(a) => crate::suite::suite(&a),
         BenchCommand::Llm(a) => crate::llm_bench::run(&a),
+        BenchCommand::Patterns(a) => crate::pattern_bench::run(&a),
+        BenchCommand::PatternStep(a) => {
+            let r = crate::pattern_bench::step(&a)?;
+            println!("{}", serde_json::to_string(&r)?);
+            Ok(ExitCode::SUCCESS)
+        }
         BenchCommand::SuiteStep(a) => {
             let r = crate::suite::step(&a)?;
             println!("{}", serde_json::to_string(&r)?);

@@ -208,6 +208,53 @@ pub enum Command {
         #[arg(long)]
         llm: bool,
     },
+    /// Run failure patterns (built-in and saved) over every trace: hits per pattern and per trace, with examples.
+    #[command(
+        after_help = "Examples:\n  memtrace patterns\n  memtrace patterns empty_retrieval noop_update --examples 5\n  memtrace patterns --builtin --over \"trace.project_id = 'mem0'\" --format json\n  memtrace patterns unbounded_growth --param min_versions=50 --format csv\n\nWithout names, every built-in and saved pattern runs (SHOW PATTERNS lists them; save your own\nwith SAVE PATTERN in `memtrace query`). Traces are searched in parallel, each read once from the\ntrace cache; a pattern's rows in a trace are its hits there. The CSV has one line per pattern and\ntrace with hits."
+    )]
+    Patterns {
+        /// Patterns to run, by name (default: every built-in and saved pattern).
+        names: Vec<String>,
+        /// Without names: only the built-in patterns.
+        #[arg(long)]
+        builtin: bool,
+        /// Only the traces this condition on trace fields holds for, e.g. "trace.project_id = 'mem0'".
+        #[arg(long)]
+        over: Option<String>,
+        /// A parameter value for the patterns that take it, as NAME=VALUE (repeatable).
+        #[arg(long = "param", value_parser = crate::query::parse_param)]
+        params: Vec<(String, memtrace_engine::Value)>,
+        /// Example hits kept per pattern.
+        #[arg(long, default_value_t = 3)]
+        examples: usize,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = crate::patterns::PatternFormat::Table)]
+        format: crate::patterns::PatternFormat,
+    },
+    /// Exit 1 when a failure pattern has more hits than its threshold: a check for a memory system's CI.
+    #[command(
+        after_help = "Examples:\n  memtrace check --builtin --max-hits 0\n  memtrace check --patterns ci/patterns.toml\n  memtrace check --patterns ci/patterns.toml --format json > check.json\n\nThe patterns file (TOML) lists the patterns to check, each with its own threshold:\n\n  max_hits = 0                          # for patterns that give none (default 0)\n  over = \"trace.project_id = 'mem0'\"        # optional: only these traces\n\n  [[pattern]]\n  name = \"empty_retrieval\"              # a built-in or saved pattern\n  max_hits = 10\n\n  [[pattern]]\n  name = \"big_units\"                    # an inline pattern, not stored\n  statement = \"FIND vars WHERE var.version > $v GROUP BY var.full_name RETURN var.full_name\"\n  params = { v = 100 }\n  max_hits = 0\n\nA pattern's own max_hits wins over --max-hits, which wins over the file's max_hits. Without\n--patterns, every built-in and saved pattern is checked (--builtin: only the built-in ones).\nExit status: 0 when every pattern is within its threshold, 1 when one is over (named on\nstandard error) or on an error."
+    )]
+    Check {
+        /// A TOML file of patterns and thresholds.
+        #[arg(long, conflicts_with = "builtin")]
+        patterns: Option<PathBuf>,
+        /// Check only the built-in patterns.
+        #[arg(long)]
+        builtin: bool,
+        /// The threshold: most hits allowed (for patterns without their own).
+        #[arg(long)]
+        max_hits: Option<u64>,
+        /// Only the traces this condition on trace fields holds for (wins over the file's).
+        #[arg(long)]
+        over: Option<String>,
+        /// Example hits kept per pattern.
+        #[arg(long, default_value_t = 3)]
+        examples: usize,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = crate::patterns::PatternFormat::Table)]
+        format: crate::patterns::PatternFormat,
+    },
     /// Ask the configured LLM for feedback on the prompts of the faulty ops, with suggested rewrites.
     #[command(
         after_help = "Examples:\n  memtrace feedback\n  memtrace feedback --method hybrid --out prompts.json\n\nReads the stored verdicts of the method (run `memtrace attribute` first), finds the prompts\n(variables of category prompt) that each faulty op read, and asks the LLM, prompt by prompt,\nwhat in it lets those failures happen and how to rewrite it. Writes JSON keyed\n`<prompt-id>@1` with the current text, the feedback, the suggested rewrite, and the cases\nthat motivated it. The endpoint comes from OPENAI_* / MEMTRACE_LLM_* or the config file."
@@ -329,6 +376,38 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             method,
             llm,
         } => crate::attribute::report(&cli.db, &out, trace.as_deref(), method, llm),
+        Command::Patterns {
+            names,
+            builtin,
+            over,
+            params,
+            examples,
+            format,
+        } => crate::patterns::patterns(
+            &cli.db,
+            &names,
+            builtin,
+            over.as_deref(),
+            &params,
+            examples,
+            format,
+        ),
+        Command::Check {
+            patterns,
+            builtin,
+            max_hits,
+            over,
+            examples,
+            format,
+        } => crate::patterns::check(
+            &cli.db,
+            patterns.as_deref(),
+            builtin,
+            max_hits,
+            over.as_deref(),
+            examples,
+            format,
+        ),
         Command::Feedback {
             method,
             trace,

@@ -6,6 +6,8 @@ mod cli;
 mod demo;
 mod error;
 mod llm_bench;
+mod pattern_bench;
+mod patterns;
 mod query;
 mod shell;
 mod suite;

@@ -77,7 +77,7 @@ fn cell(v: &Value) -> String {
     }
 }
 
-fn cut(s: &str) -> String {
+pub fn cut(s: &str) -> String {
     let one_line: String = s
         .chars()
         .map(|c| {

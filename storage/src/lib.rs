@@ -20,8 +20,8 @@ pub mod values;
 
 pub use error::StorageError;
 pub use records::{
-    AttributionRecord, CaseRecord, EdgeRecord, LogEvent, OpRecord, SessionRecord, Shared,
-    TraceRecord, ValueRef, VarRecord,
+    AttributionRecord, CaseRecord, EdgeRecord, LogEvent, OpRecord, PatternRecord, SessionRecord,
+    Shared, TraceRecord, ValueRef, VarRecord,
 };
 pub use store::{cf, dir_bytes, ReadView, Store, StoreOptions, TraceWriter, SCHEMA_VERSION};
 

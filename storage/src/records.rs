@@ -222,6 +222,17 @@ pub struct AttributionRecord {
     pub json: String,
 }
 
+/// A saved pattern's record: a save or a drop, appended, never rewritten.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PatternRecord {
+    /// When it was stored, in milliseconds since the Unix epoch.
+    pub at_ms: u64,
+    /// The pattern's name.
+    pub name: String,
+    /// The record as JSON text (its shape belongs to the engine).
+    pub json: String,
+}
+
 /// An entry of the database's append-only event log.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LogEvent {

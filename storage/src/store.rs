@@ -15,7 +15,7 @@ use serde::de::DeserializeOwned;
 use crate::keys::{self, IdKind, RecordKind};
 use crate::records::{
     decode, encode, AttributionRecord, CaseRecord, Counts, EdgeRecord, LogEvent, OpRecord,
-    SessionRecord, TraceRecord, ValueRef, VarRecord,
+    PatternRecord, SessionRecord, TraceRecord, ValueRef, VarRecord,
 };
 use crate::values::{decode_value, encode_value, hex, value_ref};
 use crate::{LocalId, Result, StorageError, TraceId};
@@ -65,8 +65,11 @@ pub mod cf {
     /// Answers of LLM endpoints, by a hash of what was asked (a cache that
     /// makes a re-run cost nothing and reproduce its verdicts).
     pub const LLM_CACHE: &str = "llm_cache";
+    /// Saved failure patterns, appended (saves and drops alike) under one
+    /// database-wide sequence number.
+    pub const PATTERNS: &str = "patterns";
     /// Every column family, in creation order.
-    pub const ALL: [&str; 18] = [
+    pub const ALL: [&str; 19] = [
         META,
         TRACES,
         SESSIONS,
@@ -85,10 +88,11 @@ pub mod cf {
         LOG,
         ATTRIBUTIONS,
         LLM_CACHE,
+        PATTERNS,
     ];
     /// Column families added after schema version 1 was first written: a
     /// database made before them gets them, empty, when it is opened.
-    pub const ADDED: [&str; 2] = [ATTRIBUTIONS, LLM_CACHE];
+    pub const ADDED: [&str; 3] = [ATTRIBUTIONS, LLM_CACHE, PATTERNS];
     /// Column families whose keys start with the trace id.
     pub const BY_TRACE: [&str; 8] = [
         SESSIONS,
@@ -559,6 +563,26 @@ impl Store {
         drop(view);
         self.write(batch)?;
         Ok(seqs)
+    }
+
+    /// Appends a pattern record (a save or a drop) after every earlier one;
+    /// returns its sequence number (1 for the first).
+    pub fn append_pattern(&self, record: &PatternRecord) -> Result<u64> {
+        let _guard = self.write_lock.lock().unwrap_or_else(|p| p.into_inner());
+        let view = self.read();
+        let next = match view.pattern_records().last().transpose()? {
+            Some((seq, _)) => seq + 1,
+            None => 1,
+        };
+        drop(view);
+        let mut batch = WriteBatch::default();
+        batch.put_cf(
+            self.cf(cf::PATTERNS),
+            next.to_be_bytes(),
+            encode("pattern", record)?,
+        );
+        self.write(batch)?;
+        Ok(next)
     }
 
     /// A cached LLM answer: the body stored under `key`, if any.
@@ -1130,6 +1154,19 @@ impl<'a> ReadView<'a> {
         })
     }
 
+    /// Every pattern record with its sequence number, oldest first.
+    pub fn pattern_records(&self) -> impl Iterator<Item = Result<(u64, PatternRecord)>> + '_ {
+        self.scan(cf::PATTERNS, &[]).map(|item| {
+            let (k, v) = item?;
+            let seq =
+                u64::from_be_bytes(k.as_ref().try_into().map_err(|_| StorageError::Decode {
+                    what: "pattern key",
+                    reason: "not 8 bytes".into(),
+                })?);
+            Ok((seq, decode("pattern", &v)?))
+        })
+    }
+
     /// Number of keys under a prefix (used by tests and consistency checks).
     pub fn count(&self, name: &str, prefix: &[u8]) -> Result<usize> {
         let mut n = 0;
@@ -1519,11 +1556,12 @@ mod tests {
             write_trace(&store, "g-old", "x");
             store.db.drop_cf(cf::ATTRIBUTIONS).unwrap();
             store.db.drop_cf(cf::LLM_CACHE).unwrap();
+            store.db.drop_cf(cf::PATTERNS).unwrap();
         }
         assert!(!DB::list_cf(&base_options(), &path)
             .unwrap()
             .iter()
-            .any(|c| c == cf::ATTRIBUTIONS || c == cf::LLM_CACHE));
+            .any(|c| c == cf::ATTRIBUTIONS || c == cf::LLM_CACHE || c == cf::PATTERNS));
         let store = Store::open(&path, &StoreOptions::default()).unwrap();
         assert_eq!(store.read().traces().count(), 1);
         let t = store.read().traces_with_graph_id("g-old").unwrap()[0];
@@ -1537,6 +1575,35 @@ mod tests {
             store.cached_answer(&[7; 32]).unwrap().as_deref(),
             Some(&b"{}"[..])
         );
+    }
+
+    #[test]
+    fn pattern_records_append_in_order_and_outlive_the_store() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db");
+        let rec = |name: &str, json: &str| PatternRecord {
+            at_ms: 5,
+            name: name.into(),
+            json: json.into(),
+        };
+        {
+            let store = Store::open(&path, &StoreOptions::default()).unwrap();
+            assert_eq!(store.read().pattern_records().count(), 0);
+            assert_eq!(store.append_pattern(&rec("a", "1")).unwrap(), 1);
+            assert_eq!(store.append_pattern(&rec("b", "2")).unwrap(), 2);
+            assert_eq!(store.append_pattern(&rec("a", "3")).unwrap(), 3);
+        }
+        let store = Store::open(&path, &StoreOptions::default()).unwrap();
+        let all: Vec<(u64, PatternRecord)> = store
+            .read()
+            .pattern_records()
+            .collect::<Result<_>>()
+            .unwrap();
+        assert_eq!(
+            all,
+            vec![(1, rec("a", "1")), (2, rec("b", "2")), (3, rec("a", "3"))]
+        );
+        assert_eq!(store.append_pattern(&rec("c", "4")).unwrap(), 4);
     }
 
     #[test]

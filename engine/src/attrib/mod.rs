@@ -92,7 +92,7 @@ impl Prepared {
 }
 
 /// Attributes the cases of one trace with the evidence-flow method.
-fn attribute_trace(
+pub(crate) fn attribute_trace(
     model: &TraceModel,
     cases: &[FailedCase],
     setup_micros: u64,
@@ -176,7 +176,7 @@ pub struct RecallReport {
     pub by_system: BTreeMap<String, Recall>,
 }
 
-fn trace_cases(view: &TraceView<'_>) -> Result<(TraceModel, Vec<FailedCase>)> {
+pub(crate) fn trace_cases(view: &TraceView<'_>) -> Result<(TraceModel, Vec<FailedCase>)> {
     let model = TraceModel::load(view)?;
     let cases = case::failed_cases(&model, &view.cases()?);
     Ok((model, cases))

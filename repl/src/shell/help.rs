@@ -73,8 +73,28 @@ const TOPICS: &[(&str, &str)] = &[
     FIND attributions WHERE confidence >= 0.5 AND method = 'evidence' ORDER BY at DESC LIMIT 10;",
     ),
     (
+        "patterns",
+        "PATTERNS: failure questions saved by name, run over every trace
+  SAVE PATTERN name [WITH $p = value, ...] AS <TRACE|FORWARD|MATCH|FIND statement>
+  RUN PATTERN name [OVER TRACES WHERE <condition on trace.>] [WITH $p = value, ...]
+  SHOW PATTERNS;   SHOW PATTERN name HISTORY;   DROP PATTERN name
+  Every $parameter of a saved statement needs a default (WITH before AS); RUN overrides it.
+  A save appends a new version, a drop appends a tombstone: the history keeps both. RUN runs
+  the statement in each trace, in parallel; each row is a hit, with its trace first. The
+  built-in patterns (evidence_never_stored, stored_then_overwritten, evidence_deleted,
+  stored_not_retrieved, retrieved_answered_wrong, noop_update, empty_retrieval,
+  unbounded_growth, shared_failing_prompt) run the same way; SHOW PATTERNS describes them.
+  From the command line: memtrace patterns, and memtrace check for CI.
+  Examples:
+    SAVE PATTERN big_units WITH $v = 50 AS FIND vars WHERE var.version > $v
+      GROUP BY var.full_name RETURN var.full_name, max(var.version);
+    RUN PATTERN big_units OVER TRACES WHERE trace.project_id = 'mem0' WITH $v = 100;
+    RUN PATTERN empty_retrieval;
+    SHOW PATTERN big_units HISTORY;",
+    ),
+    (
         "show",
-        "SHOW TRACES: the stored traces with their counts
+        "SHOW TRACES: the stored traces with their counts (SHOW PATTERNS: :help patterns)
   Example:
     SHOW TRACES;",
     ),
