@@ -86,3 +86,30 @@ pub fn with_sample() -> (tempfile::TempDir, PathBuf) {
     ));
     (dir, db)
 }
+
+/// A small generated set of the four systems (4 traces of 25 questions,
+/// seed `seed`), imported into `t.db` in a new folder.
+pub fn generated(seed: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "gen",
+        "--system",
+        "all",
+        "--traces",
+        "4",
+        "--seed",
+        seed,
+        "--sessions",
+        "4..5",
+        "--messages",
+        "10..12",
+        "--questions",
+        "25",
+        "--out",
+        "g",
+    ];
+    ok(run(dir.path(), None, &args));
+    let db = dir.path().join("t.db");
+    ok(run(dir.path(), Some(&db), &["import", "g"]));
+    (dir, db)
+}

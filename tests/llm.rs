@@ -5,7 +5,7 @@
 
 mod common_cli;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Output;
 
 use common_cli::*;
@@ -40,32 +40,6 @@ fn llm_run(cwd: &Path, db: &Path, env: &[(&str, &str)], args: &[&str]) -> Output
     c.output().expect("run memtrace")
 }
 
-/// A small generated set of the four systems, imported.
-fn generated() -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let args = [
-        "gen",
-        "--system",
-        "all",
-        "--traces",
-        "4",
-        "--seed",
-        "3",
-        "--sessions",
-        "4..5",
-        "--messages",
-        "10..12",
-        "--questions",
-        "25",
-        "--out",
-        "g",
-    ];
-    ok(run(dir.path(), None, &args));
-    let db = dir.path().join("t.db");
-    ok(run(dir.path(), Some(&db), &["import", "g"]));
-    (dir, db)
-}
-
 fn fail(o: Output) -> String {
     assert!(
         !o.status.success(),
@@ -77,7 +51,7 @@ fn fail(o: Output) -> String {
 
 #[test]
 fn hybrid_attribution_eval_report_and_feedback_against_a_local_endpoint() {
-    let (dir, db) = generated();
+    let (dir, db) = generated("3");
     let cwd = dir.path();
     let server = ScriptedServer::start(walker::script()).unwrap();
     let url = server.base_url();
@@ -205,7 +179,7 @@ fn hybrid_attribution_eval_report_and_feedback_against_a_local_endpoint() {
 
 #[test]
 fn without_an_endpoint_or_with_a_bad_setting_the_error_says_what_to_set() {
-    let (dir, db) = generated();
+    let (dir, db) = generated("3");
     let cwd = dir.path();
     let e = fail(llm_run(cwd, &db, &[], &["attribute", "--using", "llm"]));
     assert!(
@@ -247,7 +221,7 @@ fn without_an_endpoint_or_with_a_bad_setting_the_error_says_what_to_set() {
 
 #[test]
 fn an_api_key_reaches_the_endpoint_and_nowhere_else() {
-    let (dir, db) = generated();
+    let (dir, db) = generated("3");
     let cwd = dir.path();
     let key = "sk-test-4c1d-never-shown";
     let server = ScriptedServer::start(Box::new(|_| Reply::Status {
@@ -294,7 +268,7 @@ fn an_api_key_reaches_the_endpoint_and_nowhere_else() {
 #[test]
 fn ctrl_c_stops_an_llm_run_promptly_and_says_nothing_is_lost() {
     use std::time::{Duration, Instant};
-    let (dir, db) = generated();
+    let (dir, db) = generated("3");
     let cwd = dir.path();
     let server = ScriptedServer::start(Box::new(|_| {
         Reply::Delay(Duration::from_secs(60), Box::new(Reply::Raw("late".into())))

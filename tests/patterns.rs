@@ -4,34 +4,9 @@
 
 mod common_cli;
 
-use std::path::PathBuf;
 use std::process::Output;
 
 use common_cli::*;
-
-/// A small generated set of the four systems, imported.
-fn generated() -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let args = [
-        "gen",
-        "--traces",
-        "4",
-        "--seed",
-        "5",
-        "--sessions",
-        "4..5",
-        "--messages",
-        "10..12",
-        "--questions",
-        "25",
-        "--out",
-        "g",
-    ];
-    ok(run(dir.path(), None, &args));
-    let db = dir.path().join("t.db");
-    ok(run(dir.path(), Some(&db), &["import", "g"]));
-    (dir, db)
-}
 
 fn fail(o: Output) -> String {
     assert!(
@@ -44,7 +19,7 @@ fn fail(o: Output) -> String {
 
 #[test]
 fn patterns_are_saved_run_listed_and_dropped_in_the_language() {
-    let (dir, db) = generated();
+    let (dir, db) = generated("5");
     let cwd = dir.path();
     let q = |text: &str| run(cwd, Some(&db), &["query", text, "--format", "json"]);
     let o = json(&ok(q(
@@ -127,7 +102,7 @@ fn patterns_are_saved_run_listed_and_dropped_in_the_language() {
 
 #[test]
 fn patterns_print_tables_json_and_csv_that_agree() {
-    let (dir, db) = generated();
+    let (dir, db) = generated("5");
     let cwd = dir.path();
     let j = json(&ok(run(
         cwd,
@@ -203,7 +178,7 @@ fn patterns_print_tables_json_and_csv_that_agree() {
 
 #[test]
 fn check_fails_over_a_threshold_and_passes_within_it() {
-    let (dir, db) = generated();
+    let (dir, db) = generated("5");
     let cwd = dir.path();
     // Every built-in with no hits allowed: the generated faults go over.
     let o = run(cwd, Some(&db), &["check", "--builtin", "--max-hits", "0"]);

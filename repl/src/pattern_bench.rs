@@ -16,6 +16,7 @@ use serde_json::Value;
 
 use crate::bench::peak_rss_kib;
 use crate::error::{io, CliError, Result};
+use crate::suite::{set_files, sqlite_err};
 use crate::table;
 
 /// Options of `memtrace bench patterns`.
@@ -50,6 +51,9 @@ pub struct PatternStepArgs {
     /// The database (folder or SQLite file).
     #[arg(long)]
     pub db: PathBuf,
+    /// Traces to load (the first N of the set).
+    #[arg(long)]
+    pub n: usize,
     /// Warm runs.
     #[arg(long, default_value_t = 3)]
     pub runs: usize,
@@ -124,10 +128,6 @@ const SQL: &[(&str, &str)] = &[
     ),
 ];
 
-fn sqlite_err(e: rusqlite::Error) -> CliError {
-    CliError::Bench(format!("SQLite: {e}"))
-}
-
 fn secs<T>(f: impl FnOnce() -> Result<T>) -> Result<(T, f64)> {
     let start = Instant::now();
     let v = f()?;
@@ -139,22 +139,9 @@ fn median(mut v: Vec<f64>) -> f64 {
     v.get(v.len() / 2).copied().unwrap_or(0.0)
 }
 
-fn set_files(set: &Path) -> Result<Vec<PathBuf>> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(set)
-        .map_err(io(set.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| {
-            p.extension().is_some_and(|x| x == "json")
-                && p.file_name().is_some_and(|n| n != "manifest.json")
-        })
-        .collect();
-    files.sort();
-    Ok(files)
-}
-
 /// Loads the generated set into SQLite: variables (with value hash, length
 /// and short values), ops and edges, indexed for the questions.
-fn sqlite_load(set: &Path, db: &Path) -> Result<u64> {
+fn sqlite_load(set: &Path, n: usize, db: &Path) -> Result<u64> {
     let mut conn = rusqlite::Connection::open(db).map_err(sqlite_err)?;
     conn.execute_batch(
         "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;
@@ -171,7 +158,7 @@ fn sqlite_load(set: &Path, db: &Path) -> Result<u64> {
     )
     .map_err(sqlite_err)?;
     let mut traces = 0;
-    for (t, file) in set_files(set)?.iter().enumerate() {
+    for (t, (file, _)) in set_files(set, n)?.iter().enumerate() {
         let f = std::fs::File::open(file).map_err(io(file.display()))?;
         let doc: Value = serde_json::from_reader(std::io::BufReader::new(f))?;
         let tx = conn.transaction().map_err(sqlite_err)?;
@@ -279,7 +266,7 @@ pub fn step(a: &PatternStepArgs) -> Result<Stepped> {
     let mut m = Stepped::default();
     match a.which.as_str() {
         "sqlite-load" => {
-            let (n, s) = secs(|| sqlite_load(&a.set, &a.db))?;
+            let (n, s) = secs(|| sqlite_load(&a.set, a.n, &a.db))?;
             m.traces = n;
             m.cold = s;
             m.disk_bytes = std::fs::metadata(&a.db).map(|md| md.len()).unwrap_or(0);
@@ -374,9 +361,17 @@ fn child(args: &[&str], paths: &[(&str, &Path)]) -> Result<String> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-fn pattern_child(which: &str, set: &Path, db: &Path, runs: usize) -> Result<Stepped> {
+fn pattern_child(which: &str, set: &Path, db: &Path, n: usize, runs: usize) -> Result<Stepped> {
     let out = child(
-        &["bench", "pattern-step", which, "--runs", &runs.to_string()],
+        &[
+            "bench",
+            "pattern-step",
+            which,
+            "--n",
+            &n.to_string(),
+            "--runs",
+            &runs.to_string(),
+        ],
         &[("--set", set), ("--db", db)],
     )?;
     Ok(serde_json::from_str(&out)?)
@@ -410,12 +405,12 @@ pub fn run(a: &PatternBenchArgs) -> Result<ExitCode> {
     }
     if !sql.exists() {
         eprintln!("loading into SQLite ...");
-        pattern_child("sqlite-load", &set, &sql, a.runs)?;
+        pattern_child("sqlite-load", &set, &sql, a.traces, a.runs)?;
     }
     eprintln!("running the built-in library in memtrace ...");
-    let ours = pattern_child("memtrace", &set, &mem, a.runs)?;
+    let ours = pattern_child("memtrace", &set, &mem, a.traces, a.runs)?;
     eprintln!("asking SQLite ...");
-    let theirs = pattern_child("sqlite", &set, &sql, a.runs)?;
+    let theirs = pattern_child("sqlite", &set, &sql, a.traces, a.runs)?;
     // The questions both sides answer must have the same answers.
     for (name, n, _, _) in &theirs.patterns {
         let mine = ours.patterns.iter().find(|p| &p.0 == name).map(|p| p.1);
@@ -438,21 +433,19 @@ pub fn run(a: &PatternBenchArgs) -> Result<ExitCode> {
         table::bytes(theirs.peak_rss_kib * 1024)
     );
     println!(
-        "| whole library ({} patterns; SQLite: the {} with an SQL form), cold | {:.2} | {:.2} | {rss} |",
+        "| whole library ({} patterns; SQLite: the {} with an SQL form), cold | {:.3} | {:.3} | {rss} |",
         BUILTINS.len(),
         SQL.len(),
         ours.cold,
         theirs.cold
     );
     println!(
-        "| the same, warm (median of {}) | {:.2} | {:.2} | |",
+        "| the same, warm (median of {}) | {:.3} | {:.3} | |",
         ours.warm.len(),
         median(ours.warm.clone()),
         median(theirs.warm.clone())
     );
-    println!(
-        "\n| pattern | hits (both sides) | memtrace warm, alone | SQLite first run | SQLite warm |"
-    );
+    println!("\n| pattern | hits | memtrace warm, alone | SQLite first run | SQLite warm |");
     println!("|---|---:|---:|---:|---:|");
     for (name, hits, _, warm) in &ours.patterns {
         let peer = theirs.patterns.iter().find(|p| &p.0 == name);

@@ -227,7 +227,7 @@ fn count_of(r: &memtrace_engine::QueryResult, col: usize) -> u64 {
 }
 
 /// The first `n` files of a generated set, with their record counts.
-fn set_files(set: &Path, n: usize) -> Result<Vec<(PathBuf, u64)>> {
+pub(crate) fn set_files(set: &Path, n: usize) -> Result<Vec<(PathBuf, u64)>> {
     let path = set.join(MANIFEST);
     let text = std::fs::read_to_string(&path).map_err(io(path.display()))?;
     let manifest: Value = serde_json::from_str(&text)?;
@@ -252,7 +252,7 @@ fn set_files(set: &Path, n: usize) -> Result<Vec<(PathBuf, u64)>> {
         .collect())
 }
 
-fn sqlite_err(e: rusqlite::Error) -> CliError {
+pub(crate) fn sqlite_err(e: rusqlite::Error) -> CliError {
     CliError::Bench(format!("SQLite: {e}"))
 }
 

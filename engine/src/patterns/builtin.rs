@@ -17,7 +17,7 @@ use crate::db::Database;
 use crate::error::{EngineError, Result};
 use crate::exec::lazy;
 use crate::graph::{Cancel, TraceGraph};
-use crate::patterns::{int, TraceFindings};
+use crate::patterns::{int, no_such_param, TraceFindings};
 
 /// A parameter's default, which also fixes its type.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -139,17 +139,11 @@ impl Builtin {
             .collect();
         for (name, v) in given {
             let Some(p) = self.params.iter().find(|p| p.name == name) else {
-                let known: Vec<String> =
-                    self.params.iter().map(|p| format!("${}", p.name)).collect();
-                return Err(EngineError::BadRequest(format!(
-                    "built-in pattern {} has no parameter ${name}; {}",
-                    self.name,
-                    if known.is_empty() {
-                        "it takes none".to_string()
-                    } else {
-                        format!("its parameters: {}", known.join(", "))
-                    }
-                )));
+                return Err(no_such_param(
+                    &format!("built-in pattern {}", self.name),
+                    name,
+                    self.params.iter().map(|p| p.name),
+                ));
             };
             let fits = match (p.default, v) {
                 (Default::Count(_), Value::Int(n)) => *n >= 0,

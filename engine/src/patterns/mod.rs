@@ -180,6 +180,23 @@ pub fn params_text(params: &[(String, Value)]) -> String {
         .join(", ")
 }
 
+/// The error for a parameter `what` (a pattern) does not take.
+pub(crate) fn no_such_param<'a>(
+    what: &str,
+    name: &str,
+    takes: impl Iterator<Item = &'a str>,
+) -> EngineError {
+    let known: Vec<String> = takes.map(|n| format!("${n}")).collect();
+    EngineError::BadRequest(format!(
+        "{what} has no parameter ${name}; {}",
+        if known.is_empty() {
+            "it takes none".to_string()
+        } else {
+            format!("its parameters: {}", known.join(", "))
+        }
+    ))
+}
+
 /// A count as a query value.
 pub(crate) fn int(n: u64) -> Value {
     Value::Int(i64::try_from(n).unwrap_or(i64::MAX))
@@ -405,17 +422,11 @@ impl Database {
                 match params.iter_mut().find(|(n, _)| n == k) {
                     Some(slot) => slot.1 = v.clone(),
                     None => {
-                        let names: Vec<String> =
-                            defaults.iter().map(|(n, _)| format!("${n}")).collect();
-                        return Err(EngineError::BadRequest(format!(
-                            "pattern {} has no parameter ${k}; {}",
-                            spec.name,
-                            if names.is_empty() {
-                                "it takes none".to_string()
-                            } else {
-                                format!("its parameters: {}", names.join(", "))
-                            }
-                        )));
+                        return Err(no_such_param(
+                            &format!("pattern {}", spec.name),
+                            k,
+                            defaults.iter().map(|(n, _)| n.as_str()),
+                        ))
                     }
                 }
             }

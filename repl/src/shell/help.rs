@@ -86,11 +86,11 @@ const TOPICS: &[(&str, &str)] = &[
   unbounded_growth, shared_failing_prompt) run the same way; SHOW PATTERNS describes them.
   From the command line: memtrace patterns, and memtrace check for CI.
   Examples:
-    SAVE PATTERN big_units WITH $v = 50 AS FIND vars WHERE var.version > $v
-      GROUP BY var.full_name RETURN var.full_name, max(var.version);
-    RUN PATTERN big_units OVER TRACES WHERE trace.project_id = 'mem0' WITH $v = 100;
+    SAVE PATTERN lost WITH $k = 'extraction' AS FIND ops WHERE op.kind = $k RETURN op.id;
+    RUN PATTERN unbounded_growth OVER TRACES WHERE trace.project_id = 'mem0' WITH $factor = 2;
     RUN PATTERN empty_retrieval;
-    SHOW PATTERN big_units HISTORY;",
+    SHOW PATTERNS;
+    SHOW PATTERN lost HISTORY;",
     ),
     (
         "show",
