@@ -58,6 +58,14 @@ pub enum EngineError {
         /// The reference as given.
         reference: String,
     },
+    /// No failed case of a trace matches a reference.
+    #[error("trace {trace}: no failed case {case} (see `FIND cases IN TRACE '{trace}'`)")]
+    UnknownCase {
+        /// The trace's graph id.
+        trace: String,
+        /// The reference as given.
+        case: String,
+    },
     /// An LLM endpoint failed, or its configuration is wrong.
     #[error(transparent)]
     Llm(#[from] memtrace_llm::LlmError),

@@ -38,7 +38,7 @@ pub use graph::{Admit, Cancel, Direction, TraceGraph, Visit};
 pub use import::{FileReport, ImportOptions, ImportedTrace, InputFormat, Progress};
 /// The LLM client: its configuration, errors and wire types.
 pub use memtrace_llm as llm;
-pub use memtrace_query::ast::Output;
+pub use memtrace_query::ast::{Direction as WalkDirection, Output};
 pub use memtrace_query::plan::traverse_columns;
 pub use memtrace_query::{
     field_names, Params, Plan, Statement, Value, FIND_KINDS, KEYWORDS, OUTPUTS, SUBJECTS,
@@ -46,6 +46,7 @@ pub use memtrace_query::{
 pub use memtrace_storage::records::Counts;
 pub use memtrace_storage::{LocalId, StorageError, TraceId};
 pub use model::{Case, Edge, LogEntry, Node, Operation, Session, Stats, TraceInfo, Variable};
+pub use timestamp::iso_utc;
 
 /// Raw RocksDB batched puts: the ceiling that import benchmarks compare against.
 pub mod peer {

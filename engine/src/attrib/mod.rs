@@ -8,6 +8,7 @@ pub mod case;
 pub mod eval;
 pub mod evidence;
 pub mod flow;
+pub mod labels;
 pub mod model;
 pub mod pyvalue;
 pub mod text;
@@ -23,6 +24,7 @@ use serde::{Deserialize, Serialize};
 pub use advice::{Feedback, FeedbackCase, PromptFeedback};
 pub use case::{CaseOrigin, FailedCase};
 pub use evidence::{Evidence, EvidenceOrigin, MessageIndex, Recall, DEFAULT_K};
+pub use labels::{CaseContext, Label, LabelInput, HUMAN};
 pub use model::TraceModel;
 pub use verdict::{Cost, ErrorType, Method, Step, Verdict};
 
