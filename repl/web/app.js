@@ -1,0 +1,1699 @@
+// memtrace serve: the browser viewer of a memtrace database.
+// Plain ES2020, no dependencies, no build step. Every piece of data reaches the
+// DOM through textContent or attributes (never innerHTML), so it is escaped.
+'use strict';
+
+(function () {
+  // ------------------------------------------------------------------ DOM helpers
+
+  const SVG_NS = 'http://www.w3.org/2000/svg';
+
+  // Sets attributes and properties on an element. `on*` keys that hold functions
+  // become event listeners, `text` sets textContent, `style` takes an object.
+  function applyAttrs(el, attrs) {
+    if (!attrs) return;
+    for (const [k, v] of Object.entries(attrs)) {
+      if (v === undefined || v === null || v === false) continue;
+      if (k.startsWith('on') && typeof v === 'function') {
+        el.addEventListener(k.slice(2).toLowerCase(), v);
+      } else if (k === 'text') {
+        el.textContent = String(v);
+      } else if (k === 'style' && typeof v === 'object') {
+        for (const [p, pv] of Object.entries(v)) el.style.setProperty(p, pv);
+      } else if (k === 'value' || k === 'checked' || k === 'selected' || k === 'disabled') {
+        el[k] = v;
+      } else {
+        el.setAttribute(k, v === true ? '' : String(v));
+      }
+    }
+  }
+
+  function appendKids(el, kids) {
+    for (const c of kids) {
+      if (c === undefined || c === null || c === false) continue;
+      if (Array.isArray(c)) appendKids(el, c);
+      else if (c instanceof Node) el.appendChild(c);
+      else el.appendChild(document.createTextNode(String(c)));
+    }
+  }
+
+  // h('div', {class: 'x'}, 'text', child, [more children])
+  function h(tag, attrs, ...kids) {
+    const el = document.createElement(tag);
+    applyAttrs(el, attrs);
+    appendKids(el, kids);
+    return el;
+  }
+
+  function s(tag, attrs, ...kids) {
+    const el = document.createElementNS(SVG_NS, tag);
+    applyAttrs(el, attrs);
+    appendKids(el, kids);
+    return el;
+  }
+
+  function clear(el) {
+    while (el.firstChild) el.removeChild(el.firstChild);
+    return el;
+  }
+
+  const enc = encodeURIComponent;
+
+  function truncate(text, n) {
+    const t = String(text == null ? '' : text).replace(/\s+/g, ' ').trim();
+    return t.length > n ? t.slice(0, Math.max(1, n - 1)) + '\u2026' : t;
+  }
+
+  function fmtNum(n) {
+    return typeof n === 'number' ? n.toLocaleString('en-US') : (n == null ? '' : String(n));
+  }
+
+  function asList(v) {
+    if (v == null) return [];
+    return Array.isArray(v) ? v : [v];
+  }
+
+  function shortOp(id) {
+    const t = String(id || '');
+    return t.length > 16 ? t.slice(0, 12) + '\u2026' + t.slice(-4) : t;
+  }
+
+  // ------------------------------------------------------------------ routes (hash)
+
+  const routes = {
+    traces: (q) => '#/' + qs(q),
+    trace: (gid, q) => '#/trace/' + enc(gid) + qs(q),
+    case: (gid, c) => '#/case/' + enc(gid) + '/' + enc(c),
+    graph: (gid, start, dir, depth) =>
+      '#/graph/' + enc(gid) + qs({ start, dir: dir || 'backward', depth: depth == null ? 2 : depth }),
+    query: () => '#/query',
+  };
+
+  function qs(obj) {
+    if (!obj) return '';
+    const p = new URLSearchParams();
+    for (const [k, v] of Object.entries(obj)) {
+      if (v === undefined || v === null || v === '' || v === false) continue;
+      p.set(k, String(v));
+    }
+    const t = p.toString();
+    return t ? '?' + t : '';
+  }
+
+  function parseHash() {
+    let raw = location.hash.replace(/^#/, '');
+    if (raw === '') raw = '/';
+    const qi = raw.indexOf('?');
+    const path = qi >= 0 ? raw.slice(0, qi) : raw;
+    const query = new URLSearchParams(qi >= 0 ? raw.slice(qi + 1) : '');
+    let segs;
+    try {
+      segs = path.split('/').filter((x, i) => i > 0 || x !== '').map(decodeURIComponent);
+    } catch (_) {
+      segs = ['?bad'];
+    }
+    if (segs[0] === '') segs.shift();
+    return { segs, query, raw };
+  }
+
+  // ------------------------------------------------------------------ API
+
+  class ApiError extends Error {
+    constructor(status, kind, message) {
+      super(message);
+      this.status = status;
+      this.kind = kind;
+    }
+  }
+
+  // Every request goes through here: JSON in, JSON out, and an error body
+  // `{"error": kind, "message": text}` becomes an ApiError carrying the message.
+  async function api(path, opts = {}) {
+    const init = { method: opts.method || 'GET', headers: { Accept: 'application/json' } };
+    if (opts.body !== undefined) {
+      init.headers['Content-Type'] = 'application/json';
+      init.body = JSON.stringify(opts.body);
+    }
+    let res;
+    try {
+      res = await fetch(path, init);
+    } catch (e) {
+      throw new ApiError(0, 'network', 'Cannot reach the memtrace server (' + (e && e.message ? e.message : e) + ')');
+    }
+    const text = await res.text();
+    let data = null;
+    if (text) {
+      try { data = JSON.parse(text); } catch (_) { data = null; }
+    }
+    if (!res.ok) {
+      const kind = data && data.error ? String(data.error) : 'http_' + res.status;
+      const msg = data && data.message ? String(data.message)
+        : (text && !data ? text.slice(0, 500) : res.status + ' ' + res.statusText);
+      throw new ApiError(res.status, kind, msg);
+    }
+    if (data === null && text) throw new ApiError(res.status, 'bad_response', 'The server sent something that is not JSON');
+    return data;
+  }
+
+  const API = {
+    health: () => api('/api/health'),
+    traces: (q) => api('/api/traces' + qs(q)),
+    trace: (gid, q) => api('/api/traces/' + enc(gid) + qs(q)),
+    case: (gid, c) => api('/api/traces/' + enc(gid) + '/cases/' + enc(c)),
+    addLabel: (gid, c, body) => api('/api/traces/' + enc(gid) + '/cases/' + enc(c) + '/labels', { method: 'POST', body }),
+    annotationsUrl: (gid) => '/api/traces/' + enc(gid) + '/annotations',
+    graph: (gid, q) => api('/api/traces/' + enc(gid) + '/graph' + qs(q)),
+    expand: (gid, node, dir) => api('/api/traces/' + enc(gid) + '/expand' + qs({ node, dir })),
+    node: (gid, id) => api('/api/traces/' + enc(gid) + '/nodes/' + enc(id)),
+    query: (statement) => api('/api/query', { method: 'POST', body: { statement } }),
+  };
+
+  // ------------------------------------------------------------------ categories and colors
+
+  const KNOWN_HUES = {
+    // variable categories
+    message: 210, user_input: 210, query: 265, question: 265, prompt: 190,
+    memory_entry: 140, memory_store: 140, memory: 140, memory_context: 170, buffer: 45,
+    extracted_facts: 95, memory_decision: 30, boundary_decision: 55, prediction: 330,
+    answer: 330, golden_answers: 300, judge_response: 0, judge_score: 0, variable: 220,
+    sentinel: 0, retrieved_memories: 170,
+    // op categories
+    extraction: 95, update: 30, mutation: 30, deletion: 0, retrieval: 170, evaluation: 300,
+    generation: 330, llm_call: 250, boundary_detection: 55, ingest: 210, link: 190, qa: 330,
+    memory_construction: 140, session: 220,
+  };
+
+  function hueOf(cat) {
+    const c = String(cat || '').toLowerCase();
+    if (c in KNOWN_HUES) return KNOWN_HUES[c];
+    let x = 0;
+    for (let i = 0; i < c.length; i++) x = (x * 31 + c.charCodeAt(i)) >>> 0;
+    return x % 360;
+  }
+
+  function catColors(cat) {
+    if (!cat) return { fill: 'hsl(220 10% 95%)', stroke: 'hsl(220 8% 55%)', text: 'hsl(220 10% 25%)' };
+    const hue = hueOf(cat);
+    return { fill: `hsl(${hue} 70% 93%)`, stroke: `hsl(${hue} 45% 42%)`, text: `hsl(${hue} 55% 24%)` };
+  }
+
+  function chip(cat, extra) {
+    const c = catColors(cat);
+    return h('span', {
+      class: 'chip' + (extra ? ' ' + extra : ''),
+      style: { '--chip-bg': c.fill, '--chip-fg': c.text, '--chip-bd': c.stroke },
+      title: cat ? 'category: ' + cat : 'no category',
+    }, cat || '—');
+  }
+
+  const ERROR_TYPES = ['ExtractionError', 'UpdateError', 'DeletionError', 'RetrievalError', 'ResponseError'];
+
+  function errorBadge(t) {
+    if (!t) return h('span', { class: 'muted' }, '—');
+    return h('span', { class: 'etype etype-' + String(t).replace(/[^A-Za-z]/g, '') }, t);
+  }
+
+  // ------------------------------------------------------------------ app shell
+
+  const appEl = document.getElementById('app');
+  let navToken = 0;
+  let current = null; // { name, key, update? }
+
+  // A render context: `alive()` is false once the user has navigated elsewhere,
+  // so late answers of old requests are dropped.
+  function makeCtx(name, parsed) {
+    const token = ++navToken;
+    return {
+      name,
+      parsed,
+      alive: () => token === navToken,
+      ready() {
+        if (token !== navToken) return;
+        appEl.setAttribute('aria-busy', 'false');
+        appEl.dataset.loaded = location.hash || '#/';
+      },
+    };
+  }
+
+  function setTitle(t) {
+    document.title = t ? t + ' \u2014 memtrace' : 'memtrace';
+  }
+
+  function setNav(which) {
+    for (const a of document.querySelectorAll('[data-nav]')) {
+      if (a.dataset.nav === which) a.setAttribute('aria-current', 'page');
+      else a.removeAttribute('aria-current');
+    }
+  }
+
+  function loadingView(text) {
+    return h('p', { class: 'loading', role: 'status' }, text || 'Loading\u2026');
+  }
+
+  function notFoundView(message) {
+    setTitle('Not found');
+    return h('section', { class: 'notfound', 'data-testid': 'not-found' },
+      h('h1', null, 'Not found'),
+      h('p', null, message || 'There is nothing at this address.'),
+      h('p', null, h('a', { href: '#/' }, 'Back to the traces')));
+  }
+
+  function errorView(err) {
+    if (err instanceof ApiError && err.status === 404) return notFoundView(err.message);
+    return h('section', { class: 'errorbox', 'data-testid': 'error', role: 'alert' },
+      h('h1', null, 'Something went wrong'),
+      h('pre', { class: 'errmsg' }, err && err.message ? err.message : String(err)));
+  }
+
+  // Shows an error in place of the page (for the page's main request).
+  function showError(ctx, err) {
+    if (!ctx.alive()) return;
+    clear(appEl).appendChild(errorView(err));
+    ctx.ready();
+  }
+
+  function route() {
+    const parsed = parseHash();
+    const [head, ...rest] = parsed.segs;
+    let name;
+    if (head === undefined || head === '') name = 'traces';
+    else if (head === 'trace' && rest.length === 1) name = 'trace';
+    else if (head === 'case' && rest.length === 2) name = 'case';
+    else if (head === 'graph' && rest.length === 1) name = 'graph';
+    else if (head === 'query' && rest.length === 0) name = 'query';
+    else name = 'unknown';
+
+    // Same page, only the query changed: let the page update itself in place
+    // (keeps focus in the filter controls).
+    if (current && current.name === name && current.update && current.path === parsed.segs.join('/')) {
+      const ctx = makeCtx(name, parsed);
+      appEl.setAttribute('aria-busy', 'true');
+      current.update(ctx);
+      return;
+    }
+    const ctx = makeCtx(name, parsed);
+    appEl.setAttribute('aria-busy', 'true');
+    clear(appEl);
+    current = { name, path: parsed.segs.join('/') };
+    setNav(name === 'query' ? 'query' : (name === 'unknown' ? '' : 'traces'));
+    try {
+      switch (name) {
+        case 'traces': tracesPage(ctx); break;
+        case 'trace': tracePage(ctx, rest[0]); break;
+        case 'case': casePage(ctx, rest[0], rest[1]); break;
+        case 'graph': graphPage(ctx, rest[0]); break;
+        case 'query': queryPage(ctx); break;
+        default:
+          appEl.appendChild(notFoundView('No page at ' + (location.hash || '#/') + '.'));
+          ctx.ready();
+      }
+    } catch (e) {
+      showError(ctx, e);
+    }
+  }
+
+  // ------------------------------------------------------------------ traces page
+
+  function tracesPage(ctx) {
+    setTitle('Traces');
+    const sysSel = h('select', { id: 'f-system', 'data-testid': 'filter-system' });
+    const userSel = h('select', { id: 'f-user', 'data-testid': 'filter-user' });
+    const failedCb = h('input', { type: 'checkbox', id: 'f-failed', 'data-testid': 'filter-failed' });
+    const summary = h('p', { class: 'summary', 'data-testid': 'traces-count', role: 'status' });
+    const tableWrap = h('div', { class: 'tablewrap' });
+
+    const filters = h('form', { class: 'filters', role: 'search', 'aria-label': 'Filter traces', onsubmit: (e) => e.preventDefault() },
+      h('label', { for: 'f-system' }, 'System'), sysSel,
+      h('label', { for: 'f-user' }, 'User'), userSel,
+      h('span', { class: 'check' }, failedCb, h('label', { for: 'f-failed' }, 'only traces with failed cases')));
+
+    appEl.append(h('h1', null, 'Traces'), filters, summary, tableWrap);
+
+    function readFilters() {
+      const q = parseHash().query;
+      return { system: q.get('system') || '', user: q.get('user') || '', failed: q.get('failed') === '1' ? '1' : '' };
+    }
+    function go() {
+      const f = { system: sysSel.value, user: userSel.value, failed: failedCb.checked ? '1' : '' };
+      const target = routes.traces(f);
+      if (target !== location.hash) location.hash = target;
+    }
+    sysSel.addEventListener('change', go);
+    userSel.addEventListener('change', go);
+    failedCb.addEventListener('change', go);
+
+    function fillSelect(sel, values, chosen, allText) {
+      clear(sel);
+      sel.appendChild(h('option', { value: '' }, allText));
+      const vals = values.slice();
+      if (chosen && !vals.includes(chosen)) vals.push(chosen);
+      for (const v of vals) sel.appendChild(h('option', { value: v }, v));
+      sel.value = chosen || '';
+    }
+
+    async function load(c) {
+      const f = readFilters();
+      failedCb.checked = f.failed === '1';
+      summary.textContent = 'Loading\u2026';
+      let data;
+      try {
+        data = await API.traces(f);
+      } catch (e) {
+        if (!c.alive()) return;
+        clear(tableWrap).appendChild(errorView(e));
+        summary.textContent = '';
+        c.ready();
+        return;
+      }
+      if (!c.alive()) return;
+      const traces = asList(data.traces);
+      fillSelect(sysSel, asList(data.systems).filter((x) => x != null), f.system, 'All systems');
+      fillSelect(userSel, asList(data.users).filter((x) => x != null), f.user, 'All users');
+      const total = data.total != null ? data.total : traces.length;
+      summary.textContent = `${fmtNum(traces.length)} of ${fmtNum(total)} traces`;
+      clear(tableWrap).appendChild(tracesTable(traces));
+      c.ready();
+    }
+
+    load(ctx);
+    // Filter changes re-query without rebuilding the controls.
+    current.update = load;
+  }
+
+  function tracesTable(traces) {
+    const cols = [
+      ['Graph id', 'l'], ['System', 'l'], ['User', 'l'], ['Created', 'l'], ['Sessions', 'r'],
+      ['Variables', 'r'], ['Ops', 'r'], ['Edges', 'r'], ['Failed cases', 'r'],
+    ];
+    const table = h('table', { class: 'grid', 'data-testid': 'traces-table' },
+      h('thead', null, h('tr', null, cols.map(([c, a]) => h('th', { scope: 'col', class: a === 'r' ? 'num' : '' }, c)))));
+    const tb = h('tbody');
+    for (const t of traces) {
+      const gid = t.graph_id != null ? t.graph_id : '#' + t.id;
+      tb.appendChild(h('tr', { 'data-testid': 'trace-row', 'data-graph-id': gid },
+        h('td', { class: 'mono' }, h('a', { href: routes.trace(gid), 'data-testid': 'trace-link' }, gid)),
+        h('td', { 'data-col': 'system' }, t.system == null ? h('span', { class: 'muted' }, '—') : t.system),
+        h('td', { 'data-col': 'user' }, t.user == null ? h('span', { class: 'muted' }, '—') : t.user),
+        h('td', { class: 'nowrap' }, t.created_at || ''),
+        h('td', { class: 'num' }, fmtNum(t.sessions)),
+        h('td', { class: 'num' }, fmtNum(t.variables)),
+        h('td', { class: 'num' }, fmtNum(t.ops)),
+        h('td', { class: 'num' }, fmtNum(t.edges)),
+        h('td', { class: 'num' + (t.failed_cases > 0 ? ' bad' : ''), 'data-col': 'failed' }, fmtNum(t.failed_cases))));
+    }
+    if (!traces.length) {
+      tb.appendChild(h('tr', null, h('td', { colspan: cols.length, class: 'empty' }, 'No trace matches these filters.')));
+    }
+    table.appendChild(tb);
+    return table;
+  }
+
+  // ------------------------------------------------------------------ trace page
+
+  function traceInfo(t, withLink) {
+    const gid = t.graph_id != null ? t.graph_id : '#' + t.id;
+    const dl = h('dl', { class: 'facts', 'data-testid': 'trace-info' });
+    const add = (k, v) => { if (v !== undefined && v !== null && v !== '') dl.append(h('dt', null, k), h('dd', null, v)); };
+    add('Trace', withLink ? h('a', { href: routes.trace(gid), class: 'mono' }, gid) : h('span', { class: 'mono' }, gid));
+    add('Number', t.id != null ? '#' + t.id : null);
+    add('System', t.system);
+    add('User', t.user);
+    add('Created', t.created_at);
+    add('Source', t.source);
+    const counts = [];
+    if (t.sessions != null) counts.push(fmtNum(t.sessions) + ' sessions');
+    if (t.variables != null) counts.push(fmtNum(t.variables) + ' variables');
+    if (t.ops != null) counts.push(fmtNum(t.ops) + ' ops');
+    if (t.edges != null) counts.push(fmtNum(t.edges) + ' edges');
+    if (t.failed_cases != null) counts.push(fmtNum(t.failed_cases) + ' failed cases');
+    add('Size', counts.join(', '));
+    return dl;
+  }
+
+  function nodeLink(gid, id, dir) {
+    return h('a', {
+      class: 'nodeid mono', href: routes.graph(gid, id, dir || 'backward', 2),
+      title: 'Open the provenance graph from ' + id, 'data-testid': 'node-link',
+    }, id);
+  }
+
+  // A list of node ids, at most `max` shown, the rest behind a button.
+  function idList(ids, make, max = 6) {
+    const list = asList(ids);
+    const span = h('span', { class: 'idlist' });
+    const shown = list.slice(0, max);
+    shown.forEach((id, i) => { if (i) span.append(', '); span.append(make(id)); });
+    if (!list.length) span.append(h('span', { class: 'muted' }, 'none'));
+    if (list.length > max) {
+      const more = h('button', { type: 'button', class: 'linkbtn' }, `+${list.length - max} more`);
+      more.addEventListener('click', () => {
+        more.remove();
+        list.slice(max).forEach((id) => span.append(', ', make(id)));
+      });
+      span.append(' ', more);
+    }
+    return span;
+  }
+
+  function tracePage(ctx, gid) {
+    setTitle('Trace ' + gid);
+    const q = ctx.parsed.query;
+    const offset = Math.max(0, parseInt(q.get('offset') || '0', 10) || 0);
+    const limit = q.get('limit') ? Math.max(1, parseInt(q.get('limit'), 10) || 500) : null;
+    appEl.appendChild(loadingView('Loading trace ' + gid + '\u2026'));
+    API.trace(gid, { offset: offset || null, limit }).then((data) => {
+      if (!ctx.alive()) return;
+      clear(appEl);
+      const t = data.trace || {};
+      const tgid = t.graph_id || gid;
+      appEl.append(
+        h('nav', { class: 'crumbs', 'aria-label': 'Breadcrumb' }, h('a', { href: '#/' }, 'Traces'), ' / ', h('span', { class: 'mono' }, tgid)),
+        h('h1', null, 'Trace ', h('span', { class: 'mono' }, tgid)),
+        h('section', { class: 'card' }, traceInfo(t, false)),
+        casesSection(tgid, asList(data.cases)),
+        timelineSection(tgid, data, offset));
+      ctx.ready();
+    }).catch((e) => showError(ctx, e));
+  }
+
+  function casesSection(gid, cases) {
+    const sec = h('section', { class: 'card', 'aria-labelledby': 'cases-h' },
+      h('h2', { id: 'cases-h' }, `Failed cases (${fmtNum(cases.length)})`));
+    if (!cases.length) {
+      sec.appendChild(h('p', { class: 'muted' }, 'This trace has no failed case.'));
+      return sec;
+    }
+    const table = h('table', { class: 'grid cases', 'data-testid': 'cases' },
+      h('thead', null, h('tr', null,
+        ['Case', 'Query', 'Gold', 'Prediction', 'Latest verdict', 'Labels'].map((c) => h('th', { scope: 'col' }, c)))));
+    const tb = h('tbody');
+    for (const c of cases) {
+      const v = c.verdict;
+      tb.appendChild(h('tr', { 'data-testid': 'case-row' },
+        h('td', { class: 'mono' }, h('a', { href: routes.case(gid, c.case), 'data-testid': 'case-link' }, c.case)),
+        h('td', { class: 'text' }, c.query || ''),
+        h('td', { class: 'text' }, asList(c.gold).join(' | ')),
+        h('td', { class: 'text' }, c.prediction || ''),
+        h('td', null, v ? [errorBadge(v.error_type), v.method ? h('span', { class: 'muted small' }, ' ' + v.method) : null]
+          : h('span', { class: 'muted' }, 'no verdict')),
+        h('td', { class: 'num' }, fmtNum(c.labels || 0))));
+    }
+    table.appendChild(tb);
+    sec.appendChild(h('div', { class: 'tablewrap' }, table));
+    return sec;
+  }
+
+  function timelineSection(gid, data, offset) {
+    const sessions = asList(data.sessions);
+    const total = data.ops_total != null ? data.ops_total : null;
+    const limit = data.limit || 500;
+    const off = data.offset != null ? data.offset : offset;
+    let shown = 0;
+    for (const se of sessions) shown += asList(se.ops).length;
+
+    const sec = h('section', { class: 'card', 'aria-labelledby': 'tl-h' },
+      h('h2', { id: 'tl-h' }, 'Timeline'));
+    const pager = () => {
+      const nav = h('div', { class: 'pager', 'data-testid': 'pager' });
+      nav.append(h('span', null, total == null ? `${fmtNum(shown)} ops`
+        : `ops ${fmtNum(shown ? off + 1 : 0)}\u2013${fmtNum(off + shown)} of ${fmtNum(total)}`));
+      if (total != null && total > limit) {
+        const prev = h('button', { type: 'button', 'data-testid': 'page-prev', disabled: off <= 0 }, '\u2190 Previous');
+        const next = h('button', { type: 'button', 'data-testid': 'page-next', disabled: off + limit >= total }, 'Next \u2192');
+        prev.addEventListener('click', () => { location.hash = routes.trace(gid, { offset: Math.max(0, off - limit) || null }); });
+        next.addEventListener('click', () => { location.hash = routes.trace(gid, { offset: off + limit }); });
+        nav.append(prev, next);
+      }
+      return nav;
+    };
+    sec.appendChild(pager());
+    const tl = h('div', { class: 'timeline', 'data-testid': 'timeline' });
+    if (!sessions.length) tl.appendChild(h('p', { class: 'muted' }, 'No ops in this range.'));
+    for (const se of sessions) {
+      const ops = asList(se.ops);
+      const ol = h('ol', { class: 'ops' });
+      for (const op of ops) {
+        ol.appendChild(h('li', { class: 'op', 'data-testid': 'timeline-op', 'data-op-id': op.op_id },
+          h('div', { class: 'ophead' },
+            chip(op.category),
+            h('span', { class: 'opname' }, op.name || '(unnamed op)'),
+            h('span', { class: 'mono muted small', title: op.op_id }, op.op_id),
+            op.created_at ? h('span', { class: 'muted small time' }, op.created_at) : null),
+          h('div', { class: 'io' },
+            idList(op.inputs, (id) => nodeLink(gid, id, 'backward')),
+            h('span', { class: 'arrow', 'aria-label': 'to' }, ' \u2192 '),
+            idList(op.outputs, (id) => nodeLink(gid, id, 'backward'))),
+          op.comment ? h('div', { class: 'comment small muted' }, truncate(op.comment, 300)) : null));
+      }
+      tl.appendChild(h('section', { class: 'session', 'data-testid': 'session', 'data-session-id': se.session_id },
+        h('h3', null,
+          h('span', null, se.name || se.session_id || 'session'),
+          ' ', se.category ? chip(se.category) : null,
+          se.created_at ? h('span', { class: 'muted small time' }, ' ' + se.created_at) : null,
+          h('span', { class: 'muted small' }, ` \u00b7 ${fmtNum(ops.length)} ${ops.length === 1 ? 'op' : 'ops'}`)),
+        ol));
+    }
+    sec.appendChild(tl);
+    if (total != null && total > limit) sec.appendChild(pager());
+    return sec;
+  }
+
+  // ------------------------------------------------------------------ case page
+
+  const METHOD_ORDER = ['evidence', 'llm', 'hybrid', 'human'];
+  const METHOD_LABELS = { evidence: 'Evidence flow', llm: 'LLM', hybrid: 'Hybrid', human: 'Human' };
+
+  function casePage(ctx, gid, caseId) {
+    setTitle('Case ' + caseId);
+    appEl.appendChild(loadingView('Loading case ' + caseId + '\u2026'));
+    API.case(gid, caseId).then((data) => {
+      if (!ctx.alive()) return;
+      clear(appEl);
+      renderCase(ctx, gid, caseId, data);
+      ctx.ready();
+    }).catch((e) => showError(ctx, e));
+  }
+
+  function renderCase(ctx, gidIn, caseId, data) {
+    const t = data.trace || {};
+    const gid = t.graph_id || gidIn;
+    const cid = data.case || caseId;
+    const start = data.prediction_node || data.query_node;
+
+    const verdictsHolder = h('div');
+    const labelsHolder = h('div');
+
+    appEl.append(
+      h('nav', { class: 'crumbs', 'aria-label': 'Breadcrumb' },
+        h('a', { href: '#/' }, 'Traces'), ' / ', h('a', { href: routes.trace(gid), class: 'mono' }, gid), ' / ', h('span', { class: 'mono' }, cid)),
+      h('h1', null, 'Failed case ', h('span', { class: 'mono' }, cid)),
+      h('div', { class: 'actions' },
+        start ? h('a', { class: 'button primary', href: routes.graph(gid, start, 'backward', 2), 'data-testid': 'open-graph' }, 'Provenance graph')
+          : h('span', { class: 'muted' }, 'No prediction or query node to start a graph from.'),
+        h('a', { class: 'button', href: API.annotationsUrl(gid), download: `${String(gid).replace(/[^A-Za-z0-9._-]/g, '_')}-annotations.json`, 'data-testid': 'annotations-link' },
+          'Download the trace\u2019s annotations (JSON)')),
+      caseFacts(gid, data),
+      evidenceSection(gid, asList(data.evidence)),
+      h('section', { class: 'card', 'aria-labelledby': 'verdicts-h' },
+        h('h2', { id: 'verdicts-h' }, 'Verdicts'),
+        h('p', { class: 'muted small' }, 'The latest verdict of each attribution method, side by side.'),
+        verdictsHolder),
+      labelSection(ctx, gid, cid, data, () => refresh()),
+      h('section', { class: 'card', 'aria-labelledby': 'labels-h' },
+        h('h2', { id: 'labels-h' }, 'Human labels'),
+        h('p', { class: 'muted small' }, 'Labels are appended, never overwritten: every label stays in the history, newest first. The latest one is the human verdict.'),
+        labelsHolder));
+
+    function paint(d) {
+      clear(verdictsHolder).appendChild(verdictsGrid(gid, d));
+      clear(labelsHolder).appendChild(labelsList(asList(d.labels)));
+    }
+    paint(data);
+
+    async function refresh() {
+      const d = await API.case(gid, cid);
+      if (ctx.alive()) paint(d);
+    }
+  }
+
+  function caseFacts(gid, d) {
+    const dl = h('dl', { class: 'facts case-facts', 'data-testid': 'case-facts' });
+    const add = (k, v, tid) => dl.append(h('dt', null, k), h('dd', tid ? { 'data-testid': tid } : null, v));
+    add('Query', h('span', { class: 'text' }, d.query || ''), 'case-query');
+    add('Gold', asList(d.gold).length ? h('span', { class: 'text' }, asList(d.gold).join(' | ')) : h('span', { class: 'muted' }, 'none'), 'case-gold');
+    add('Prediction', h('span', { class: 'text' }, d.prediction || ''), 'case-prediction');
+    add('Judge', d.judge ? h('span', { class: 'text' }, d.judge) : h('span', { class: 'muted' }, 'none'));
+    if (d.query_node) add('Query node', nodeLink(gid, d.query_node, 'forward'));
+    if (d.prediction_node) add('Prediction node', nodeLink(gid, d.prediction_node, 'backward'));
+    if (d.answer_op) add('Answer op', h('span', { class: 'mono' }, d.answer_op));
+    return h('section', { class: 'card' }, dl);
+  }
+
+  function evidenceSection(gid, ev) {
+    const sec = h('section', { class: 'card', 'aria-labelledby': 'ev-h' }, h('h2', { id: 'ev-h' }, `Evidence (${ev.length})`));
+    if (!ev.length) {
+      sec.appendChild(h('p', { class: 'muted' }, 'No evidence node is known for this case.'));
+      return sec;
+    }
+    const ul = h('ul', { class: 'evidence', 'data-testid': 'evidence' });
+    for (const e of ev) {
+      ul.appendChild(h('li', { 'data-testid': 'evidence-item' },
+        nodeLink(gid, e.node, 'forward'),
+        e.origin ? h('span', { class: 'tag' }, e.origin) : null,
+        e.preview ? h('div', { class: 'preview' }, e.preview) : null));
+    }
+    sec.appendChild(ul);
+    return sec;
+  }
+
+  function verdictsGrid(gid, d) {
+    const verdicts = d.verdicts || {};
+    let methods = asList(d.methods).slice();
+    if (!methods.length) methods = METHOD_ORDER.slice();
+    for (const m of Object.keys(verdicts)) if (!methods.includes(m)) methods.push(m);
+    const grid = h('div', { class: 'verdicts', 'data-testid': 'verdicts', style: { '--cols': String(methods.length) } });
+    for (const m of methods) {
+      const v = verdicts[m];
+      const col = h('article', { class: 'verdict' + (v ? '' : ' none'), 'data-testid': 'verdict', 'data-method': m, 'aria-label': 'Verdict of method ' + m },
+        h('h3', null, METHOD_LABELS[m] || m));
+      if (!v) {
+        col.appendChild(h('p', { class: 'muted' }, 'no verdict'));
+      } else {
+        const dl = h('dl', { class: 'facts compact' });
+        const add = (k, val) => { if (val !== undefined && val !== null && val !== '') dl.append(h('dt', null, k), h('dd', null, val)); };
+        add('Error type', errorBadge(v.error_type));
+        add('Op', v.op_id ? h('span', null, h('span', { class: 'mono small', title: v.op_id }, v.op_id), v.op_name ? h('div', null, v.op_name) : null) : null);
+        add('Confidence', typeof v.confidence === 'number' ? v.confidence.toFixed(2) : v.confidence);
+        add('Reason', v.reason ? h('span', { class: 'text' }, v.reason) : null);
+        add('Author', v.author);
+        add('At', v.at);
+        col.appendChild(dl);
+        const chain = asList(v.chain);
+        if (chain.length) {
+          const ol = h('ol', { class: 'chain' });
+          for (const st of chain) {
+            ol.appendChild(h('li', null,
+              st.what ? h('span', { class: 'tag' }, st.what) : null, ' ',
+              st.var ? nodeLink(gid, st.var, 'backward') : null,
+              st.op_name || st.op_id ? h('span', { class: 'small' }, ' at ', st.op_name || '', ' ', h('span', { class: 'mono muted', title: st.op_id || '' }, shortOp(st.op_id))) : null));
+          }
+          col.appendChild(h('details', { class: 'chainbox' }, h('summary', null, `Chain (${chain.length} steps)`), ol));
+        }
+      }
+      grid.appendChild(col);
+    }
+    return grid;
+  }
+
+  function labelsList(labels) {
+    const sorted = labels.slice().sort((a, b) => (b.seq != null && a.seq != null ? b.seq - a.seq : 0));
+    const ol = h('ol', { class: 'labels', 'data-testid': 'labels' });
+    if (!sorted.length) {
+      return h('div', { 'data-testid': 'labels', class: 'labels empty' }, h('p', { class: 'muted' }, 'No human label yet.'));
+    }
+    for (const l of sorted) {
+      ol.appendChild(h('li', { class: 'label-item', 'data-testid': 'label-item', 'data-seq': l.seq != null ? l.seq : '' },
+        h('div', { class: 'labelhead' },
+          errorBadge(l.error_type),
+          h('span', null, ' at ', l.op_name ? l.op_name + ' ' : '', h('span', { class: 'mono small', title: l.op_id || '' }, l.op_id || '')),
+          h('span', { class: 'muted small' }, ` \u2014 ${l.author || 'anonymous'}, ${l.at || ''}`),
+          l.seq != null ? h('span', { class: 'muted small' }, ` (#${l.seq})`) : null),
+        l.reason ? h('div', { class: 'text reason' }, l.reason) : h('div', { class: 'muted small' }, 'no reason given')));
+    }
+    return ol;
+  }
+
+  const AUTHOR_KEY = 'memtrace.author';
+
+  function labelSection(ctx, gid, cid, data, refresh) {
+    const ops = asList(data.ops);
+    const verdicts = data.verdicts || {};
+    const prefill = verdicts.human || verdicts.evidence || verdicts.hybrid || verdicts.llm || null;
+
+    const etSel = h('select', { name: 'error_type', id: 'lf-et', required: true },
+      ERROR_TYPES.map((t) => h('option', { value: t }, t)));
+    if (prefill && ERROR_TYPES.includes(prefill.error_type)) etSel.value = prefill.error_type;
+
+    const opSel = h('select', { name: 'op_id', id: 'lf-op', required: true });
+    for (const op of ops) {
+      opSel.appendChild(h('option', { value: op.op_id }, `${op.name || '(unnamed)'} \u2014 ${op.op_id}`));
+    }
+    if (!ops.length) opSel.appendChild(h('option', { value: '', disabled: true }, 'no op on this case\u2019s provenance'));
+    if (prefill && prefill.op_id && ops.some((o) => o.op_id === prefill.op_id)) opSel.value = prefill.op_id;
+
+    const reason = h('textarea', { name: 'reason', id: 'lf-reason', rows: 3, placeholder: 'Why this op caused the failure (optional)' });
+    let savedAuthor = '';
+    try { savedAuthor = localStorage.getItem(AUTHOR_KEY) || ''; } catch (_) { /* storage off */ }
+    const author = h('input', { name: 'author', id: 'lf-author', type: 'text', maxlength: 100, required: true, autocomplete: 'name', value: savedAuthor });
+    const err = h('div', { class: 'formerror', 'data-testid': 'label-error', role: 'alert', hidden: true });
+    const ok = h('span', { class: 'formok', role: 'status', 'data-testid': 'label-status' });
+    const submit = h('button', { type: 'submit', class: 'primary', 'data-testid': 'label-submit' }, 'Add label');
+
+    const form = h('form', { class: 'labelform', 'data-testid': 'label-form', 'aria-labelledby': 'lf-h', novalidate: true },
+      h('div', { class: 'field' }, h('label', { for: 'lf-et' }, 'Error type'), etSel),
+      h('div', { class: 'field' }, h('label', { for: 'lf-op' }, 'Op (on the case\u2019s backward provenance)'), opSel),
+      h('div', { class: 'field wide' }, h('label', { for: 'lf-reason' }, 'Reason'), reason),
+      h('div', { class: 'field' }, h('label', { for: 'lf-author' }, 'Author'), author),
+      h('div', { class: 'field formactions' }, submit, ok),
+      err);
+
+    form.addEventListener('submit', async (e) => {
+      e.preventDefault();
+      err.hidden = true;
+      err.textContent = '';
+      ok.textContent = '';
+      const body = { error_type: etSel.value, op_id: opSel.value, reason: reason.value, author: author.value.trim() };
+      try { localStorage.setItem(AUTHOR_KEY, body.author); } catch (_) { /* storage off */ }
+      submit.disabled = true;
+      try {
+        await API.addLabel(gid, cid, body);
+        if (!ctx.alive()) return;
+        reason.value = '';
+        ok.textContent = 'Label added.';
+        await refresh();
+      } catch (ex) {
+        if (!ctx.alive()) return;
+        err.textContent = ex && ex.message ? ex.message : String(ex);
+        err.hidden = false;
+      } finally {
+        submit.disabled = false;
+      }
+    });
+
+    return h('section', { class: 'card', 'aria-labelledby': 'lf-h' },
+      h('h2', { id: 'lf-h' }, 'Add a human label'),
+      h('p', { class: 'muted small' }, 'A new label is appended to the case\u2019s history; earlier labels are kept, never overwritten.'),
+      form);
+  }
+
+  // ------------------------------------------------------------------ graph model and layout
+
+  function edgeKey(e) {
+    return e.id != null ? String(e.id) : `${e.source}|${e.op || ''}|${e.target}`;
+  }
+
+  class GraphModel {
+    constructor(direction) {
+      this.direction = direction === 'forward' ? 'forward' : 'backward';
+      this.nodes = new Map();
+      this.ops = new Map();
+      this.edges = new Map();
+    }
+
+    merge(g) {
+      for (const n of asList(g && g.nodes)) {
+        if (n == null || n.id == null) continue;
+        const old = this.nodes.get(n.id);
+        this.nodes.set(n.id, old ? Object.assign({}, old, n, { start: !!(old.start || n.start) }) : Object.assign({}, n));
+      }
+      for (const o of asList(g && g.ops)) {
+        if (o == null || o.id == null) continue;
+        this.ops.set(o.id, Object.assign({}, this.ops.get(o.id) || {}, o));
+      }
+      for (const e of asList(g && g.edges)) {
+        if (e == null || e.source == null || e.target == null) continue;
+        this.edges.set(edgeKey(e), e);
+        // Tolerate edges whose ends or op the answer did not list.
+        if (!this.nodes.has(e.source)) this.nodes.set(e.source, { id: e.source, placeholder: true });
+        if (!this.nodes.has(e.target)) this.nodes.set(e.target, { id: e.target, placeholder: true });
+        if (e.op != null && !this.ops.has(e.op)) this.ops.set(e.op, { id: e.op, name: e.op });
+      }
+    }
+
+    // Drawn edges per node in the model's direction (incoming for backward,
+    // outgoing for forward), counted once per change of the edges.
+    drawnCounts() {
+      if (this._counts && this._countsFor === this.edges.size) return this._counts;
+      const c = new Map();
+      for (const e of this.edges.values()) {
+        const k = this.direction === 'backward' ? e.target : e.source;
+        c.set(k, (c.get(k) || 0) + 1);
+      }
+      this._counts = c;
+      this._countsFor = this.edges.size;
+      return c;
+    }
+
+    // More edges in the graph's direction than drawn: the spec's frontier rule.
+    isFrontier(n) {
+      const deg = this.direction === 'backward' ? n.in_degree : n.out_degree;
+      if (typeof deg !== 'number') return false;
+      return (this.drawnCounts().get(n.id) || 0) < deg;
+    }
+
+    counts() {
+      return { nodes: this.nodes.size, ops: this.ops.size, edges: this.edges.size };
+    }
+  }
+
+  const VAR_W = 200, VAR_H = 46, OP_R = 13, OP_COL_W = 140, ROW_H = 64, COL_GAP = 46, DUMMY_H = 22, DUMMY_W = 30;
+
+  // Layered layout, left to right in provenance order (data flows left to right):
+  // vertices are variables and ops, arcs var -> op -> var. Cycles are broken by
+  // dropping DFS back arcs; layers are longest paths from the sources (sources
+  // then pulled right next to their first consumer); order within a layer by
+  // barycenter sweeps.
+  function layoutGraph(model) {
+    const V = [];
+    const kind = new Map();
+    for (const id of model.nodes.keys()) { const k = 'n:' + id; V.push(k); kind.set(k, 'node'); }
+    for (const id of model.ops.keys()) { const k = 'o:' + id; V.push(k); kind.set(k, 'op'); }
+    const succ = new Map(V.map((v) => [v, new Set()]));
+    const pred = new Map(V.map((v) => [v, new Set()]));
+    const arcs = [];
+    const addArc = (a, b) => {
+      if (a === b || !succ.has(a) || !succ.has(b) || succ.get(a).has(b)) return;
+      succ.get(a).add(b); pred.get(b).add(a); arcs.push([a, b]);
+    };
+    for (const e of model.edges.values()) {
+      if (e.op != null) {
+        addArc('n:' + e.source, 'o:' + e.op);
+        addArc('o:' + e.op, 'n:' + e.target);
+      } else {
+        addArc('n:' + e.source, 'n:' + e.target);
+      }
+    }
+
+    // Break cycles: iterative DFS, back arcs (to a vertex on the stack) dropped.
+    const state = new Map(); // 1 = on stack, 2 = done
+    const back = new Set();
+    const roots = V.filter((v) => pred.get(v).size === 0).concat(V);
+    for (const r of roots) {
+      if (state.has(r)) continue;
+      const stack = [[r, Array.from(succ.get(r))]];
+      state.set(r, 1);
+      while (stack.length) {
+        const top = stack[stack.length - 1];
+        if (top[1].length) {
+          const w = top[1].shift();
+          const st = state.get(w);
+          if (st === 1) back.add(top[0] + '\u0000' + w);
+          else if (!st) { state.set(w, 1); stack.push([w, Array.from(succ.get(w))]); }
+        } else {
+          state.set(top[0], 2);
+          stack.pop();
+        }
+      }
+    }
+    const S = new Map(V.map((v) => [v, []]));
+    const P = new Map(V.map((v) => [v, []]));
+    for (const [a, b] of arcs) {
+      if (back.has(a + '\u0000' + b)) continue;
+      S.get(a).push(b); P.get(b).push(a);
+    }
+
+    // Topological order (Kahn) and longest-path layers.
+    const indeg = new Map(V.map((v) => [v, P.get(v).length]));
+    const queue = V.filter((v) => indeg.get(v) === 0);
+    const topo = [];
+    while (queue.length) {
+      const v = queue.shift();
+      topo.push(v);
+      for (const w of S.get(v)) {
+        indeg.set(w, indeg.get(w) - 1);
+        if (indeg.get(w) === 0) queue.push(w);
+      }
+    }
+    const layer = new Map();
+    for (const v of topo) {
+      let l = 0;
+      for (const u of P.get(v)) l = Math.max(l, layer.get(u) + 1);
+      layer.set(v, l);
+    }
+    // Sources sit just before their nearest consumer rather than all at layer 0.
+    for (let i = topo.length - 1; i >= 0; i--) {
+      const v = topo[i];
+      if (P.get(v).length === 0 && S.get(v).length) {
+        let m = Infinity;
+        for (const w of S.get(v)) m = Math.min(m, layer.get(w));
+        layer.set(v, m - 1);
+      }
+    }
+    let minL = Infinity;
+    for (const l of layer.values()) minL = Math.min(minL, l);
+    if (minL === Infinity) minL = 0;
+    for (const v of topo) layer.set(v, layer.get(v) - minL);
+
+    // Arcs longer than one layer go through dummy vertices, one per layer
+    // crossed, so they take part in the ordering and are drawn around the
+    // vertices in between instead of through them.
+    const OS = new Map(topo.map((v) => [v, []]));
+    const OP = new Map(topo.map((v) => [v, []]));
+    const chains = new Map();
+    const order = topo.slice();
+    let dummies = 0;
+    for (const [a, b] of arcs) {
+      if (back.has(a + '\u0000' + b) || !layer.has(a) || !layer.has(b)) continue;
+      const la = layer.get(a), lb = layer.get(b);
+      let prev = a;
+      const chain = [];
+      for (let l = la + 1; l < lb; l++) {
+        const d = 'd:' + (dummies++);
+        kind.set(d, 'dummy');
+        layer.set(d, l);
+        OS.set(d, []); OP.set(d, []);
+        OS.get(prev).push(d); OP.get(d).push(prev);
+        order.push(d);
+        chain.push(d);
+        prev = d;
+      }
+      OS.get(prev).push(b); OP.get(b).push(prev);
+      if (chain.length) chains.set(a + '\u0000' + b, chain);
+    }
+    const layers = [];
+    for (const v of order) (layers[layer.get(v)] = layers[layer.get(v)] || []).push(v);
+    for (let i = 0; i < layers.length; i++) layers[i] = layers[i] || [];
+
+    // Barycenter sweeps: down by predecessors, up by successors.
+    const posIn = new Map();
+    const setPos = () => layers.forEach((L) => L.forEach((v, i) => posIn.set(v, L.length > 1 ? i / (L.length - 1) : 0.5)));
+    setPos();
+    const sortLayer = (L, nbrs) => {
+      const bc = new Map();
+      L.forEach((v) => {
+        const ns = nbrs(v);
+        bc.set(v, ns.length ? ns.reduce((acc, u) => acc + posIn.get(u), 0) / ns.length : posIn.get(v));
+      });
+      L.sort((a, b) => bc.get(a) - bc.get(b));
+    };
+    for (let it = 0; it < 4; it++) {
+      for (let i = 1; i < layers.length; i++) { sortLayer(layers[i], (v) => OP.get(v)); setPos(); }
+      for (let i = layers.length - 2; i >= 0; i--) { sortLayer(layers[i], (v) => OS.get(v)); setPos(); }
+    }
+
+    // Coordinates: columns as wide as their widest vertex, each column's
+    // slots stacked and centred on y = 0 (dummies take a thin slot).
+    const slot = (v) => (kind.get(v) === 'dummy' ? DUMMY_H : ROW_H);
+    const pos = new Map();
+    let x = 0;
+    for (const L of layers) {
+      const hasVar = L.some((v) => kind.get(v) === 'node');
+      const hasOp = L.some((v) => kind.get(v) === 'op');
+      const w = hasVar ? VAR_W : (hasOp ? OP_COL_W : DUMMY_W);
+      let y = -L.reduce((acc, v) => acc + slot(v), 0) / 2;
+      for (const v of L) {
+        const cy = y + slot(v) / 2;
+        y += slot(v);
+        const k = kind.get(v);
+        if (k === 'node') pos.set(v, { x: x + (w - VAR_W) / 2, y: cy - VAR_H / 2, w: VAR_W, h: VAR_H, cx: x + w / 2, cy });
+        else if (k === 'op') pos.set(v, { x: x + w / 2 - OP_R, y: cy - OP_R, w: OP_R * 2, h: OP_R * 2, cx: x + w / 2, cy });
+        else pos.set(v, { x: x + w / 2, y: cy, w: 0, h: 0, cx: x + w / 2, cy, dummy: true });
+      }
+      x += w + COL_GAP;
+    }
+    // Vertices left out of the topological order (cannot happen once cycles
+    // are broken, but stay safe) go in a last column.
+    let extra = 0;
+    for (const v of V) {
+      if (pos.has(v)) continue;
+      const cy = extra++ * ROW_H;
+      pos.set(v, { x, y: cy - VAR_H / 2, w: VAR_W, h: VAR_H, cx: x + VAR_W / 2, cy });
+    }
+    return { pos, chains };
+  }
+
+  // ------------------------------------------------------------------ graph view (SVG)
+
+  let markerSeq = 0;
+
+  // Shortens an SVG text until it is at most maxW wide (binary search on the
+  // length); does nothing when the text is not rendered (length 0).
+  function fitText(el, maxW) {
+    const full = el.textContent;
+    let w;
+    try { w = el.getComputedTextLength(); } catch (_) { return; }
+    if (!w || w <= maxW) return;
+    const base = full.endsWith('\u2026') ? full.slice(0, -1) : full;
+    let lo = 1, hi = base.length;
+    while (lo < hi) {
+      const mid = Math.ceil((lo + hi) / 2);
+      el.textContent = base.slice(0, mid) + '\u2026';
+      if (el.getComputedTextLength() <= maxW) lo = mid; else hi = mid - 1;
+    }
+    el.textContent = base.slice(0, lo) + '\u2026';
+  }
+
+  class GraphView {
+    constructor(model, handlers) {
+      this.model = model;
+      this.handlers = handlers || {};
+      this.t = { x: 0, y: 0, k: 1 };
+      this.selected = null;
+      this.layout = null;
+      this.expansions = 0;
+      this.markerId = 'mt-arrow-' + (++markerSeq);
+
+      this.svg = s('svg', {
+        class: 'graph', 'data-testid': 'graph', role: 'group', 'aria-label': 'Provenance graph',
+        'data-expansions': '0',
+      });
+      const defs = s('defs', null,
+        s('marker', { id: this.markerId, viewBox: '0 0 10 10', refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: 'auto-start-reverse' },
+          s('path', { d: 'M0,0 L10,5 L0,10 z', class: 'arrowhead' })));
+      this.bg = s('rect', { class: 'bg', x: -1e5, y: -1e5, width: 2e5, height: 2e5 });
+      this.viewport = s('g', { class: 'viewport' });
+      this.edgeLayer = s('g', { class: 'edges' });
+      this.nodeLayer = s('g', { class: 'nodes' });
+      this.viewport.append(this.edgeLayer, this.nodeLayer);
+      this.svg.append(defs, this.bg, this.viewport);
+
+      const zin = h('button', { type: 'button', title: 'Zoom in', 'aria-label': 'Zoom in', 'data-testid': 'zoom-in' }, '+');
+      const zout = h('button', { type: 'button', title: 'Zoom out', 'aria-label': 'Zoom out', 'data-testid': 'zoom-out' }, '\u2212');
+      const fit = h('button', { type: 'button', title: 'Fit the graph in the view', 'data-testid': 'zoom-fit' }, 'fit');
+      zin.addEventListener('click', () => this.zoomCenter(1.25));
+      zout.addEventListener('click', () => this.zoomCenter(0.8));
+      fit.addEventListener('click', () => this.fit());
+      this.el = h('div', { class: 'graphbox' }, this.svg, h('div', { class: 'zoomctl' }, zin, zout, fit));
+
+      this.installPanZoom();
+    }
+
+    installPanZoom() {
+      let drag = null;
+      this.svg.addEventListener('pointerdown', (e) => {
+        if (e.button !== 0) return;
+        if (e.target.closest && e.target.closest('.gnode, .gop, .badge')) return;
+        drag = { id: e.pointerId, x: e.clientX, y: e.clientY, tx: this.t.x, ty: this.t.y };
+        this.svg.setPointerCapture(e.pointerId);
+        this.svg.classList.add('panning');
+      });
+      this.svg.addEventListener('pointermove', (e) => {
+        if (!drag || e.pointerId !== drag.id) return;
+        this.t.x = drag.tx + (e.clientX - drag.x);
+        this.t.y = drag.ty + (e.clientY - drag.y);
+        this.applyTransform();
+      });
+      const end = (e) => {
+        if (!drag || e.pointerId !== drag.id) return;
+        drag = null;
+        this.svg.classList.remove('panning');
+      };
+      this.svg.addEventListener('pointerup', end);
+      this.svg.addEventListener('pointercancel', end);
+      this.svg.addEventListener('wheel', (e) => {
+        e.preventDefault();
+        const r = this.svg.getBoundingClientRect();
+        const dy = e.deltaMode === 1 ? e.deltaY * 16 : e.deltaY;
+        this.zoomAt(e.clientX - r.left, e.clientY - r.top, Math.exp(-dy * 0.0015));
+      }, { passive: false });
+    }
+
+    size() {
+      const r = this.svg.getBoundingClientRect();
+      return { w: r.width || 800, h: r.height || 500 };
+    }
+
+    applyTransform() {
+      this.viewport.setAttribute('transform', `translate(${this.t.x.toFixed(2)},${this.t.y.toFixed(2)}) scale(${this.t.k.toFixed(4)})`);
+    }
+
+    zoomAt(px, py, factor) {
+      const k = Math.min(4, Math.max(0.05, this.t.k * factor));
+      const f = k / this.t.k;
+      this.t.x = px - (px - this.t.x) * f;
+      this.t.y = py - (py - this.t.y) * f;
+      this.t.k = k;
+      this.applyTransform();
+    }
+
+    zoomCenter(factor) {
+      const { w, h: hh } = this.size();
+      this.zoomAt(w / 2, hh / 2, factor);
+    }
+
+    bounds() {
+      let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
+      for (const p of this.layout.pos.values()) {
+        x0 = Math.min(x0, p.x); y0 = Math.min(y0, p.y - 4);
+        x1 = Math.max(x1, p.x + p.w); y1 = Math.max(y1, p.y + p.h + 16);
+      }
+      if (x0 === Infinity) return { x0: 0, y0: 0, x1: 1, y1: 1 };
+      return { x0, y0, x1, y1 };
+    }
+
+    fit() {
+      if (!this.layout) return;
+      const b = this.bounds();
+      const { w, h: hh } = this.size();
+      const pad = 30;
+      const k = Math.min(1.2, Math.max(0.05, Math.min((w - 2 * pad) / (b.x1 - b.x0 + 1), (hh - 2 * pad) / (b.y1 - b.y0 + 1))));
+      this.t.k = k;
+      this.t.x = (w - (b.x1 - b.x0) * k) / 2 - b.x0 * k;
+      this.t.y = (hh - (b.y1 - b.y0) * k) / 2 - b.y0 * k;
+      this.applyTransform();
+    }
+
+    // Re-lays out the model; with `anchor` (a node id) the view keeps that node
+    // where it was on the screen, otherwise the graph is fitted.
+    refresh(anchor) {
+      let before = null;
+      if (anchor && this.layout) {
+        const p = this.layout.pos.get('n:' + anchor);
+        if (p) before = { x: p.cx * this.t.k + this.t.x, y: p.cy * this.t.k + this.t.y };
+      }
+      this.layout = layoutGraph(this.model);
+      this.draw();
+      if (before) {
+        const p = this.layout.pos.get('n:' + anchor);
+        if (p) {
+          this.t.x = before.x - p.cx * this.t.k;
+          this.t.y = before.y - p.cy * this.t.k;
+        }
+        this.applyTransform();
+      } else if (anchor && this.layout && this.hasView) {
+        this.applyTransform();
+      } else {
+        this.fit();
+        this.hasView = true;
+        // A graph too big to read when fitted opens around its start node at
+        // a readable scale instead ("fit" shows it all).
+        if (this.t.k < 0.4) {
+          const startId = Array.from(this.model.nodes.values()).filter((n) => n.start).map((n) => n.id)[0];
+          if (startId) {
+            this.t.k = 0.75;
+            // Backward graphs grow to the left of the start, forward ones to the right.
+            this.centerOn(startId, this.model.direction === 'backward' ? 0.75 : 0.25);
+          }
+        }
+      }
+    }
+
+    draw() {
+      clear(this.edgeLayer);
+      clear(this.nodeLayer);
+      const pos = this.layout.pos;
+      const model = this.model;
+      const marker = `url(#${this.markerId})`;
+
+      // A smooth path through points, leaving and entering each horizontally.
+      const curve = (pts) => {
+        let d = `M${pts[0][0]},${pts[0][1]}`;
+        for (let i = 1; i < pts.length; i++) {
+          const [x1, y1] = pts[i - 1], [x2, y2] = pts[i];
+          const dx = Math.max(20, Math.abs(x2 - x1) / 2);
+          d += ` C${x1 + dx},${y1} ${x2 - dx},${y2} ${x2},${y2}`;
+        }
+        return d;
+      };
+      const seen = new Set();
+      const seg = (a, b, cls) => {
+        const k = a + '\u0000' + b;
+        if (seen.has(k)) return;
+        seen.add(k);
+        const pa = pos.get(a), pb = pos.get(b);
+        if (!pa || !pb) return;
+        const pts = [[pa.x + pa.w, pa.cy]];
+        for (const d of this.layout.chains.get(k) || []) {
+          const pd = pos.get(d);
+          pts.push([pd.cx, pd.cy]);
+        }
+        pts.push([pb.x - 1, pb.cy]);
+        const back = pb.x < pa.x + pa.w;
+        this.edgeLayer.appendChild(s('path', { d: curve(pts), class: 'edge ' + cls + (back ? ' back' : ''), 'marker-end': marker }));
+      };
+      for (const e of model.edges.values()) {
+        if (e.op != null) {
+          seg('n:' + e.source, 'o:' + e.op, 'in');
+          seg('o:' + e.op, 'n:' + e.target, 'out');
+        } else {
+          seg('n:' + e.source, 'n:' + e.target, 'direct');
+        }
+      }
+
+      for (const [id, op] of model.ops) {
+        const p = pos.get('o:' + id);
+        if (!p) continue;
+        const c = catColors(op.category);
+        const r = OP_R;
+        const g = s('g', {
+          class: 'gop', 'data-testid': 'graph-op', 'data-id': id, transform: `translate(${p.cx},${p.cy})`,
+          tabindex: 0, role: 'button', 'aria-label': `op ${op.name || id}`,
+        },
+          s('title', null, `${op.name || ''}\n${id}${op.category ? '\ncategory: ' + op.category : ''}`),
+          s('path', { d: `M0,${-r} L${r},0 L0,${r} L${-r},0 Z`, style: { fill: c.fill, stroke: c.stroke } }),
+          s('text', { class: 'oplabel', x: 0, y: r + 12, 'text-anchor': 'middle' }, truncate(op.name || shortOp(id), 24)));
+        const act = () => this.handlers.onOp && this.handlers.onOp(id, op);
+        g.addEventListener('click', act);
+        g.addEventListener('keydown', (e) => { if (e.key === 'Enter' || e.key === ' ') { e.preventDefault(); act(); } });
+        this.nodeLayer.appendChild(g);
+      }
+
+      for (const [id, n] of model.nodes) {
+        const p = pos.get('n:' + id);
+        if (!p) continue;
+        const c = catColors(n.category);
+        const frontier = model.isFrontier(n);
+        const cls = ['gnode'];
+        if (frontier) cls.push('frontier');
+        if (n.start) cls.push('start');
+        if (this.selected === id) cls.push('selected');
+        const g = s('g', {
+          class: cls.join(' '), 'data-testid': 'graph-node', 'data-id': id, transform: `translate(${p.x},${p.y})`,
+          tabindex: 0, role: 'button', 'aria-label': `variable ${id}${frontier ? ', has more edges' : ''}`,
+          'data-frontier': frontier ? '1' : '0',
+        },
+          s('title', null, `${id}${n.category ? '\ncategory: ' + n.category : ''}${n.preview ? '\n' + truncate(n.preview, 300) : ''}`),
+          s('rect', { class: 'box', width: VAR_W, height: VAR_H, rx: 9, ry: 9, style: { fill: c.fill, stroke: c.stroke } }),
+          s('text', { class: 'nid', x: 10, y: 18 }, truncate(id, 27)),
+          s('text', { class: 'npreview', x: 10, y: 35 }, truncate(n.preview || (n.placeholder ? '' : '(empty)'), 34)));
+        const select = () => this.handlers.onSelect && this.handlers.onSelect(id);
+        g.addEventListener('click', select);
+        g.addEventListener('keydown', (e) => { if (e.key === 'Enter' || e.key === ' ') { e.preventDefault(); select(); } });
+        if (frontier) {
+          const bx = model.direction === 'backward' ? -2 : VAR_W + 2;
+          const badge = s('g', {
+            class: 'badge', 'data-testid': 'expand', 'data-id': id, transform: `translate(${bx},${VAR_H / 2})`,
+            tabindex: 0, role: 'button', 'aria-label': `Expand ${id} ${model.direction}`,
+          },
+            s('title', null, `Expand ${model.direction}: show more of ${id}`),
+            s('circle', { r: 9 }),
+            s('path', { d: 'M-4.5,0 H4.5 M0,-4.5 V4.5', class: 'plus' }));
+          const ex = (e) => { e.stopPropagation(); this.handlers.onExpand && this.handlers.onExpand(id); };
+          badge.addEventListener('click', ex);
+          badge.addEventListener('keydown', (e) => { if (e.key === 'Enter' || e.key === ' ') { e.preventDefault(); ex(e); } });
+          g.appendChild(badge);
+        }
+        this.nodeLayer.appendChild(g);
+      }
+      // Trim labels to the box by measuring them (skipped on big graphs, where
+      // the character cut above is the only cut).
+      if (model.nodes.size <= 600) {
+        for (const t of this.nodeLayer.querySelectorAll('.gnode text')) fitText(t, VAR_W - 18);
+        for (const t of this.nodeLayer.querySelectorAll('.gop text')) fitText(t, OP_COL_W + COL_GAP - 12);
+      }
+      this.applyTransform();
+    }
+
+    select(id) {
+      this.selected = id;
+      for (const g of this.nodeLayer.querySelectorAll('.gnode')) {
+        g.classList.toggle('selected', g.getAttribute('data-id') === id);
+      }
+    }
+
+    // Pans the least needed to bring a drawn node into the view.
+    ensureVisible(id) {
+      const p = this.layout && this.layout.pos.get('n:' + id);
+      if (!p) return;
+      const { w, h: hh } = this.size();
+      const x0 = p.x * this.t.k + this.t.x, x1 = (p.x + p.w) * this.t.k + this.t.x;
+      const y0 = p.y * this.t.k + this.t.y, y1 = (p.y + p.h) * this.t.k + this.t.y;
+      if (x0 >= 0 && y0 >= 0 && x1 <= w && y1 <= hh) return;
+      this.centerOn(id);
+    }
+
+    // Pans so the node sits at `fx` of the view's width (default the middle).
+    centerOn(id, fx) {
+      const p = this.layout && this.layout.pos.get('n:' + id);
+      if (!p) return;
+      const { w, h: hh } = this.size();
+      this.t.x = w * (fx == null ? 0.5 : fx) - p.cx * this.t.k;
+      this.t.y = hh / 2 - p.cy * this.t.k;
+      this.applyTransform();
+    }
+  }
+
+  // ------------------------------------------------------------------ graph explorer (view + panel)
+
+  // The graph component shared by the graph page and the query page: the SVG,
+  // counts, a node panel, and expansion through the API.
+  function graphExplorer(gid, graph) {
+    const model = new GraphModel(graph && graph.direction);
+    model.merge(graph);
+    const counts = h('span', { class: 'counts', 'data-testid': 'graph-counts', role: 'status' });
+    const status = h('span', { class: 'muted small', role: 'status', 'data-testid': 'graph-status' });
+    const panel = h('aside', { class: 'nodepanel', 'data-testid': 'node-panel', 'aria-label': 'Node details', hidden: true });
+    let panelToken = 0;
+
+    const view = new GraphView(model, {
+      onSelect: (id) => selectNode(id),
+      onExpand: (id) => expand(id),
+      onOp: (id, op) => showOp(id, op),
+    });
+
+    const legend = h('div', { class: 'legend small muted' },
+      h('span', null, h('span', { class: 'lg-var' }), ' variable'),
+      h('span', null, h('span', { class: 'lg-op' }), ' op'),
+      h('span', null, h('span', { class: 'lg-frontier' }), ' more edges (click + to expand)'),
+      h('span', null, `direction: ${model.direction}`));
+
+    const el = h('div', { class: 'explorer' },
+      h('div', { class: 'graphcol' }, h('div', { class: 'graphinfo' }, counts, status), legend, view.el),
+      panel);
+
+    function updateCounts() {
+      const c = model.counts();
+      counts.textContent = `${fmtNum(c.nodes)} nodes, ${fmtNum(c.ops)} ops, ${fmtNum(c.edges)} edges`;
+    }
+
+    // Runs expansions ([node, dir] pairs) one after the other, merges what
+    // they return, and re-lays out once, keeping `anchor` where it was.
+    async function expandAll(steps, anchor) {
+      status.textContent = `Expanding ${steps.map((x) => x[0]).join(', ')}\u2026`;
+      view.svg.setAttribute('aria-busy', 'true');
+      let failed = null;
+      for (const [node, dir] of steps) {
+        try {
+          model.merge(await API.expand(gid, node, dir));
+        } catch (e) {
+          failed = e;
+          break;
+        }
+      }
+      view.expansions++;
+      view.refresh(model.nodes.has(anchor) ? anchor : undefined);
+      view.svg.setAttribute('data-expansions', String(view.expansions));
+      view.svg.setAttribute('aria-busy', 'false');
+      updateCounts();
+      status.textContent = failed ? 'Expand failed: ' + failed.message : '';
+    }
+
+    async function expand(id, dir) {
+      await expandAll([[id, dir || model.direction]], id);
+      if (view.selected === id) renderPanelExpand(id);
+    }
+
+    // How to add a node that is not drawn: for the panel of node `sel`, a
+    // node named by one of its op subgraphs is reached by expanding `sel`
+    // (and, for a fellow input or output of the op, that node too), so it
+    // arrives connected; anything else is expanded on its own.
+    const addPlans = new Map();
+
+    function pickable(id, plan) {
+      const drawn = model.nodes.has(id);
+      const b = h('button', { type: 'button', class: 'linkbtn mono' + (drawn ? '' : ' notdrawn'),
+        title: drawn ? 'Select ' + id : 'Show ' + id + ' (not drawn yet)', 'data-testid': 'panel-node' }, id);
+      b.addEventListener('click', () => {
+        if (plan) addPlans.set(id, plan);
+        selectNode(id);
+      });
+      return b;
+    }
+
+    let expandSlot = null;
+    function renderPanelExpand(id) {
+      if (!expandSlot) return;
+      clear(expandSlot);
+      const n = model.nodes.get(id);
+      if (!n) {
+        const add = h('button', { type: 'button', class: 'primary', 'data-testid': 'panel-add' }, 'Add to the graph');
+        add.addEventListener('click', async () => {
+          const plan = addPlans.get(id) || [[id, model.direction]];
+          const anchor = plan.map((x) => x[0]).find((x) => model.nodes.has(x)) || id;
+          await expandAll(plan, anchor);
+          if (!model.nodes.has(id)) await expandAll([[id, model.direction]], anchor);
+          if (view.selected === id) {
+            view.select(id);
+            view.ensureVisible(id);
+            renderPanelExpand(id);
+          }
+        });
+        expandSlot.append(add, h('span', { class: 'muted small' }, ' this node is not drawn yet'));
+        return;
+      }
+      if (model.isFrontier(n)) {
+        const b = h('button', { type: 'button', class: 'primary', 'data-testid': 'panel-expand' }, `Expand (${model.direction})`);
+        b.addEventListener('click', () => expand(id));
+        expandSlot.appendChild(b);
+      } else {
+        expandSlot.appendChild(h('span', { class: 'muted small' }, `All ${model.direction} edges are drawn.`));
+      }
+      const other = model.direction === 'backward' ? 'forward' : 'backward';
+      const deg = other === 'backward' ? n.in_degree : n.out_degree;
+      if (typeof deg === 'number' && deg > 0) {
+        const b2 = h('button', { type: 'button', 'data-testid': 'panel-expand-other' }, `Expand ${other}`);
+        b2.addEventListener('click', () => expand(id, other));
+        expandSlot.append(' ', b2);
+      }
+    }
+
+    // One op subgraph of node `sel`: `role` is 'written' (the op wrote sel)
+    // or 'read' (the op read sel).
+    function opBlock(sel, role, op) {
+      const back = role === 'written';
+      const dir = back ? 'backward' : 'forward';
+      // A neighbour of sel through the op comes with sel's expansion; a fellow
+      // input (or output) needs its own expansion towards the op too.
+      const near = () => [[sel, dir]];
+      const fellow = (x) => [[sel, dir], [x, dir]];
+      const inPlan = (x) => (back ? near() : fellow(x));
+      const outPlan = (x) => (back ? fellow(x) : near());
+      return h('li', { class: 'opblock' },
+        h('div', null, chip(op.category), ' ', h('strong', null, op.name || '(unnamed op)')),
+        h('div', { class: 'mono small muted' }, op.op_id || op.id || ''),
+        h('div', { class: 'small' }, h('span', { class: 'muted' }, 'inputs: '), idList(op.inputs, (x) => pickable(x, inPlan(x)), 8)),
+        h('div', { class: 'small' }, h('span', { class: 'muted' }, 'outputs: '), idList(op.outputs, (x) => pickable(x, outPlan(x)), 8)));
+    }
+
+    function showOp(id, op) {
+      panel.hidden = false;
+      ++panelToken;
+      view.select(null);
+      clear(panel).append(
+        panelHead('Op', id),
+        h('p', null, chip(op.category), ' ', h('strong', null, op.name || '(unnamed op)')),
+        h('p', { class: 'muted small' }, 'Its inputs and outputs show on the variables it connects; click a variable for its value and op subgraphs.'));
+    }
+
+    function panelHead(kindText, id) {
+      const close = h('button', { type: 'button', class: 'close', 'aria-label': 'Close the panel', 'data-testid': 'panel-close' }, '\u00d7');
+      close.addEventListener('click', () => { panel.hidden = true; view.select(null); });
+      return h('div', { class: 'panelhead' }, h('h2', null, kindText, ' ', h('span', { class: 'mono', 'data-testid': 'panel-id' }, id)), close);
+    }
+
+    async function selectNode(id) {
+      const token = ++panelToken;
+      view.select(id);
+      panel.hidden = false;
+      view.ensureVisible(id);
+      expandSlot = h('div', { class: 'expandslot' });
+      clear(panel).append(panelHead('Variable', id), expandSlot, loadingView('Loading ' + id + '\u2026'));
+      renderPanelExpand(id);
+      let d;
+      try {
+        d = await API.node(gid, id);
+      } catch (e) {
+        if (token !== panelToken) return;
+        panel.lastChild.remove();
+        panel.appendChild(h('p', { class: 'formerror', role: 'alert' }, e.message));
+        return;
+      }
+      if (token !== panelToken) return;
+      panel.lastChild.remove();
+      const dl = h('dl', { class: 'facts compact' });
+      const add = (k, v) => { if (v !== undefined && v !== null && v !== '') dl.append(h('dt', null, k), h('dd', null, v)); };
+      add('Class', d.class);
+      add('Name', d.name);
+      add('Version', d.version);
+      add('Category', d.category ? chip(d.category) : null);
+      add('Session', d.session_id ? h('span', { class: 'mono small' }, d.session_id) : null);
+      add('Created', d.created_at);
+      add('Comment', d.comment ? h('span', { class: 'text' }, d.comment) : null);
+      panel.appendChild(dl);
+
+      const value = d.value == null ? '' : (typeof d.value === 'string' ? d.value : JSON.stringify(d.value, null, 2));
+      panel.append(
+        h('h3', null, 'Value ', h('span', { class: 'muted small' }, d.value_chars != null ? `(${fmtNum(d.value_chars)} chars${d.truncated ? ', cut' : ''})` : '')),
+        h('pre', { class: 'value', 'data-testid': 'node-value', tabindex: 0 }, value === '' ? '(empty)' : value));
+      if (d.truncated) panel.appendChild(h('p', { class: 'muted small' }, 'The value is cut; the full text is in the database.'));
+      if (d.metadata && typeof d.metadata === 'object' && Object.keys(d.metadata).length) {
+        panel.appendChild(h('details', null, h('summary', null, 'Metadata'), h('pre', { class: 'value small' }, JSON.stringify(d.metadata, null, 2))));
+      }
+      const versions = asList(d.versions);
+      if (versions.length) {
+        const ul = h('ul', { class: 'versions', 'data-testid': 'node-versions' });
+        for (const v of versions) ul.appendChild(h('li', null, v === id ? h('strong', { class: 'mono' }, v) : pickable(v)));
+        panel.append(h('h3', null, `Versions (${versions.length})`), ul);
+      }
+      const wb = asList(d.written_by), rb = asList(d.read_by);
+      panel.append(h('h3', null, `Written by (${wb.length})`),
+        wb.length ? h('ul', { class: 'opblocks', 'data-testid': 'written-by' }, wb.map((op) => opBlock(id, 'written', op))) : h('p', { class: 'muted small' }, 'No op wrote it (a source).'));
+      panel.append(h('h3', null, `Read by (${rb.length})`),
+        rb.length ? h('ul', { class: 'opblocks', 'data-testid': 'read-by' }, rb.map((op) => opBlock(id, 'read', op))) : h('p', { class: 'muted small' }, 'No op read it.'));
+      panel.appendChild(h('p', null, h('a', { href: routes.graph(gid, id, model.direction, 2) }, 'New graph from this node')));
+    }
+
+    updateCounts();
+    return {
+      el,
+      view,
+      // Call once the element is in the document (the view needs its size).
+      start() { view.refresh(); },
+    };
+  }
+
+  // ------------------------------------------------------------------ graph page
+
+  function graphPage(ctx, gid) {
+    const q = ctx.parsed.query;
+    const start = q.get('start') || '';
+    const dir = q.get('dir') === 'forward' ? 'forward' : 'backward';
+    const depth = Math.min(20, Math.max(1, parseInt(q.get('depth') || '2', 10) || 2));
+    setTitle('Graph ' + (start || gid));
+
+    const startIn = h('input', { id: 'g-start', type: 'text', value: start, class: 'mono', size: 32, required: true });
+    const dirSel = h('select', { id: 'g-dir', 'data-testid': 'graph-dir' },
+      h('option', { value: 'backward' }, 'backward (where it came from)'),
+      h('option', { value: 'forward' }, 'forward (where it went)'));
+    dirSel.value = dir;
+    const depthIn = h('input', { id: 'g-depth', type: 'number', min: 1, max: 20, value: String(depth), 'data-testid': 'graph-depth' });
+    const form = h('form', { class: 'filters', 'aria-label': 'Graph parameters' },
+      h('label', { for: 'g-start' }, 'Start'), startIn,
+      h('label', { for: 'g-dir' }, 'Direction'), dirSel,
+      h('label', { for: 'g-depth' }, 'Depth'), depthIn,
+      h('button', { type: 'submit', 'data-testid': 'graph-load' }, 'Show'));
+    const go = (e) => {
+      if (e) e.preventDefault();
+      const target = routes.graph(gid, startIn.value.trim(), dirSel.value, depthIn.value || 2);
+      if (target !== location.hash) location.hash = target;
+    };
+    form.addEventListener('submit', go);
+    dirSel.addEventListener('change', () => go());
+
+    const body = h('div', null, start ? loadingView('Loading the graph\u2026') : h('p', { class: 'muted' }, 'Name a start node.'));
+    appEl.append(
+      h('nav', { class: 'crumbs', 'aria-label': 'Breadcrumb' },
+        h('a', { href: '#/' }, 'Traces'), ' / ', h('a', { href: routes.trace(gid), class: 'mono' }, gid), ' / provenance graph'),
+      h('h1', null, 'Provenance of ', h('span', { class: 'mono' }, start || '\u2026')),
+      form, body);
+    if (!start) { ctx.ready(); return; }
+
+    API.graph(gid, { start, dir, depth }).then((g) => {
+      if (!ctx.alive()) return;
+      const ex = graphExplorer(g.trace || gid, Object.assign({ direction: dir }, g));
+      clear(body).appendChild(ex.el);
+      ex.start();
+      ctx.ready();
+    }).catch((e) => {
+      if (!ctx.alive()) return;
+      if (e instanceof ApiError && e.status === 404) {
+        clear(appEl).appendChild(notFoundView(e.message));
+      } else {
+        clear(body).appendChild(errorView(e));
+      }
+      ctx.ready();
+    });
+  }
+
+  // ------------------------------------------------------------------ query page
+
+  const EXAMPLES = [
+    'SHOW TRACES',
+    'FIND cases GROUP BY trace.project_id RETURN trace.project_id AS system, count(*) AS failed',
+    'FIND attributions RETURN trace, case, error_type, op_name LIMIT 20',
+    'FIND ops WHERE op.category = \'retrieval\' RETURN trace, op_id, name LIMIT 20',
+  ];
+  const QUERY_KEY = 'memtrace.lastQuery';
+
+  function cellText(v) {
+    if (v === null || v === undefined) return null;
+    if (Array.isArray(v)) return v.map((x) => (x !== null && typeof x === 'object' ? JSON.stringify(x) : String(x))).join(', ');
+    if (typeof v === 'object') return JSON.stringify(v);
+    return String(v);
+  }
+
+  function queryPage(ctx) {
+    setTitle('Query');
+    let last = '';
+    try { last = sessionStorage.getItem(QUERY_KEY) || ''; } catch (_) { /* storage off */ }
+    const input = h('textarea', {
+      id: 'q-input', 'data-testid': 'query-input', rows: 4, spellcheck: 'false', class: 'mono',
+      placeholder: 'SHOW TRACES', value: last,
+    });
+    const run = h('button', { type: 'submit', class: 'primary', 'data-testid': 'query-run' }, 'Run');
+    const result = h('div', { class: 'queryresult', 'data-testid': 'query-result' });
+    const chips = h('div', { class: 'examples', 'aria-label': 'Example statements' },
+      h('span', { class: 'muted small' }, 'Examples: '),
+      EXAMPLES.map((ex) => {
+        const b = h('button', { type: 'button', class: 'example mono', 'data-testid': 'query-example' }, ex);
+        b.addEventListener('click', () => { input.value = ex; input.focus(); });
+        return b;
+      }));
+    const form = h('form', { class: 'queryform', 'aria-label': 'Query' },
+      h('label', { for: 'q-input' }, 'Statement ', h('span', { class: 'muted small' }, '(Ctrl+Enter runs)')),
+      input, h('div', { class: 'formactions' }, run), chips);
+
+    let runSeq = 0;
+    async function exec() {
+      const stmt = input.value.trim();
+      if (!stmt) return;
+      try { sessionStorage.setItem(QUERY_KEY, input.value); } catch (_) { /* storage off */ }
+      const my = ++runSeq;
+      run.disabled = true;
+      result.setAttribute('aria-busy', 'true');
+      clear(result).appendChild(loadingView('Running\u2026'));
+      try {
+        const data = await API.query(stmt);
+        if (my !== runSeq || !ctx.alive()) return;
+        renderResult(data);
+      } catch (e) {
+        if (my !== runSeq || !ctx.alive()) return;
+        clear(result).append(
+          h('p', { class: 'errhead' }, e.kind === 'query_error' ? 'The statement has an error:' : 'The query failed:'),
+          h('pre', { class: 'queryerror', 'data-testid': 'query-error', role: 'alert' }, e.message));
+      } finally {
+        if (my === runSeq) {
+          run.disabled = false;
+          result.setAttribute('aria-busy', 'false');
+          result.dataset.runs = String(my);
+        }
+      }
+    }
+
+    function renderResult(data) {
+      const cols = asList(data.columns);
+      const rows = asList(data.rows);
+      const table = h('table', { class: 'grid', 'data-testid': 'query-table' },
+        h('thead', null, h('tr', null, cols.map((c) => h('th', { scope: 'col' }, c)))));
+      const tb = h('tbody');
+      const traceCol = cols.indexOf('trace');
+      for (const r of rows) {
+        const tr = h('tr', { 'data-testid': 'query-row' });
+        asList(r).forEach((v, i) => {
+          const t = cellText(v);
+          if (t === null) tr.appendChild(h('td', { class: 'muted' }, 'null'));
+          else if (i === traceCol && typeof v === 'string') tr.appendChild(h('td', { class: 'mono' }, h('a', { href: routes.trace(v) }, t)));
+          else tr.appendChild(h('td', { class: typeof v === 'number' ? 'num' : '' }, t));
+        });
+        tb.appendChild(tr);
+      }
+      table.appendChild(tb);
+      const info = h('p', { class: 'summary', 'data-testid': 'query-count' }, `${fmtNum(rows.length)} ${rows.length === 1 ? 'row' : 'rows'}`);
+      clear(result).appendChild(info);
+      if (data.truncated) {
+        result.appendChild(h('p', { class: 'warn', 'data-testid': 'query-truncated', role: 'status' },
+          `The result was cut at ${fmtNum(rows.length)} rows; add a LIMIT or a narrower WHERE.`));
+      }
+      const tableBox = h('div', { class: 'tablewrap' }, table);
+      if (data.graph) {
+        const gid = data.graph.trace;
+        const tbBtn = h('button', { type: 'button', role: 'tab', 'data-testid': 'view-table', 'aria-selected': 'true' }, 'Table');
+        const grBtn = h('button', { type: 'button', role: 'tab', 'data-testid': 'view-graph', 'aria-selected': 'false' }, 'Graph');
+        const graphBox = h('div', { hidden: true });
+        let ex = null;
+        const show = (which) => {
+          tbBtn.setAttribute('aria-selected', String(which === 'table'));
+          grBtn.setAttribute('aria-selected', String(which === 'graph'));
+          tableBox.hidden = which !== 'table';
+          graphBox.hidden = which !== 'graph';
+          if (which === 'graph' && !ex) {
+            ex = graphExplorer(gid, data.graph);
+            graphBox.appendChild(ex.el);
+            ex.start();
+          }
+        };
+        tbBtn.addEventListener('click', () => show('table'));
+        grBtn.addEventListener('click', () => show('graph'));
+        result.append(h('div', { class: 'toggle', role: 'tablist', 'aria-label': 'Result view', 'data-testid': 'view-toggle' }, tbBtn, grBtn), tableBox, graphBox);
+      } else {
+        result.appendChild(tableBox);
+      }
+    }
+
+    form.addEventListener('submit', (e) => { e.preventDefault(); exec(); });
+    input.addEventListener('keydown', (e) => {
+      if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) { e.preventDefault(); exec(); }
+    });
+
+    appEl.append(h('h1', null, 'Query'), form, result);
+    ctx.ready();
+  }
+
+  // ------------------------------------------------------------------ start
+
+  async function loadHealth() {
+    const el = document.querySelector('[data-testid="db-name"]');
+    try {
+      const hh = await API.health();
+      el.textContent = hh.db ? hh.db : '';
+      el.title = `database ${hh.db || ''}${hh.version ? ', memtrace ' + hh.version : ''}${hh.traces != null ? ', ' + hh.traces + ' traces' : ''}`;
+    } catch (e) {
+      el.textContent = 'server unreachable';
+      el.classList.add('bad');
+    }
+  }
+
+  window.addEventListener('hashchange', route);
+  loadHealth();
+  route();
+})();

@@ -1,0 +1,351 @@
+// End-to-end tests of `memtrace serve`'s web viewer: node's built-in test
+// runner, playwright-core driving Debian's Chromium.
+//
+//   MEMTRACE_URL=http://127.0.0.1:PORT node --test tests/browser/
+//
+// MEMTRACE_URL (required) is a running `memtrace serve` over a database with
+// at least one trace that has failed cases; CHROMIUM names the browser
+// (default /usr/bin/chromium); SCREENSHOTS names a folder for full-page PNGs.
+// scripts/browser-tests.sh sets all of this up.
+
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { chromium } from 'playwright-core';
+
+const BASE = (process.env.MEMTRACE_URL || '').replace(/\/+$/, '');
+if (!BASE) {
+  throw new Error('MEMTRACE_URL is not set: start `memtrace serve` and set MEMTRACE_URL to its address '
+    + '(e.g. MEMTRACE_URL=http://127.0.0.1:8080), or run scripts/browser-tests.sh');
+}
+const SHOTS = process.env.SCREENSHOTS || '';
+const EXECUTABLE = process.env.CHROMIUM || '/usr/bin/chromium';
+const TEST_TIMEOUT = 90_000;
+
+let browser;
+// A trace with failed cases, one of its cases, and that case as the API gives it.
+const fx = {};
+
+async function apiGet(p) {
+  const res = await fetch(BASE + p, { headers: { Accept: 'application/json' } });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`GET ${p}: ${res.status} ${text.slice(0, 300)}`);
+  return JSON.parse(text);
+}
+
+const enc = encodeURIComponent;
+const caseHash = () => `#/case/${enc(fx.gid)}/${enc(fx.caseId)}`;
+
+before(async () => {
+  const list = await apiGet('/api/traces?failed=1');
+  assert.ok(Array.isArray(list.traces) && list.traces.length > 0,
+    'the database needs at least one trace with failed cases (GET /api/traces?failed=1 returned none)');
+  const t = list.traces[0];
+  fx.trace = t;
+  fx.gid = t.graph_id != null ? t.graph_id : '#' + t.id;
+  const detail = await apiGet(`/api/traces/${enc(fx.gid)}?limit=50`);
+  assert.ok(detail.cases && detail.cases.length > 0, `trace ${fx.gid} lists no failed case`);
+  fx.caseId = detail.cases[0].case;
+  fx.case = await apiGet(`/api/traces/${enc(fx.gid)}/cases/${enc(fx.caseId)}`);
+  fx.start = fx.case.prediction_node || fx.case.query_node;
+  assert.ok(fx.start, `case ${fx.caseId} has neither a prediction node nor a query node`);
+
+  if (SHOTS) fs.mkdirSync(SHOTS, { recursive: true });
+  browser = await chromium.launch({
+    executablePath: EXECUTABLE,
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync'],
+  });
+});
+
+after(async () => {
+  if (browser) await browser.close();
+});
+
+// A fresh page; uncaught exceptions in the page fail the test at `done()`.
+async function openPage() {
+  const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
+  const page = await context.newPage();
+  page.setDefaultTimeout(20_000);
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(String(e && e.stack ? e.stack : e)));
+  return {
+    page,
+    async done() {
+      await context.close();
+      assert.deepEqual(errors, [], 'uncaught errors in the page');
+    },
+  };
+}
+
+// Waits until the app has finished loading the page the hash names.
+async function ready(page) {
+  await page.waitForFunction(() => {
+    const a = document.getElementById('app');
+    return a && a.getAttribute('aria-busy') === 'false' && a.dataset.loaded === (location.hash || '#/');
+  });
+}
+
+async function go(page, hash) {
+  await page.goto(BASE + '/' + hash);
+  await ready(page);
+}
+
+async function shot(page, name) {
+  if (!SHOTS) return;
+  await page.screenshot({ path: path.join(SHOTS, name), fullPage: true });
+}
+
+const num = (t) => Number(String(t).replace(/[^0-9.-]/g, ''));
+
+test('traces page: table, failed filter, system filter', { timeout: TEST_TIMEOUT }, async () => {
+  const { page, done } = await openPage();
+  await go(page, '');
+  const rows = page.locator('[data-testid="trace-row"]');
+  assert.ok(await rows.count() >= 1, 'the traces table has no row');
+  assert.match(await page.locator('[data-testid="traces-count"]').innerText(), /^\d[\d,]* of \d[\d,]* traces$/);
+  const health = await apiGet('/api/health');
+  if (health.db) assert.equal((await page.locator('[data-testid="db-name"]').innerText()).trim(), String(health.db));
+  await shot(page, 'traces.png');
+
+  await page.locator('[data-testid="filter-failed"]').check();
+  await page.waitForFunction(() => /[?&]failed=1(&|$)/.test(location.hash));
+  await ready(page);
+  assert.match(await page.evaluate(() => location.hash), /failed=1/);
+  const failedCells = await page.locator('[data-testid="trace-row"] [data-col="failed"]').allInnerTexts();
+  assert.ok(failedCells.length >= 1, 'no trace shown with the failed filter');
+  for (const c of failedCells) assert.ok(num(c) > 0, `a trace with ${c} failed cases is shown under the failed filter`);
+
+  // Choose the system of a trace known to have failed cases, so rows remain.
+  const sys = fx.trace.system;
+  const options = await page.locator('[data-testid="filter-system"] option').evaluateAll((os) => os.map((o) => o.value));
+  assert.ok(options.includes(''), 'the system filter has an "All" option');
+  const system = sys != null ? sys : options.find((o) => o !== '');
+  assert.ok(system, 'no system to choose');
+  await page.locator('[data-testid="filter-system"]').selectOption(system);
+  await page.waitForFunction((s) => new URLSearchParams(location.hash.split('?')[1] || '').get('system') === s, system);
+  await ready(page);
+  const systems = await page.locator('[data-testid="trace-row"] [data-col="system"]').allInnerTexts();
+  assert.ok(systems.length >= 1, `no trace shown for system ${system}`);
+  for (const s of systems) assert.equal(s.trim(), system);
+  // The failed filter is still on.
+  assert.match(await page.evaluate(() => location.hash), /failed=1/);
+  await done();
+});
+
+test('trace page timeline and case page verdicts', { timeout: TEST_TIMEOUT }, async () => {
+  const { page, done } = await openPage();
+  await go(page, `#/trace/${enc(fx.gid)}`);
+  const ops = page.locator('[data-testid="timeline"] [data-testid="timeline-op"]');
+  assert.ok(await ops.count() >= 1, 'the timeline shows no op');
+  assert.ok(await page.locator('[data-testid="timeline"] [data-testid="session"]').count() >= 1, 'the timeline shows no session');
+  assert.ok(await page.locator('[data-testid="case-link"]').count() >= 1, 'no failed case is listed');
+  await shot(page, 'trace.png');
+
+  await page.locator(`[data-testid="case-link"][href=${JSON.stringify(caseHash())}]`).first().click();
+  await page.waitForFunction((h) => location.hash === h, caseHash());
+  await ready(page);
+  const queryText = String(fx.case.query || '');
+  assert.ok(queryText.length > 0, 'the case has no query text');
+  const shownQuery = await page.locator('[data-testid="case-query"]').innerText();
+  assert.equal(shownQuery.trim(), queryText.trim());
+  const methods = fx.case.methods || [];
+  assert.ok(methods.length >= 1, 'the case lists no method');
+  const columns = page.locator('[data-testid="verdicts"] [data-testid="verdict"]');
+  assert.equal(await columns.count(), methods.length, 'one verdict column per method');
+  for (const m of methods) {
+    const col = page.locator(`[data-testid="verdicts"] [data-testid="verdict"][data-method=${JSON.stringify(m)}]`);
+    assert.equal(await col.count(), 1, `a column for method ${m}`);
+    const v = fx.case.verdicts && fx.case.verdicts[m];
+    const text = await col.innerText();
+    if (v) assert.ok(text.includes(v.error_type), `the ${m} column shows its error type ${v.error_type}`);
+    else assert.match(text, /no verdict/);
+  }
+  await shot(page, 'case.png');
+  await done();
+});
+
+test('provenance graph: draw, expand a frontier node, node panel', { timeout: TEST_TIMEOUT }, async () => {
+  const { page, done } = await openPage();
+  await go(page, caseHash());
+  await page.locator('[data-testid="open-graph"]').click();
+  await page.waitForFunction(() => location.hash.startsWith('#/graph/'));
+  await ready(page);
+  const hash = await page.evaluate(() => location.hash);
+  const params = new URLSearchParams(hash.split('?')[1]);
+  assert.equal(params.get('start'), fx.start);
+  assert.equal(params.get('dir'), 'backward');
+
+  const nodes = page.locator('svg[data-testid="graph"] [data-testid="graph-node"]');
+  assert.ok(await nodes.count() >= 1, 'the graph has no node');
+  assert.match(await page.locator('[data-testid="graph-counts"]').innerText(), /^\d[\d,]* nodes, \d[\d,]* ops, \d[\d,]* edges$/);
+  assert.equal(await page.locator(`[data-testid="graph-node"][data-id=${JSON.stringify(fx.start)}]`).count(), 1, 'the start node is drawn');
+  await shot(page, 'graph.png');
+
+  // Expand frontier nodes until one adds nodes (a node's missing edges may all
+  // lead to nodes already drawn).
+  const badges = page.locator('[data-testid="expand"]');
+  assert.ok(await badges.count() >= 1, 'no frontier node with an expand badge');
+  let grew = false;
+  const tried = new Set();
+  for (let attempt = 0; attempt < 6 && !grew; attempt++) {
+    const ids = await badges.evaluateAll((bs) => bs.map((b) => b.getAttribute('data-id')));
+    const id = ids.find((x) => !tried.has(x));
+    if (!id) break;
+    tried.add(id);
+    const before = await nodes.count();
+    const expansions = Number(await page.locator('svg[data-testid="graph"]').getAttribute('data-expansions'));
+    await page.locator('[data-testid="zoom-fit"]').click();
+    await page.locator(`[data-testid="expand"][data-id=${JSON.stringify(id)}]`).click();
+    await page.waitForFunction((n) => Number(document.querySelector('svg[data-testid="graph"]').getAttribute('data-expansions')) > n, expansions);
+    grew = (await nodes.count()) > before;
+  }
+  assert.ok(grew, 'expanding a frontier node added no node');
+
+  // Click the start node: the panel shows its value as the API gives it.
+  await page.locator('[data-testid="zoom-fit"]').click();
+  await page.locator(`[data-testid="graph-node"][data-id=${JSON.stringify(fx.start)}]`).click();
+  const panel = page.locator('[data-testid="node-panel"]');
+  await panel.waitFor({ state: 'visible' });
+  await page.locator('[data-testid="node-panel"] [data-testid="node-value"]').waitFor();
+  assert.equal((await page.locator('[data-testid="panel-id"]').innerText()).trim(), fx.start);
+  const node = await apiGet(`/api/traces/${enc(fx.gid)}/nodes/${enc(fx.start)}`);
+  const expected = typeof node.value === 'string' ? node.value : JSON.stringify(node.value, null, 2);
+  const shown = await page.locator('[data-testid="node-value"]').evaluate((e) => e.textContent);
+  assert.equal(shown, expected === '' ? '(empty)' : expected);
+  await shot(page, 'graph-panel.png');
+  await done();
+});
+
+test('labels: append two, both kept after reload, annotations export', { timeout: TEST_TIMEOUT }, async () => {
+  const { page, done } = await openPage();
+  await go(page, caseHash());
+  const items = page.locator('[data-testid="labels"] [data-testid="label-item"]');
+  const initial = await items.count();
+  const stamp = `${Date.now()}-${Math.random().toString(36).slice(2, 8)}`;
+  const reason1 = `e2e first label ${stamp}`;
+  const reason2 = `e2e second label ${stamp}`;
+  const author = 'e2e-tester';
+  const form = page.locator('[data-testid="label-form"]');
+  const opId = await form.locator('select[name="op_id"] option').first().getAttribute('value');
+  assert.ok(opId, 'the op select has no op');
+
+  // A label without an author is refused, and the message is shown.
+  await form.locator('select[name="error_type"]').selectOption('UpdateError');
+  await form.locator('select[name="op_id"]').selectOption(opId);
+  await form.locator('textarea[name="reason"]').fill('should be refused ' + stamp);
+  await form.locator('input[name="author"]').fill('');
+  await page.locator('[data-testid="label-submit"]').click();
+  await page.locator('[data-testid="label-error"]').waitFor({ state: 'visible' });
+  assert.ok((await page.locator('[data-testid="label-error"]').innerText()).trim().length > 0, 'the error message is empty');
+  assert.equal(await items.count(), initial, 'a refused label was listed');
+
+  await form.locator('textarea[name="reason"]').fill(reason1);
+  await form.locator('input[name="author"]').fill(author);
+  await page.locator('[data-testid="label-submit"]').click();
+  await page.waitForFunction((r) => {
+    const first = document.querySelector('[data-testid="labels"] [data-testid="label-item"]');
+    return first && first.textContent.includes(r);
+  }, reason1);
+  assert.equal(await items.count(), initial + 1);
+  assert.ok(await page.locator('[data-testid="label-error"]').isHidden(), 'the error is cleared after a good label');
+
+  await form.locator('select[name="error_type"]').selectOption('RetrievalError');
+  await form.locator('select[name="op_id"]').selectOption(opId);
+  await form.locator('textarea[name="reason"]').fill(reason2);
+  await page.locator('[data-testid="label-submit"]').click();
+  await page.waitForFunction((r) => {
+    const first = document.querySelector('[data-testid="labels"] [data-testid="label-item"]');
+    return first && first.textContent.includes(r);
+  }, reason2);
+  assert.equal(await items.count(), initial + 2, 'the second label is appended, not overwriting the first');
+  assert.equal(await items.filter({ hasText: reason1 }).count(), 1, 'the first label is still listed');
+  assert.match(await items.first().innerText(), /RetrievalError/);
+  await shot(page, 'case.png');
+
+  await page.reload();
+  await ready(page);
+  assert.equal(await items.count(), initial + 2, 'both labels are listed after a reload');
+  assert.ok((await items.nth(0).innerText()).includes(reason2), 'newest first after a reload');
+  assert.ok((await items.nth(1).innerText()).includes(reason1), 'the first label follows');
+  assert.equal(await form.locator('input[name="author"]').inputValue(), author, 'the author is remembered');
+
+  const href = await page.locator('[data-testid="annotations-link"]').getAttribute('href');
+  assert.equal(href, `/api/traces/${enc(fx.gid)}/annotations`);
+  const ann = await page.evaluate(async (u) => {
+    const r = await fetch(u);
+    return { status: r.status, body: await r.json() };
+  }, href);
+  assert.equal(ann.status, 200);
+  const list = ann.body && ann.body.data && ann.body.data.annotations;
+  assert.ok(Array.isArray(list), 'annotations has data.annotations');
+  const mine = list.find((a) => a.reason === reason2);
+  assert.ok(mine, 'an annotation carries the latest label of the case');
+  assert.equal(mine.final_error_type, 'RetrievalError');
+  assert.equal(mine.final_op_id, opId);
+  assert.equal(mine.annotator, author);
+  assert.ok(!list.some((a) => a.reason === reason1), 'only the latest label of a case is exported');
+  await done();
+});
+
+test('query page: table, graph toggle, syntax error with caret', { timeout: TEST_TIMEOUT }, async () => {
+  const { page, done } = await openPage();
+  await go(page, '#/query');
+  const input = page.locator('[data-testid="query-input"]');
+  const result = page.locator('[data-testid="query-result"]');
+  let runs = 0;
+  const waitRun = async () => {
+    runs++;
+    await page.locator(`[data-testid="query-result"][aria-busy="false"][data-runs="${runs}"]`).waitFor({ state: 'attached' });
+  };
+
+  await input.fill('SHOW TRACES');
+  await page.locator('[data-testid="query-run"]').click();
+  await waitRun();
+  const rows = page.locator('[data-testid="query-table"] tbody tr');
+  assert.ok(await rows.count() >= 1, 'SHOW TRACES shows no row');
+  assert.match(await page.locator('[data-testid="query-count"]').innerText(), /^\d[\d,]* rows?$/);
+  assert.equal(await page.locator('[data-testid="view-graph"]').count(), 0, 'no graph toggle for SHOW TRACES');
+
+  const quote = (x) => `'${String(x).replace(/'/g, "''")}'`;
+  await input.fill(`TRACE ${quote(fx.start)} IN TRACE ${quote(fx.gid)} DEPTH 2`);
+  await input.press('Control+Enter');
+  await waitRun();
+  assert.equal(await page.locator('[data-testid="query-error"]').count(), 0, 'the TRACE statement failed');
+  await page.locator('[data-testid="view-graph"]').click();
+  const gnodes = result.locator('svg[data-testid="graph"] [data-testid="graph-node"]');
+  await gnodes.first().waitFor();
+  assert.ok(await gnodes.count() >= 1, 'the query graph has no node');
+  assert.ok(await page.locator('[data-testid="query-table"]').isHidden(), 'the table is hidden in graph view');
+  await shot(page, 'query.png');
+  await page.locator('[data-testid="view-table"]').click();
+  assert.ok(await page.locator('[data-testid="query-table"]').isVisible(), 'the table is back');
+
+  await input.fill('TRACE FROM');
+  await page.locator('[data-testid="query-run"]').click();
+  await waitRun();
+  const err = page.locator('pre[data-testid="query-error"]');
+  await err.waitFor();
+  const text = await err.evaluate((e) => e.textContent);
+  assert.ok(text.split('\n').some((l) => /^\s*\^/.test(l)), `the error has no caret line:\n${text}`);
+  const font = await err.evaluate((e) => getComputedStyle(e).fontFamily);
+  assert.match(font, /mono|courier|consolas|menlo/i, 'the error is shown in a monospace font');
+  await shot(page, 'query-error.png');
+  await done();
+});
+
+test('unknown trace and unknown page show not found', { timeout: TEST_TIMEOUT }, async () => {
+  const { page, done } = await openPage();
+  await go(page, '#/trace/no-such-trace');
+  const nf = page.locator('[data-testid="not-found"]');
+  await nf.waitFor();
+  assert.match(await nf.innerText(), /not found/i);
+  assert.equal(await page.locator('[data-testid="timeline"]').count(), 0);
+
+  await go(page, '#/no/such/page');
+  await nf.waitFor();
+  assert.match(await nf.innerText(), /not found/i);
+  await done();
+});
