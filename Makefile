@@ -7,9 +7,11 @@
 demo: deps
 	cargo run --locked -p memtrace-repl -- demo
 
-# Run every test of the workspace (unit, property, end-to-end, crash safety, doc tests).
+# Run every test of the workspace (unit, property, end-to-end, crash safety, doc tests), then the
+# web viewer's tests in headless Chromium against the binary that cargo test built.
 test: deps
 	cargo test --locked
+	bash scripts/browser-tests.sh
 
 deps:
 	@bash scripts/deps.sh

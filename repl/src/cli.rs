@@ -208,6 +208,24 @@ pub enum Command {
         #[arg(long)]
         llm: bool,
     },
+    /// A local web viewer: traces, timelines, failed cases with their verdicts, provenance graphs, a query box, and labels.
+    #[command(
+        after_help = "Examples:\n  memtrace serve                         then open http://127.0.0.1:7878\n  memtrace --db runs.db serve --addr 127.0.0.1:8080\n  memtrace serve --addr 0.0.0.0:7878     other machines may connect (a warning says so)\n\nThe app is built into the binary and needs no network. It only reads, except for labels, which\nare appended with their author and time. The JSON API under /api/ is described in README.md\n(section \"memtrace serve\"). While it serves, other memtrace commands cannot open the database;\nimport through the server: curl -H 'Content-Type: application/json' --data-binary @trace.json\nhttp://127.0.0.1:7878/api/import"
+    )]
+    Serve {
+        /// Address to listen on (HOST:PORT; port 0 picks a free port). Loopback unless you say otherwise.
+        #[arg(long, default_value = "127.0.0.1:7878")]
+        addr: String,
+        /// Threads answering requests.
+        #[arg(long, default_value_t = 4)]
+        threads: usize,
+        /// Stop a query after this many seconds.
+        #[arg(long, default_value_t = 30)]
+        query_timeout: u64,
+        /// Print one line per request on standard error.
+        #[arg(long)]
+        log: bool,
+    },
     /// Run failure patterns (built-in and saved) over every trace: hits per pattern and per trace, with examples.
     #[command(
         after_help = "Examples:\n  memtrace patterns\n  memtrace patterns empty_retrieval noop_update --examples 5\n  memtrace patterns --builtin --over \"trace.project_id = 'mem0'\" --format json\n  memtrace patterns unbounded_growth --param min_versions=50 --format csv\n\nWithout names, every built-in and saved pattern runs (SHOW PATTERNS lists them; save your own\nwith SAVE PATTERN in `memtrace query`). Traces are searched in parallel, each read once from the\ntrace cache; a pattern's rows in a trace are its hits there. The CSV has one line per pattern and\ntrace with hits."
@@ -376,6 +394,20 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             method,
             llm,
         } => crate::attribute::report(&cli.db, &out, trace.as_deref(), method, llm),
+        Command::Serve {
+            addr,
+            threads,
+            query_timeout,
+            log,
+        } => crate::serve::serve(
+            &cli.db,
+            &crate::serve::ServeOptions {
+                addr,
+                threads,
+                query_timeout: std::time::Duration::from_secs(query_timeout),
+                log,
+            },
+        ),
         Command::Patterns {
             names,
             builtin,

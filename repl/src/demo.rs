@@ -254,6 +254,7 @@ pub fn run(path: &Path) -> Result<ExitCode> {
          ATTRIBUTE CASES IN TRACE '{example}' USING evidence;\n  \
          FIND cases IN TRACE '{example}' RETURN query_id, query, prediction LIMIT 5;\n  \
          :help ATTRIBUTE\n\
+         In a browser: memtrace serve, then open http://127.0.0.1:7878 (traces, failed cases, provenance graphs, labels).\n\
          Your own traces: memtrace import <files or folders>; then memtrace attribute, memtrace eval, memtrace report.\n\
          With an LLM endpoint (OPENAI_API_KEY, or MEMTRACE_LLM_BASE_URL for vLLM or Ollama): \
          memtrace attribute --using hybrid; memtrace feedback."

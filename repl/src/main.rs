@@ -9,6 +9,7 @@ mod llm_bench;
 mod pattern_bench;
 mod patterns;
 mod query;
+mod serve;
 mod shell;
 mod suite;
 mod table;
@@ -27,10 +28,14 @@ fn main() -> ExitCode {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
     let args = cli::Cli::parse();
+    let db = args.db.clone();
     match cli::run(args) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e}");
+            if let Some(hint) = serve::busy_hint(&db, &e) {
+                eprintln!("{hint}");
+            }
             ExitCode::from(1)
         }
     }

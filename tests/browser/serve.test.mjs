@@ -323,7 +323,7 @@ test('query page: table, graph toggle, syntax error with caret', { timeout: TEST
   await page.locator('[data-testid="view-table"]').click();
   assert.ok(await page.locator('[data-testid="query-table"]').isVisible(), 'the table is back');
 
-  await input.fill('TRACE FROM');
+  await input.fill('FIND ops WHERE');
   await page.locator('[data-testid="query-run"]').click();
   await waitRun();
   const err = page.locator('pre[data-testid="query-error"]');

@@ -1,0 +1,209 @@
+//! `memtrace serve` as a user runs it: it listens on loopback, answers the
+//! API over real HTTP, refuses foreign Host headers and form posts, warns on
+//! a non-loopback address, takes imports while it serves, tells another
+//! memtrace process how to reach it, and stops cleanly on Ctrl-C.
+
+mod common_cli;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use common_cli::*;
+
+struct Server {
+    child: Child,
+    url: String,
+    addr: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start(cwd: &Path, db: &Path, addr: &str) -> Server {
+    let mut child = command(cwd, Some(db), &["serve", "--addr", addr])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start memtrace serve");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .trim()
+        .strip_prefix("memtrace serve: listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+        .to_string();
+    let addr = url.trim_start_matches("http://").to_string();
+    Server { child, url, addr }
+}
+
+/// One HTTP/1.1 request; returns the status and the body.
+fn request(
+    addr: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> (u16, String) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    let mut head = format!(
+        "{method} {path} HTTP/1.1\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    if !headers.iter().any(|(k, _)| *k == "Host") {
+        head.push_str(&format!("Host: {addr}\r\n"));
+    }
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    s.write_all(head.as_bytes()).unwrap();
+    s.write_all(body).unwrap();
+    let mut out = Vec::new();
+    s.read_to_end(&mut out).unwrap();
+    let text = String::from_utf8_lossy(&out).into_owned();
+    let status: u16 = text.split(' ').nth(1).unwrap().parse().unwrap();
+    let body = text
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    (status, body)
+}
+
+fn get(addr: &str, path: &str) -> serde_json::Value {
+    let (status, body) = request(addr, "GET", path, &[], b"");
+    assert_eq!(status, 200, "GET {path}: {body}");
+    serde_json::from_str(&body).unwrap()
+}
+
+#[test]
+fn serve_answers_over_http_takes_imports_and_stops_on_ctrl_c() {
+    let (dir, db) = with_sample();
+    let mut server = start(dir.path(), &db, "127.0.0.1:0");
+    assert!(server.url.starts_with("http://127.0.0.1:"));
+    let a = server.addr.clone();
+    assert_eq!(get(&a, "/api/health")["traces"], 1);
+    let (status, page) = request(&a, "GET", "/", &[], b"");
+    assert_eq!(status, 200);
+    assert!(page.contains("app.js"), "the page loads the app");
+
+    // A page of another site resolving to 127.0.0.1 is refused, and so is
+    // a form post.
+    let (status, body) = request(&a, "GET", "/api/health", &[("Host", "evil.example")], b"");
+    assert_eq!(status, 403, "{body}");
+    let (status, body) = request(
+        &a,
+        "POST",
+        "/api/query",
+        &[("Content-Type", "text/plain")],
+        br#"{"statement":"SHOW TRACES"}"#,
+    );
+    assert_eq!(status, 415, "{body}");
+
+    // Another memtrace process cannot open the database, and is told where
+    // the server is.
+    let gen_dir = dir.path().join("g");
+    ok(run(
+        dir.path(),
+        None,
+        &[
+            "gen",
+            "--system",
+            "rag",
+            "--traces",
+            "1",
+            "--questions",
+            "5",
+            "--sessions",
+            "3..3",
+            "--messages",
+            "5..5",
+            "--out",
+            gen_dir.to_str().unwrap(),
+        ],
+    ));
+    let file = std::fs::read_dir(&gen_dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "json") && !p.ends_with("manifest.json"))
+        .unwrap();
+    let o = run(dir.path(), Some(&db), &["import", file.to_str().unwrap()]);
+    assert!(!o.status.success());
+    let err = stderr(&o);
+    assert!(err.contains("open in another memtrace process"), "{err}");
+    assert!(
+        err.contains(&format!("answers at {}", server.url)) && err.contains("/api/import"),
+        "{err}"
+    );
+
+    // Through the server it imports, and readers see it at once.
+    let body = std::fs::read(&file).unwrap();
+    let (status, out) = request(
+        &a,
+        "POST",
+        "/api/import?source=test",
+        &[("Content-Type", "application/json")],
+        &body,
+    );
+    assert_eq!(status, 201, "{out}");
+    assert_eq!(get(&a, "/api/health")["traces"], 2);
+    assert_eq!(
+        get(&a, "/api/traces?system=rag")["traces"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+
+    // Ctrl-C: it stops, and the database is whole and free again.
+    // SAFETY: sending SIGINT to our own child process.
+    unsafe { libc::kill(server.child.id() as i32, libc::SIGINT) };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(s) = server.child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "serve did not stop on SIGINT");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success(), "{status:?}");
+    assert!(!db.join("serve.json").exists(), "the note is removed");
+    let o = ok(run(dir.path(), Some(&db), &["traces", "--format", "json"]));
+    assert_eq!(json(&o).as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn serve_warns_on_a_non_loopback_address_and_refuses_a_bad_one() {
+    let (dir, db) = with_sample();
+    let mut child = command(dir.path(), Some(&db), &["serve", "--addr", "0.0.0.0:0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(line.starts_with("warning: serving on 0.0.0.0:"), "{line}");
+    let o = run(dir.path(), Some(&db), &["serve", "--addr", "nonsense"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("--addr nonsense"), "{}", stderr(&o));
+    let o = run(dir.path(), Some(&dir.path().join("missing.db")), &["serve"]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("no memtrace database"),
+        "{}",
+        stderr(&o)
+    );
+}
