@@ -46,6 +46,7 @@ pub use memtrace_query::{
 pub use memtrace_storage::records::Counts;
 pub use memtrace_storage::{LocalId, StorageError, TraceId};
 pub use model::{Case, Edge, LogEntry, Node, Operation, Session, Stats, TraceInfo, Variable};
+pub use parse::json_kind;
 pub use timestamp::iso_utc;
 
 /// Raw RocksDB batched puts: the ceiling that import benchmarks compare against.

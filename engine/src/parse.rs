@@ -121,7 +121,8 @@ pub(crate) struct Resolved {
     pub cases: Vec<(Option<u32>, Vec<u32>, Option<u32>)>,
 }
 
-fn kind(v: &Value) -> &'static str {
+/// What a JSON value is, in words for error messages ("a string", "an array", ...).
+pub fn json_kind(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",
@@ -220,7 +221,7 @@ impl<'p> Obj<'p> {
         match self.take(key) {
             Some(Value::String(s)) => Ok(s),
             None => Err(self.err(key, "required field is missing")),
-            Some(v) => Err(self.err(key, format!("must be a string, found {}", kind(&v)))),
+            Some(v) => Err(self.err(key, format!("must be a string, found {}", json_kind(&v)))),
         }
     }
 
@@ -228,7 +229,10 @@ impl<'p> Obj<'p> {
         match self.take(key) {
             Some(Value::String(s)) => Ok(Some(s)),
             None | Some(Value::Null) => Ok(None),
-            Some(v) => Err(self.err(key, format!("must be a string or null, found {}", kind(&v)))),
+            Some(v) => Err(self.err(
+                key,
+                format!("must be a string or null, found {}", json_kind(&v)),
+            )),
         }
     }
 
@@ -237,7 +241,10 @@ impl<'p> Obj<'p> {
             None => Ok(None),
             Some(Value::Null) => Ok(Some(None)),
             Some(Value::String(s)) => Ok(Some(Some(s))),
-            Some(v) => Err(self.err(key, format!("must be a string or null, found {}", kind(&v)))),
+            Some(v) => Err(self.err(
+                key,
+                format!("must be a string or null, found {}", json_kind(&v)),
+            )),
         }
     }
 
@@ -305,7 +312,7 @@ fn describe(v: &Value) -> String {
     match v {
         Value::Number(n) => format!("the number {n}"),
         Value::String(s) if s.len() < 40 => format!("the string {s:?}"),
-        other => kind(other).to_string(),
+        other => json_kind(other).to_string(),
     }
 }
 
@@ -743,7 +750,7 @@ pub(crate) fn validate(t: &ParsedTrace) -> Result<Resolved, Invalid> {
                     .ok_or_else(|| Invalid::at(at(field), format!("no node {s:?} in the trace"))),
                 other => Err(Invalid::at(
                     at(field),
-                    format!("must be a full node id string, found {}", kind(other)),
+                    format!("must be a full node id string, found {}", json_kind(other)),
                 )),
             }
         };
@@ -762,7 +769,10 @@ pub(crate) fn validate(t: &ParsedTrace) -> Result<Resolved, Invalid> {
             Some(other) => {
                 return Err(Invalid::at(
                     at("source_evidence_ids"),
-                    format!("must be a list of full node ids, found {}", kind(other)),
+                    format!(
+                        "must be a list of full node ids, found {}",
+                        json_kind(other)
+                    ),
                 ))
             }
         }
@@ -777,7 +787,10 @@ pub(crate) fn validate(t: &ParsedTrace) -> Result<Resolved, Invalid> {
             Some(other) => {
                 return Err(Invalid::at(
                     at("final_op_id"),
-                    format!("must be an op id string or null, found {}", kind(other)),
+                    format!(
+                        "must be an op id string or null, found {}",
+                        json_kind(other)
+                    ),
                 ))
             }
         };
@@ -787,7 +800,7 @@ pub(crate) fn validate(t: &ParsedTrace) -> Result<Resolved, Invalid> {
                 Some(other) => {
                     return Err(Invalid::at(
                         at(field),
-                        format!("must be a string or null, found {}", kind(other)),
+                        format!("must be a string or null, found {}", json_kind(other)),
                     ))
                 }
             }
@@ -797,7 +810,7 @@ pub(crate) fn validate(t: &ParsedTrace) -> Result<Resolved, Invalid> {
             Some(other) => {
                 return Err(Invalid::at(
                     at("golden_answers"),
-                    format!("must be a string or a list, found {}", kind(other)),
+                    format!("must be a string or a list, found {}", json_kind(other)),
                 ))
             }
         }

@@ -52,6 +52,18 @@ impl Default for GenSpec {
 }
 
 impl GenSpec {
+    /// One small trace of `system` (3 sessions of 6 messages, 12 questions):
+    /// enough for failed cases of several error types, quick to build in tests.
+    pub fn small(system: System) -> GenSpec {
+        GenSpec {
+            system: Some(system),
+            sessions: 3..=3,
+            messages_per_session: 6..=6,
+            questions: 12,
+            ..GenSpec::default()
+        }
+    }
+
     /// The system of trace `index`.
     pub fn system_of(&self, index: usize) -> System {
         self.system

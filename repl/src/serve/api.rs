@@ -13,8 +13,8 @@ use memtrace_engine::attrib::{
     case, flow, ErrorType, LabelInput, StoredVerdict, TraceModel, HUMAN,
 };
 use memtrace_engine::{
-    traverse_columns, Cancel, Database, ImportOptions, InputFormat, Output, Params, Plan, TraceId,
-    TraceInfo, TraceView, Value as QValue,
+    json_kind, traverse_columns, Cancel, Database, ImportOptions, InputFormat, Output, Params,
+    Plan, TraceId, TraceInfo, TraceView, Value as QValue,
 };
 use serde_json::{json, Map, Value};
 
@@ -202,19 +202,8 @@ fn json_body(body: &mut dyn Read) -> Result<Map<String, Value>, ApiError> {
         Value::Object(m) => Ok(m),
         other => Err(ApiError::bad(format!(
             "the body must be a JSON object, found {}",
-            kind(&other)
+            json_kind(&other)
         ))),
-    }
-}
-
-fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "an object",
     }
 }
 
@@ -242,7 +231,7 @@ fn text_field<'a>(
         }
         Some(other) => Err(ApiError::bad(format!(
             "{name}: must be a string, found {}",
-            kind(other)
+            json_kind(other)
         ))),
     }
 }

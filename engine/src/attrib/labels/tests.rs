@@ -9,14 +9,7 @@ use crate::{Database, ImportOptions, InputFormat};
 fn db_with_trace() -> (tempfile::TempDir, Database, String) {
     let dir = tempfile::tempdir().unwrap();
     let db = Database::open(dir.path().join("db")).unwrap();
-    let spec = GenSpec {
-        system: Some(crate::gen::sim::System::Mem0),
-        sessions: 3..=3,
-        messages_per_session: 6..=6,
-        questions: 12,
-        ..GenSpec::default()
-    };
-    let t = generate_trace(&spec, 0);
+    let t = generate_trace(&GenSpec::small(crate::gen::sim::System::Mem0), 0);
     db.import_reader(
         t.document.to_string().as_bytes(),
         InputFormat::Json,
