@@ -42,6 +42,10 @@ pub enum BenchCommand {
     /// Token use of LLM attribution per case against a scripted local server, beside a full
     /// dump of the trace.
     Llm(crate::llm_bench::LlmBenchArgs),
+    /// The evidence-flow attributor's accuracy and time per case on generated traces of each
+    /// system, beside MemTraceBench files recorded by someone else (default: the repository's
+    /// dev split).
+    Attribution(crate::attr_bench::AttrBenchArgs),
     /// The built-in failure-pattern library over a generated set, cold and warm, beside the
     /// same questions in SQLite.
     Patterns(crate::pattern_bench::PatternBenchArgs),
@@ -164,6 +168,7 @@ pub fn run(cmd: BenchCommand) -> Result<ExitCode> {
         BenchCommand::Suite(a) => crate::suite::suite(&a),
         BenchCommand::Llm(a) => crate::llm_bench::run(&a),
         BenchCommand::Patterns(a) => crate::pattern_bench::run(&a),
+        BenchCommand::Attribution(a) => crate::attr_bench::run(&a),
         BenchCommand::PatternStep(a) => {
             let r = crate::pattern_bench::step(&a)?;
             println!("{}", serde_json::to_string(&r)?);

@@ -1,5 +1,6 @@
 //! The `memtrace` command-line tool and shell: import, query, export and inspect traces of LLM memory systems.
 
+mod attr_bench;
 mod attribute;
 mod bench;
 mod cli;

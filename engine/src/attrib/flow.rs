@@ -2,58 +2,47 @@
 //! from its message through the ops that carried it, finds where it was
 //! lost, and names the earliest decisive faulty op with its error type.
 //!
-//! An item is *carried* by a variable that an op made from a carrier and
-//! whose value holds the item: the message text itself, normalised, or the
-//! speaker together with enough of the answer's value tokens
-//! ([`VALUE_OVERLAP`]). A carrier stays alive while it will still be read
-//! (a memory unit: until a later version replaces it or it is deleted). The
-//! op after which no carrier is alive is where the item died:
-//! `DeletionError` when it deleted the last unit holding it, `UpdateError`
-//! when a memory unit had held it (or an update op dropped what an
-//! extraction op had passed it), `ExtractionError` otherwise. When no needed
-//! item died, the answer op's context is checked: an item missing from it
-//! is a `RetrievalError` of the op that made the context; with everything
-//! there, the answer op is at fault (`ResponseError`).
+//! What it assumes, and nothing else: op categories as MemBase records them
+//! (`extraction`, `update`, `retrieval`, `evaluation`), `memory_entry`
+//! variables or variables a retrieval op reads or returns as memory units,
+//! versions of one variable as its successive states, and text. No system,
+//! op name or class name is assumed.
+//!
+//! 1. The item of each evidence message is the sentence(s) the question and
+//!    gold answer point to ([`Matcher::item`]); a variable *holds* it when a
+//!    local window of one of its string leaves covers most of its stems.
+//! 2. Carriers: from the message, every variable that a construction op
+//!    made from a carrier and that holds the item. A memory unit stays alive
+//!    until a newer version replaces it or it is deleted; any other carrier
+//!    until its last reader. The op after which no carrier is alive lost it:
+//!    `DeletionError` when it deleted the last unit, `ExtractionError` when
+//!    it is an extraction op or no memory unit ever held the item,
+//!    `UpdateError` when a unit had held it (or an update op dropped what an
+//!    extraction op had passed on).
+//! 3. At question time: the retrieved set is what the retrieval ops that
+//!    read the query return. An item held by a live unit that no retrieved
+//!    variable holds is a `RetrievalError` of that retrieval op; retrieved
+//!    but missing from the context the answering op read, a
+//!    `RetrievalError` of the op that built that context. With every item
+//!    in the context, the answering op is at fault (`ResponseError`).
+//! 4. The earliest failure point over all items, in execution order, is
+//!    the verdict.
 
-use std::cell::{OnceCell, RefCell};
-use std::collections::{HashMap, HashSet};
-use std::rc::Rc;
+use std::collections::HashMap;
+
+use petgraph::algo::astar;
+use petgraph::graph::{DiGraph, NodeIndex};
 
 use super::case::FailedCase;
 use super::evidence::{Evidence, EvidenceOrigin};
+use super::holds::{Item, Matcher, DATED_OVERLAP, VALUE_OVERLAP};
 use super::model::TraceModel;
-use super::pyvalue::{pieces, unrepr};
-use super::text::{content_tokens, has_token, is_date_token, normalise, overlap, tokens};
+use super::pyvalue::unrepr;
+use super::text::{is_content, is_date_token, tokens};
 use super::verdict::{ErrorType, Step};
-
-/// Share of an answer's value tokens a piece must hold (with the speaker)
-/// to carry an item that it does not quote word for word.
-pub const VALUE_OVERLAP: f64 = 0.75;
-
-/// The share that will do for a dated fact: the words both the question
-/// and the message use, beside the date.
-pub const DATED_OVERLAP: f64 = 0.5;
 
 /// How many steps of a chain a verdict keeps at each end.
 const CHAIN_ENDS: usize = 4;
-
-/// What an item's signature looks for.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Signature {
-    /// The message variable.
-    pub message: usize,
-    /// The message text, normalised.
-    pub text: String,
-    /// The speaker, normalised to one token, when known.
-    pub speaker: Option<String>,
-    /// Value tokens of the answer this message supports.
-    pub value: Vec<String>,
-    /// Tokens a piece must hold besides (dates the question names or the
-    /// answer is).
-    pub must: Vec<String>,
-    /// Share of `value` a piece must hold.
-    pub threshold: f64,
-}
 
 /// The findings of the attributor on one case, before they become a verdict.
 #[derive(Debug, Clone, PartialEq)]
@@ -68,12 +57,15 @@ pub struct Finding {
     pub reason: String,
     /// The chain behind it.
     pub chain: Vec<Step>,
+    /// The steps the attributor was unsure of, in words (what the trace
+    /// lacked, where a match was weak); empty when every step was clear.
+    pub doubts: Vec<String>,
 }
 
 /// Why a carrier stopped being alive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum End {
-    /// It is alive after the last op.
+    /// It is alive at question time.
     Alive,
     /// An op made a newer version of it.
     Replaced(usize),
@@ -104,21 +96,30 @@ struct Carrier {
 #[derive(Debug, Clone)]
 struct ItemFlow {
     carriers: Vec<Carrier>,
-    /// The op after which no carrier was alive, and the carrier that held
-    /// the item last.
+    /// Carriers as nodes, each edge the op that passed the item on.
+    graph: DiGraph<usize, usize>,
+    /// The op after which no carrier was alive, and the carrier (index)
+    /// that held the item last.
     death: Option<(usize, usize)>,
+}
+
+/// Where one item failed to reach the answer.
+#[derive(Debug, Clone)]
+struct Failure {
+    op: usize,
+    error_type: ErrorType,
+    item: usize,
+    reason: String,
+    confidence: f64,
+    last: Option<(usize, &'static str)>,
 }
 
 /// One trace prepared for attribution; shared by all its cases.
 pub struct Flow<'m> {
     model: &'m TraceModel,
-    norm: Vec<OnceCell<Vec<Rc<str>>>>,
-    /// Normalised pieces by their raw text: versions of a rolling memory
-    /// repeat almost all pieces of the version before.
-    seen: RefCell<HashMap<String, Rc<str>>>,
-    /// Every message's text, normalised: a piece that quotes another
-    /// message is that message's, whatever words it shares with ours.
-    messages: HashSet<String>,
+    matcher: Matcher<'m>,
+    /// Versions of each variable name, oldest first: (version, var).
+    versions: HashMap<&'m str, Vec<(u32, usize)>>,
 }
 
 fn category(model: &TraceModel, op: usize) -> &str {
@@ -129,14 +130,23 @@ fn op_name(model: &TraceModel, op: usize) -> &str {
     model.ops[op].op_name.as_deref().unwrap_or("")
 }
 
+fn is_retrieval(model: &TraceModel, op: usize) -> bool {
+    category(model, op).eq_ignore_ascii_case("retrieval")
+}
+
 /// Ops of the question phase: what they make does not keep evidence alive.
 fn is_question_op(model: &TraceModel, op: usize) -> bool {
-    matches!(category(model, op), "retrieval" | "evaluation")
+    let c = category(model, op);
+    c.eq_ignore_ascii_case("retrieval") || c.eq_ignore_ascii_case("evaluation")
 }
 
 fn is_judge(model: &TraceModel, op: usize) -> bool {
-    let n = op_name(model, op).to_ascii_lowercase();
-    n.contains("judge")
+    op_name(model, op).to_ascii_lowercase().contains("judge")
+}
+
+/// The op that made a variable: the first op that wrote it.
+fn maker(model: &TraceModel, var: usize) -> Option<usize> {
+    model.made_by(var).iter().copied().min()
 }
 
 /// The op that answered a case: it reads the query and writes the
@@ -147,33 +157,21 @@ pub fn answer_op(m: &TraceModel, case: &FailedCase) -> Option<usize> {
         .read_by(query)
         .iter()
         .copied()
-        .filter(|&o| !is_judge(m, o) && category(m, o) != "retrieval")
+        .filter(|&o| !is_judge(m, o) && !is_retrieval(m, o))
         .collect();
     candidates
         .iter()
         .copied()
-        .find(|&o| m.outputs(o).iter().any(|&v| m.class(v) == "prediction"))
+        .find(|&o| {
+            m.outputs(o)
+                .iter()
+                .any(|&v| m.class(v) == "prediction" || m.value(v).contains(&case.prediction))
+        })
         .or_else(|| candidates.last().copied())
 }
 
 fn is_prompt(model: &TraceModel, var: usize) -> bool {
     model.vars[var].category.as_deref() == Some("prompt")
-}
-
-/// The speaker of a message: its metadata, else a short `Name:` prefix.
-fn speaker(model: &TraceModel, var: usize) -> Option<String> {
-    let v = &model.vars[var];
-    let named = v
-        .metadata
-        .get("speaker")
-        .and_then(|s| s.as_str())
-        .map(str::to_string)
-        .or_else(|| {
-            let text = unrepr(model.value(var));
-            let (head, _) = text.split_once(": ")?;
-            (!head.is_empty() && head.split_whitespace().count() <= 3).then(|| head.to_string())
-        })?;
-    tokens(&named).into_iter().next()
 }
 
 /// The parts of a gold answer that compares two people (`No: A vs B`,
@@ -215,177 +213,193 @@ fn first_read(model: &TraceModel, var: usize) -> usize {
     model.read_by(var).first().copied().unwrap_or(usize::MAX)
 }
 
-/// The signatures of the evidence items a case needs. For a question about
-/// the latest value, only each speaker's latest message is needed.
-pub fn signatures(model: &TraceModel, case: &FailedCase, evidence: &Evidence) -> Vec<Signature> {
-    let gold = case.gold.first().map(String::as_str).unwrap_or("");
-    let parts = answer_parts(gold);
-    let query_tokens = content_tokens(&case.query);
-    let mut items: Vec<usize> = evidence.items.clone();
-    items.dedup();
-    if evidence.origin == EvidenceOrigin::Pseudo {
-        // Pseudo-evidence is a ranking: keep the messages that state (part
-        // of) the answer, else the best one.
-        let wanted: Vec<Vec<String>> = parts.iter().map(|p| content_tokens(p)).collect();
-        let states = |m: &usize| {
-            let text = normalise(&unrepr(model.value(*m)));
-            wanted
-                .iter()
-                .any(|w| !w.is_empty() && overlap(w, &text) >= VALUE_OVERLAP)
-        };
-        let stating: Vec<usize> = items.iter().copied().filter(states).collect();
-        items = if stating.is_empty() {
-            items.into_iter().take(1).collect()
-        } else {
-            stating
-        };
-    }
-    if asks_for_latest(model, case) && items.len() > 1 {
-        let mut latest: HashMap<Option<String>, usize> = HashMap::new();
-        for &m in &items {
-            let key = speaker(model, m);
-            let keep = latest
-                .get(&key)
-                .is_none_or(|&old| first_read(model, m) >= first_read(model, old));
-            if keep {
-                latest.insert(key, m);
-            }
-        }
-        items.retain(|m| latest.values().any(|v| v == m));
-    }
-    // People in the order the question names them, for `A vs B` answers.
-    let mut speakers: Vec<(usize, String)> = items
-        .iter()
-        .filter_map(|&m| speaker(model, m))
-        .filter_map(|s| {
-            normalise(&case.query)
-                .find(&format!(" {s} "))
-                .map(|at| (at, s))
-        })
-        .collect();
-    speakers.sort();
-    speakers.dedup_by(|a, b| a.1 == b.1);
-    items
-        .iter()
-        .map(|&m| {
-            let text = unrepr(model.value(m));
-            let who = speaker(model, m);
-            let part = if parts.len() > 1 {
-                who.as_ref()
-                    .and_then(|w| speakers.iter().position(|(_, s)| s == w))
-                    .and_then(|i| parts.get(i))
-                    .cloned()
-                    .unwrap_or_else(|| gold.to_string())
-            } else {
-                parts.first().cloned().unwrap_or_else(|| gold.to_string())
-            };
-            let mut value: Vec<String> = content_tokens(&part)
-                .into_iter()
-                .filter(|t| Some(t) != who.as_ref())
-                .collect();
-            // Dates the question names pin the fact down.
-            let mut must: Vec<String> = query_tokens
-                .iter()
-                .filter(|t| is_date_token(t))
-                .cloned()
-                .collect();
-            let mut threshold = VALUE_OVERLAP;
-            if !value.is_empty() && value.iter().all(|t| is_date_token(t)) {
-                // A date answers "when": it must be there, and the value is
-                // what the question and the message share (half of it will
-                // do, the date pinning the fact), else what the question says.
-                must.append(&mut value);
-                let said = content_tokens(&text);
-                let asked = query_tokens
-                    .iter()
-                    .filter(|t| Some(*t) != who.as_ref() && !is_date_token(t));
-                value = asked
-                    .clone()
-                    .filter(|t| said.contains(t))
-                    .cloned()
-                    .collect();
-                if value.is_empty() {
-                    value = asked.cloned().collect();
-                } else {
-                    threshold = DATED_OVERLAP;
-                }
-            }
-            Signature {
-                message: m,
-                text: normalise(&text),
-                speaker: who,
-                value,
-                must,
-                threshold,
-            }
-        })
-        .collect()
-}
-
 impl<'m> Flow<'m> {
     /// Prepares a trace.
     pub fn new(model: &'m TraceModel) -> Flow<'m> {
-        let messages = (0..model.vars.len())
-            .filter(|&v| model.is_message(v))
-            .map(|v| normalise(&unrepr(model.value(v))))
-            .collect();
+        let mut versions: HashMap<&str, Vec<(u32, usize)>> = HashMap::new();
+        for (i, v) in model.vars.iter().enumerate() {
+            versions
+                .entry(v.full_name.as_str())
+                .or_default()
+                .push((v.version, i));
+        }
+        for list in versions.values_mut() {
+            list.sort_unstable();
+        }
         Flow {
             model,
-            norm: (0..model.vars.len()).map(|_| OnceCell::new()).collect(),
-            seen: RefCell::new(HashMap::new()),
-            messages,
+            matcher: Matcher::new(model),
+            versions,
         }
     }
 
-    fn pieces(&self, var: usize) -> &[Rc<str>] {
-        self.norm[var].get_or_init(|| {
-            let mut seen = self.seen.borrow_mut();
-            pieces(self.model.value(var))
-                .into_iter()
-                .map(|p| match seen.get(&p) {
-                    Some(n) => Rc::clone(n),
-                    None => {
-                        let n: Rc<str> = Rc::from(normalise(&p));
-                        seen.insert(p, Rc::clone(&n));
-                        n
-                    }
+    /// The token stems of a text as (stem, is a date) pairs.
+    fn stems_of(&self, text: &str) -> Vec<(u32, bool)> {
+        let mut out: Vec<(u32, bool)> = Vec::new();
+        for t in tokens(text) {
+            if !is_content(&t) {
+                continue;
+            }
+            let id = self.matcher.content(&t).first().copied();
+            if let Some(id) = id {
+                if !out.iter().any(|x| x.0 == id) {
+                    out.push((id, is_date_token(&t)));
+                }
+            }
+        }
+        out
+    }
+
+    /// The evidence items a case needs. For a question about the latest
+    /// value, only each speaker's latest message is needed.
+    pub fn items(&self, case: &FailedCase, evidence: &Evidence) -> Vec<Item> {
+        let model = self.model;
+        let gold = case.gold.first().map(String::as_str).unwrap_or("");
+        let parts = answer_parts(gold);
+        let asked: Vec<u32> = self
+            .stems_of(&format!("{} {}", case.query, case.gold.join(" ")))
+            .into_iter()
+            .map(|x| x.0)
+            .collect();
+        let query_stems = self.stems_of(&case.query);
+        let mut messages: Vec<usize> = evidence.items.clone();
+        messages.dedup();
+        let body_stems = |m: usize| -> Vec<u32> {
+            self.matcher
+                .body(m)
+                .map(|b| self.matcher.content(&b.text))
+                .unwrap_or_else(|| self.matcher.content(&unrepr(model.value(m))))
+        };
+        if evidence.origin == EvidenceOrigin::Pseudo {
+            // Pseudo-evidence is a ranking: keep the messages that state (part
+            // of) the answer, else the best one.
+            let wanted: Vec<Vec<u32>> = parts.iter().map(|p| self.matcher.content(p)).collect();
+            let states = |m: &usize| {
+                let said = body_stems(*m);
+                wanted.iter().any(|w| {
+                    !w.is_empty()
+                        && w.iter().filter(|s| said.contains(s)).count() as f64
+                            >= VALUE_OVERLAP * w.len() as f64
                 })
-                .collect()
-        })
+            };
+            let stating: Vec<usize> = messages.iter().copied().filter(states).collect();
+            messages = if stating.is_empty() {
+                messages.into_iter().take(1).collect()
+            } else {
+                stating
+            };
+        }
+        let speaker_of = |m: usize| -> Option<String> {
+            self.matcher
+                .body(m)
+                .and_then(|b| b.speaker.as_deref())
+                .and_then(|s| tokens(s).into_iter().next())
+        };
+        if asks_for_latest(model, case) && messages.len() > 1 {
+            let mut latest: HashMap<Option<String>, usize> = HashMap::new();
+            for &m in &messages {
+                let key = speaker_of(m);
+                let keep = latest
+                    .get(&key)
+                    .is_none_or(|&old| first_read(model, m) >= first_read(model, old));
+                if keep {
+                    latest.insert(key, m);
+                }
+            }
+            messages.retain(|m| latest.values().any(|v| v == m));
+        }
+        // People in the order the question names them, for `A vs B` answers.
+        let query_tokens = tokens(&case.query);
+        let mut speakers: Vec<(usize, String)> = messages
+            .iter()
+            .filter_map(|&m| speaker_of(m))
+            .filter_map(|s| query_tokens.iter().position(|t| *t == s).map(|at| (at, s)))
+            .collect();
+        speakers.sort();
+        speakers.dedup_by(|a, b| a.1 == b.1);
+        messages
+            .iter()
+            .filter_map(|&m| {
+                let mut item = self.matcher.item(m, &asked)?;
+                let who = speaker_of(m);
+                let part = if parts.len() > 1 {
+                    who.as_ref()
+                        .and_then(|w| speakers.iter().position(|(_, s)| s == w))
+                        .and_then(|i| parts.get(i))
+                        .cloned()
+                        .unwrap_or_else(|| gold.to_string())
+                } else {
+                    parts.first().cloned().unwrap_or_else(|| gold.to_string())
+                };
+                let value: Vec<(u32, bool)> = self
+                    .stems_of(&part)
+                    .into_iter()
+                    .filter(|x| Some(x.0) != item.speaker)
+                    .collect();
+                // Dates the question names pin the fact down.
+                let mut must: Vec<u32> = query_stems.iter().filter(|x| x.1).map(|x| x.0).collect();
+                let mut value_ids: Vec<u32> = value.iter().map(|x| x.0).collect();
+                let mut threshold = VALUE_OVERLAP;
+                if !value.is_empty() && value.iter().all(|x| x.1) {
+                    // A date answers "when": it must be there, and the value
+                    // is what the question and the message share (half of it
+                    // will do, the date pinning the fact), else what the
+                    // question says.
+                    must.extend(value_ids.drain(..));
+                    let said = body_stems(m);
+                    let asked_here: Vec<u32> = query_stems
+                        .iter()
+                        .filter(|x| !x.1 && Some(x.0) != item.speaker)
+                        .map(|x| x.0)
+                        .collect();
+                    value_ids = asked_here
+                        .iter()
+                        .copied()
+                        .filter(|s| said.contains(s))
+                        .collect();
+                    if value_ids.is_empty() {
+                        value_ids = asked_here;
+                    } else {
+                        threshold = DATED_OVERLAP;
+                    }
+                }
+                item.value = value_ids;
+                item.must = must;
+                item.asked = query_stems.iter().map(|x| x.0).collect();
+                item.threshold = threshold;
+                Some(item)
+            })
+            .collect()
     }
 
     /// Whether a variable's value holds an item.
-    pub fn holds(&self, var: usize, sig: &Signature) -> bool {
-        self.pieces(var).iter().any(|p| {
-            (sig.text.len() > 2 && p.contains(sig.text.as_str()))
-                || ((!sig.value.is_empty() || !sig.must.is_empty())
-                    && !self.messages.contains(&**p)
-                    && sig.speaker.as_deref().is_none_or(|s| has_token(p, s))
-                    && sig.must.iter().all(|t| has_token(p, t))
-                    && overlap(&sig.value, p) >= sig.threshold)
-        })
+    pub fn holds(&self, var: usize, item: &Item) -> bool {
+        self.matcher.holds(var, item)
     }
 
     /// Whether a variable is a memory unit: it persists until replaced or
     /// deleted.
     fn is_store(&self, var: usize) -> bool {
         let m = self.model;
-        m.vars[var].category.as_deref() == Some("memory_entry")
-            || m.read_by(var)
-                .iter()
-                .any(|&o| category(m, o) == "retrieval")
+        if m.vars[var].category.as_deref() == Some("memory_entry") {
+            return true;
+        }
+        if m.read_by(var).iter().any(|&o| is_retrieval(m, o)) {
+            return true;
+        }
+        // A variable a retrieval op returns that an earlier op made.
+        let made = maker(m, var);
+        made.is_some_and(|o| !is_retrieval(m, o))
+            && m.made_by(var).iter().any(|&o| is_retrieval(m, o))
     }
 
-    /// The op that made a newer version of `var`, if any read it to do so.
+    /// The newer version of `var` and the op that made it, if any.
     fn successor(&self, var: usize) -> Option<(usize, usize)> {
         let m = self.model;
         let v = &m.vars[var];
-        m.edges_from(var).iter().find_map(|&(e, t)| {
-            let tv = &m.vars[t];
-            (tv.full_name == v.full_name && tv.version > v.version)
-                .then(|| m.op(&m.edges[e].op_id).map(|o| (o, t)))
-                .flatten()
-        })
+        let list = self.versions.get(v.full_name.as_str())?;
+        let next = list.iter().find(|(ver, _)| *ver > v.version)?.1;
+        maker(m, next).map(|o| (o, next))
     }
 
     /// The op that deleted `var`, if any.
@@ -393,43 +407,50 @@ impl<'m> Flow<'m> {
         let m = self.model;
         m.edges_from(var).iter().find_map(|&(e, t)| {
             let edge = &m.edges[e];
-            let says_delete = edge
-                .comment
-                .as_deref()
-                .is_some_and(|c| c.to_ascii_lowercase().contains("delete"));
-            let marker = m.class(t).to_ascii_lowercase().contains("delete")
-                || m.vars[t]
-                    .category
-                    .as_deref()
-                    .is_some_and(|c| c.to_ascii_lowercase().contains("delete"));
-            (says_delete || marker).then(|| m.op(&edge.op_id)).flatten()
+            let says =
+                |s: Option<&str>| s.is_some_and(|c| c.to_ascii_lowercase().contains("delet"));
+            let marker = says(Some(m.class(t))) || says(m.vars[t].category.as_deref());
+            (says(edge.comment.as_deref()) || says(edge.category.as_deref()) || marker)
+                .then(|| m.op(&edge.op_id))
+                .flatten()
         })
     }
 
-    fn follow(&self, sig: &Signature) -> ItemFlow {
+    /// Follows an item through the construction ops before `until`.
+    fn follow(&self, item: &Item, until: usize) -> ItemFlow {
         let m = self.model;
         let mut index: HashMap<usize, usize> = HashMap::new();
+        let mut graph: DiGraph<usize, usize> = DiGraph::new();
         let mut carriers = vec![Carrier {
-            var: sig.message,
+            var: item.message,
             made: None,
             end: End::Alive,
             store: false,
         }];
-        index.insert(sig.message, 0);
+        graph.add_node(item.message);
+        index.insert(item.message, 0);
         let mut next = 0;
         while next < carriers.len() {
             let c = carriers[next].var;
+            let from = NodeIndex::new(next);
             next += 1;
             for &op in m.read_by(c) {
-                if is_question_op(m, op) {
+                if op >= until || is_question_op(m, op) {
                     continue;
                 }
                 for &o in m.outputs(op) {
-                    if index.contains_key(&o) || !m.made_by(o).contains(&op) || !self.holds(o, sig)
-                    {
+                    if let Some(&known) = index.get(&o) {
+                        if carriers[known].made == Some(op) {
+                            graph.update_edge(from, NodeIndex::new(known), op);
+                        }
+                        continue;
+                    }
+                    if maker(m, o) != Some(op) || !self.holds(o, item) {
                         continue;
                     }
                     index.insert(o, carriers.len());
+                    let to = graph.add_node(o);
+                    graph.add_edge(from, to, op);
                     carriers.push(Carrier {
                         var: o,
                         made: Some(op),
@@ -439,13 +460,14 @@ impl<'m> Flow<'m> {
                 }
             }
         }
+        let before = |o: Option<usize>| o.filter(|&o| o < until);
         let ends: Vec<(End, bool)> = carriers
             .iter()
             .map(|carrier| {
                 let c = carrier.var;
                 let store = self.is_store(c);
-                let successor = self.successor(c);
-                let deleted = self.deletion(c);
+                let successor = self.successor(c).filter(|s| s.0 < until);
+                let deleted = before(self.deletion(c));
                 let end = if store {
                     match (successor.map(|s| s.0), deleted) {
                         (Some(s), Some(d)) if d < s => End::Deleted(d),
@@ -458,7 +480,7 @@ impl<'m> Flow<'m> {
                         .read_by(c)
                         .iter()
                         .copied()
-                        .filter(|&o| !is_question_op(m, o))
+                        .filter(|&o| o < until && !is_question_op(m, o))
                         .collect();
                     let lost_by_successor = successor.filter(|(_, t)| !index.contains_key(t));
                     let others: Vec<usize> = readers
@@ -511,18 +533,24 @@ impl<'m> Flow<'m> {
                         Some(_) => {}
                     }
                 }
-                until.map(|op| (op, carriers[holder].var))
+                until.map(|op| (op, holder))
             }
         };
-        ItemFlow { carriers, death }
+        ItemFlow {
+            carriers,
+            graph,
+            death,
+        }
     }
 
-    /// The type of a death at `op`, the carrier lost there being `holder`.
+    /// The type of a death at `op`, carrier `holder` being lost there.
     fn death_type(&self, flow: &ItemFlow, op: usize, holder: usize) -> ErrorType {
         let m = self.model;
-        let held = flow.carriers.iter().find(|c| c.var == holder);
-        if held.is_some_and(|c| c.end == End::Deleted(op)) {
+        if flow.carriers[holder].end == End::Deleted(op) {
             return ErrorType::DeletionError;
+        }
+        if category(m, op).eq_ignore_ascii_case("extraction") {
+            return ErrorType::ExtractionError;
         }
         let stored = flow
             .carriers
@@ -531,18 +559,14 @@ impl<'m> Flow<'m> {
         if stored {
             return ErrorType::UpdateError;
         }
-        let extracted = flow
-            .carriers
-            .iter()
-            .any(|c| c.made.is_some_and(|o| category(m, o) == "extraction"));
-        if category(m, op) == "update" && extracted {
+        let extracted = flow.carriers.iter().any(|c| {
+            c.made
+                .is_some_and(|o| category(m, o).eq_ignore_ascii_case("extraction"))
+        });
+        if category(m, op).eq_ignore_ascii_case("update") && extracted {
             return ErrorType::UpdateError;
         }
         ErrorType::ExtractionError
-    }
-
-    fn answer_op(&self, case: &FailedCase) -> Option<usize> {
-        answer_op(self.model, case)
     }
 
     fn step(&self, op: usize, var: usize, what: &str) -> Step {
@@ -556,28 +580,33 @@ impl<'m> Flow<'m> {
     }
 
     /// The first step of a chain: the evidence message itself (no op).
-    fn evidence_step(&self, sig: &Signature) -> Step {
+    fn evidence_step(&self, item: &Item) -> Step {
         Step {
             op_id: String::new(),
             op_name: String::new(),
-            var: self.model.vars[sig.message].full_node_id.clone(),
+            var: self.model.vars[item.message].full_node_id.clone(),
             what: "evidence".into(),
         }
     }
 
-    /// The chain of an item: the ops that passed it on, runs of versions of
-    /// one variable folded, ends kept.
-    fn chain(&self, flow: &ItemFlow, upto: Option<usize>) -> Vec<Step> {
+    /// The chain of an item from its message to carrier `to`: the shortest
+    /// path of carriers in the flow graph, runs of versions of one variable
+    /// folded, ends kept.
+    fn chain(&self, flow: &ItemFlow, to: usize) -> Vec<Step> {
         let m = self.model;
-        let mut made: Vec<&Carrier> = flow
-            .carriers
-            .iter()
-            .filter(|c| c.made.is_some() && upto.is_none_or(|u| c.made.is_some_and(|o| o <= u)))
-            .collect();
-        made.sort_by_key(|c| c.made);
+        let path = astar(
+            &flow.graph,
+            NodeIndex::new(0),
+            |n| n.index() == to,
+            |_| 1usize,
+            |_| 0usize,
+        )
+        .map(|(_, p)| p)
+        .unwrap_or_default();
         let mut steps: Vec<Step> = Vec::new();
         let mut folded = 0usize;
-        for c in made {
+        for n in path.into_iter().skip(1) {
+            let c = &flow.carriers[n.index()];
             let op = c.made.unwrap_or_default();
             let same_name = steps.last().is_some_and(|s: &Step| {
                 s.var.rsplit_once('@').map(|x| x.0) == Some(m.vars[c.var].full_name.as_str())
@@ -599,155 +628,307 @@ impl<'m> Flow<'m> {
         steps
     }
 
-    fn describe_item(&self, sig: &Signature) -> String {
+    fn describe_item(&self, item: &Item) -> String {
         let m = self.model;
-        let text = unrepr(m.value(sig.message));
+        let text = &item.text;
         let short: String = text.chars().take(80).collect();
         let cut = if short.len() < text.len() { "…" } else { "" };
-        format!("{} ({short}{cut})", m.vars[sig.message].full_node_id)
+        format!("{} ({short}{cut})", m.vars[item.message].full_node_id)
+    }
+
+    /// Where the answer's context comes from: the retrieval ops that read
+    /// the query, what they returned, and the contexts the answering op
+    /// read (variables that are neither the query, a prompt, a message nor
+    /// a memory unit), each with the op that built it.
+    fn question_side(
+        &self,
+        case: &FailedCase,
+        answer: usize,
+    ) -> (Vec<usize>, Vec<usize>, Vec<(usize, usize)>) {
+        let m = self.model;
+        let query = case.query_node.as_deref().and_then(|q| m.var(q));
+        let retrievals: Vec<usize> = query
+            .map(|q| {
+                m.read_by(q)
+                    .iter()
+                    .copied()
+                    .filter(|&o| is_retrieval(m, o))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut retrieved: Vec<usize> = Vec::new();
+        for &r in &retrievals {
+            for &v in m.outputs(r) {
+                if !retrieved.contains(&v) {
+                    retrieved.push(v);
+                }
+            }
+        }
+        let contexts: Vec<(usize, usize)> = m
+            .inputs(answer)
+            .iter()
+            .copied()
+            .filter(|&v| {
+                Some(v) != query && !is_prompt(m, v) && !m.is_message(v) && !self.is_store(v)
+            })
+            .filter_map(|v| maker(m, v).map(|o| (v, o)))
+            .collect();
+        (retrievals, retrieved, contexts)
     }
 
     /// Attributes one case.
     pub fn attribute(&self, case: &FailedCase, evidence: &Evidence) -> Option<Finding> {
         let m = self.model;
-        let sigs = signatures(m, case, evidence);
+        let items = self.items(case, evidence);
         let pseudo = evidence.origin == EvidenceOrigin::Pseudo;
         let trust = if pseudo { 0.6 } else { 1.0 };
-        let flows: Vec<ItemFlow> = sigs.iter().map(|s| self.follow(s)).collect();
-        // The earliest death among the needed items.
-        let earliest = flows
-            .iter()
-            .enumerate()
-            .filter_map(|(i, f)| f.death.map(|(op, holder)| (op, holder, i)))
-            .min_by_key(|d| d.0);
-        if let Some((op, holder, i)) = earliest {
-            let error_type = self.death_type(&flows[i], op, holder);
-            let mut chain = vec![self.evidence_step(&sigs[i])];
-            chain.extend(self.chain(&flows[i], Some(op)));
-            let what = match error_type {
-                ErrorType::DeletionError => "deleted",
-                _ => "lost",
-            };
-            chain.push(self.step(op, holder, what));
-            let outputs: Vec<&str> = m
-                .outputs(op)
-                .iter()
-                .map(|&v| m.vars[v].full_node_id.as_str())
-                .take(3)
-                .collect();
-            let held_by = if holder == sigs[i].message {
-                "the message".to_string()
-            } else {
-                m.vars[holder].full_node_id.clone()
-            };
-            let reason = format!(
-                "{} was held by {held_by} until op {} ({}) {what} it: {}; {}",
-                self.describe_item(&sigs[i]),
-                m.ops[op].op_id,
-                op_name(m, op),
-                match outputs.as_slice() {
-                    [] => "it wrote nothing".to_string(),
-                    list => format!("its output {} does not hold it", list.join(", ")),
-                },
-                match error_type {
-                    ErrorType::DeletionError => "a memory unit holding it was deleted",
-                    ErrorType::UpdateError => "it had reached memory and an update lost it",
-                    _ => "it never entered a memory unit",
-                }
+        let answer = answer_op(m, case);
+        let mut doubts: Vec<String> = Vec::new();
+        if pseudo {
+            doubts.push(
+                "no source evidence was recorded: the evidence is the messages that best match \
+                 the question and gold answer"
+                    .into(),
             );
-            let confidence = if error_type == ErrorType::DeletionError {
-                0.95
-            } else {
-                0.9
-            };
-            return Some(Finding {
-                error_type,
-                op,
-                confidence: confidence * trust,
-                reason,
-                chain,
-            });
         }
-        let answer = self.answer_op(case)?;
-        let query = case.query_node.as_deref().and_then(|q| m.var(q));
-        let contexts: Vec<usize> = m
-            .inputs(answer)
+        let textless = evidence
+            .items
             .iter()
+            .filter(|&&m| self.matcher.body(m).is_none_or(|b| b.text.is_empty()))
+            .count();
+        if textless > 0 && !pseudo {
+            doubts.push(format!(
+                "{textless} of {} evidence message(s) have no text to follow",
+                evidence.items.len()
+            ));
+        }
+        for it in items.iter().filter(|i| i.whole) {
+            doubts.push(format!(
+                "no sentence of {} matches the question; the whole message was followed",
+                m.vars[it.message].full_node_id
+            ));
+        }
+        let (retrievals, retrieved, contexts) = match answer {
+            Some(a) => self.question_side(case, a),
+            None => (Vec::new(), Vec::new(), Vec::new()),
+        };
+        // Question time: the first retrieval for this question, else the
+        // answering op, else the end of the trace.
+        let until = retrievals
+            .first()
             .copied()
-            .filter(|&v| Some(v) != query && !is_prompt(m, v) && !m.is_message(v))
-            .collect();
-        for (sig, flow) in sigs.iter().zip(&flows) {
-            let alive: Vec<usize> = flow
-                .carriers
-                .iter()
-                .filter(|c| c.end == End::Alive && c.made.is_some())
-                .map(|c| c.var)
-                .collect();
-            let retrieved = contexts.iter().any(|&cv| {
-                self.holds(cv, sig)
-                    && m.made_by(cv)
-                        .iter()
-                        .any(|&op| m.inputs(op).iter().any(|i| alive.contains(i)))
-            });
-            if retrieved {
+            .or(answer)
+            .unwrap_or(m.ops.len());
+        if answer.is_some() && retrievals.is_empty() {
+            doubts.push(
+                "no retrieval op reads the query: what the store held was checked against the \
+                 answering op's context only"
+                    .into(),
+            );
+        }
+        let flows: Vec<ItemFlow> = items.iter().map(|it| self.follow(it, until)).collect();
+        let mut failures: Vec<Failure> = Vec::new();
+        for (i, (item, flow)) in items.iter().zip(&flows).enumerate() {
+            if let Some((op, holder)) = flow.death {
+                let error_type = self.death_type(flow, op, holder);
+                let outputs: Vec<&str> = m
+                    .outputs(op)
+                    .iter()
+                    .map(|&v| m.vars[v].full_node_id.as_str())
+                    .take(3)
+                    .collect();
+                let holder_var = flow.carriers[holder].var;
+                let held_by = if holder == 0 {
+                    "the message".to_string()
+                } else {
+                    m.vars[holder_var].full_node_id.clone()
+                };
+                let what = match error_type {
+                    ErrorType::DeletionError => "deleted",
+                    _ => "lost",
+                };
+                let reason = format!(
+                    "{} was held by {held_by} until op {} ({}) {what} it: {}; {}",
+                    self.describe_item(item),
+                    m.ops[op].op_id,
+                    op_name(m, op),
+                    match outputs.as_slice() {
+                        [] => "it wrote nothing".to_string(),
+                        list => format!("its output {} does not hold it", list.join(", ")),
+                    },
+                    match error_type {
+                        ErrorType::DeletionError => "a memory unit holding it was deleted",
+                        ErrorType::UpdateError => "it had reached memory and an update lost it",
+                        _ => "it never entered a memory unit",
+                    }
+                );
+                let confidence = if error_type == ErrorType::DeletionError {
+                    0.95
+                } else {
+                    0.9
+                };
+                failures.push(Failure {
+                    op,
+                    error_type,
+                    item: i,
+                    reason,
+                    confidence,
+                    last: Some((holder, what)),
+                });
                 continue;
             }
-            let Some(&context) = contexts.first() else {
-                continue;
+            let Some(answer) = answer else { continue };
+            let live: Vec<usize> = flow
+                .carriers
+                .iter()
+                .filter(|c| c.store && c.end == End::Alive && c.made.is_some())
+                .map(|c| c.var)
+                .collect();
+            let query = case.query_node.as_deref().and_then(|q| m.var(q));
+            let read: Vec<usize> = m
+                .inputs(answer)
+                .iter()
+                .copied()
+                .filter(|&v| Some(v) != query && !is_prompt(m, v) && !m.is_message(v))
+                .collect();
+            let in_context = if !contexts.is_empty() {
+                contexts.iter().any(|&(v, _)| self.holds(v, item))
+            } else if !read.is_empty() {
+                read.iter().any(|&v| self.holds(v, item))
+            } else {
+                retrieved.iter().any(|&v| self.holds(v, item))
             };
-            let Some(&maker) = m.made_by(context).first() else {
+            if in_context {
                 continue;
-            };
-            let mut chain = vec![self.evidence_step(sig)];
-            chain.extend(self.chain(flow, None));
-            chain.push(self.step(maker, context, "left out"));
-            let stored: Vec<&str> = alive
+            }
+            let was_retrieved = retrieved.iter().find(|&&v| self.holds(v, item)).copied();
+            let stored: Vec<&str> = live
                 .iter()
                 .map(|&v| m.vars[v].full_node_id.as_str())
                 .take(3)
                 .collect();
-            let reason = if stored.is_empty() {
-                format!(
-                    "{} is in no memory unit at question time, yet no op lost it; op {} ({}) \
-                     made the context {} without it",
-                    self.describe_item(sig),
-                    m.ops[maker].op_id,
-                    op_name(m, maker),
-                    m.vars[context].full_node_id
-                )
-            } else {
-                format!(
-                    "{} was stored in {} but op {} ({}) left it out of the context {}",
-                    self.describe_item(sig),
-                    stored.join(", "),
-                    m.ops[maker].op_id,
-                    op_name(m, maker),
-                    m.vars[context].full_node_id
-                )
+            let (op, reason, confidence) = match (was_retrieved, contexts.first()) {
+                (Some(v), Some(&(ctx, builder))) => (
+                    builder,
+                    format!(
+                        "{} was retrieved in {} but op {} ({}) left it out of the context {} it \
+                         built",
+                        self.describe_item(item),
+                        m.vars[v].full_node_id,
+                        m.ops[builder].op_id,
+                        op_name(m, builder),
+                        m.vars[ctx].full_node_id
+                    ),
+                    0.8,
+                ),
+                _ => {
+                    let (op, context) = match (retrievals.first(), contexts.first()) {
+                        (Some(&r), _) => (r, None),
+                        (None, Some(&(ctx, builder))) => (builder, Some(ctx)),
+                        (None, None) => (answer, None),
+                    };
+                    let into = match context {
+                        Some(c) => format!(" of the context {}", m.vars[c].full_node_id),
+                        None => " of what it retrieved for the question".to_string(),
+                    };
+                    if stored.is_empty() {
+                        doubts.push(format!(
+                            "{} is in no memory unit at question time, yet no op was seen to \
+                             lose it",
+                            m.vars[item.message].full_node_id
+                        ));
+                        (
+                            op,
+                            format!(
+                                "{} is in no memory unit at question time, yet no op lost it; \
+                                 op {} ({}) left it out{into}",
+                                self.describe_item(item),
+                                m.ops[op].op_id,
+                                op_name(m, op),
+                            ),
+                            0.5,
+                        )
+                    } else {
+                        (
+                            op,
+                            format!(
+                                "{} was stored in {} but op {} ({}) left it out{into}",
+                                self.describe_item(item),
+                                stored.join(", "),
+                                m.ops[op].op_id,
+                                op_name(m, op),
+                            ),
+                            if retrievals.is_empty() { 0.6 } else { 0.85 },
+                        )
+                    }
+                }
             };
-            let confidence = if stored.is_empty() { 0.5 } else { 0.85 };
-            return Some(Finding {
+            failures.push(Failure {
+                op,
                 error_type: ErrorType::RetrievalError,
-                op: maker,
-                confidence: confidence * trust,
+                item: i,
                 reason,
-                chain,
+                confidence,
+                last: None,
             });
         }
-        let mut chain = Vec::new();
-        for (sig, flow) in sigs.iter().zip(&flows) {
-            chain.push(self.evidence_step(sig));
-            chain.extend(self.chain(flow, None));
+        let weak = if doubts.is_empty() { 1.0 } else { 0.85 };
+        if let Some(f) = failures.iter().min_by_key(|f| (f.op, f.item)) {
+            let flow = &flows[f.item];
+            let mut chain = vec![self.evidence_step(&items[f.item])];
+            match f.last {
+                Some((holder, what)) => {
+                    chain.extend(self.chain(flow, holder));
+                    chain.push(self.step(f.op, flow.carriers[holder].var, what));
+                }
+                None => {
+                    let last = flow
+                        .carriers
+                        .iter()
+                        .rposition(|c| c.store && c.end == End::Alive)
+                        .unwrap_or(0);
+                    chain.extend(self.chain(flow, last));
+                    let var = m
+                        .outputs(f.op)
+                        .first()
+                        .copied()
+                        .unwrap_or(items[f.item].message);
+                    chain.push(self.step(f.op, var, "left out"));
+                }
+            }
+            return Some(Finding {
+                error_type: f.error_type,
+                op: f.op,
+                confidence: f.confidence * trust * weak,
+                reason: f.reason.clone(),
+                chain,
+                doubts,
+            });
         }
-        if let Some(&context) = contexts.first() {
+        let answer = answer?;
+        let mut chain = Vec::new();
+        for (item, flow) in items.iter().zip(&flows) {
+            chain.push(self.evidence_step(item));
+            let last = flow
+                .carriers
+                .iter()
+                .rposition(|c| c.store && c.end == End::Alive)
+                .unwrap_or(0);
+            chain.extend(self.chain(flow, last));
+        }
+        if let Some(&(context, _)) = contexts.first() {
             chain.push(self.step(answer, context, "ignored"));
+        }
+        if items.is_empty() {
+            doubts.push("no evidence item could be followed".into());
         }
         let reason = format!(
             "the context of op {} ({}) holds every needed evidence item ({}), yet the answer \
              is wrong",
             m.ops[answer].op_id,
             op_name(m, answer),
-            sigs.iter()
+            items
+                .iter()
                 .map(|s| m.vars[s.message].full_node_id.as_str())
                 .collect::<Vec<_>>()
                 .join(", ")
@@ -755,9 +936,14 @@ impl<'m> Flow<'m> {
         Some(Finding {
             error_type: ErrorType::ResponseError,
             op: answer,
-            confidence: if sigs.is_empty() { 0.3 } else { 0.7 * trust },
+            confidence: if items.is_empty() {
+                0.3
+            } else {
+                0.7 * trust * weak
+            },
             reason,
             chain,
+            doubts,
         })
     }
 }

@@ -8,7 +8,9 @@ pub mod case;
 pub mod eval;
 pub mod evidence;
 pub mod flow;
+pub mod holds;
 pub mod labels;
+pub mod message;
 pub mod model;
 pub mod pyvalue;
 pub mod text;
@@ -883,7 +885,7 @@ mod tests {
                 "What car does Omar drive?",
                 "never retrieved",
                 "evidence",
-                "1",
+                "2",
                 "tester",
                 2,
                 7,

@@ -168,3 +168,46 @@ impl TraceModel {
         v.category.as_deref() == Some("message") || self.class(var) == "message"
     }
 }
+
+/// A trace of bare variables `(full name, category, value, metadata)`, for
+/// the unit tests of the matching code.
+#[cfg(test)]
+pub(crate) fn test_model(vars: &[(&str, &str, &str, serde_json::Value)]) -> TraceModel {
+    let info = TraceInfo {
+        id: 1,
+        graph_id: "g".into(),
+        user_id: None,
+        project_id: None,
+        created_at: None,
+        counts: Default::default(),
+        source: String::new(),
+        source_bytes: 0,
+        format: String::new(),
+        imported_at_ms: 0,
+    };
+    let vars = vars
+        .iter()
+        .enumerate()
+        .map(|(i, (name, category, value, meta))| {
+            let class = name.split_once(':').map(|c| c.0.to_string());
+            Variable {
+                trace: 1,
+                id: i as u32,
+                name: name.rsplit(':').next().unwrap_or(name).to_string(),
+                class_name: class,
+                version: 1,
+                value: Some(value.to_string()),
+                comment: None,
+                category: Some(category.to_string()),
+                session_id: None,
+                created_at: None,
+                filename: None,
+                lineno: None,
+                metadata: meta.clone(),
+                full_name: name.to_string(),
+                full_node_id: format!("{name}@1"),
+            }
+        })
+        .collect();
+    TraceModel::new(info, vars, Vec::new(), Vec::new())
+}

@@ -139,6 +139,64 @@ pub fn content_tokens(text: &str) -> Vec<String> {
     out
 }
 
+/// Function words and conversational filler that say nothing about a fact:
+/// an evidence item's stems leave them out.
+const FILLER: &[&str] = &[
+    "you", "your", "yours", "we", "our", "us", "they", "them", "their", "he", "she", "him", "her",
+    "his", "hers", "but", "not", "no", "yes", "very", "really", "too", "can", "will", "would",
+    "could", "should", "about", "all", "some", "any", "there", "here", "than", "then", "if",
+    "been", "being", "am", "im", "ive", "ll", "re", "ve", "don", "oh", "wow", "hey", "hi", "yeah",
+    "okay", "ok", "also", "into", "out", "over", "more", "most", "much", "many", "one", "get",
+    "got", "go", "going", "gonna", "thing", "things", "lot", "lots", "way", "like", "said", "says",
+    "say", "these", "those", "who", "whom", "whose", "why", "well", "again", "even", "still",
+    "only", "own", "other", "such", "each", "both", "after", "before", "while", "until", "because",
+    "through", "during", "off", "down", "let", "lets", "make", "made", "be", "am",
+];
+
+/// A light stem of a token: plural, `-ing`, `-ed` and `-ly` endings cut,
+/// so that "paints", "painted" and "painting" meet at "paint". Digits and
+/// date tokens are kept whole.
+pub fn stem(t: &str) -> String {
+    if t.bytes().any(|b| b.is_ascii_digit()) || !t.is_ascii() {
+        return t.to_string();
+    }
+    let n = t.len();
+    let cut = |suffix: &str, min: usize| n >= suffix.len() + min && t.ends_with(suffix);
+    let base = if cut("ies", 3) {
+        format!("{}y", &t[..n - 3])
+    } else if cut("ing", 3) {
+        t[..n - 3].to_string()
+    } else if cut("ed", 3) {
+        t[..n - 2].to_string()
+    } else if cut("ly", 3) {
+        t[..n - 2].to_string()
+    } else if cut("es", 3) && matches!(t.as_bytes()[n - 3], b's' | b'x' | b'z' | b'h') {
+        t[..n - 2].to_string()
+    } else if cut("s", 3) && !t.ends_with("ss") && !t.ends_with("us") && !t.ends_with("is") {
+        t[..n - 1].to_string()
+    } else {
+        t.to_string()
+    };
+    // "running" -> "runn" -> "run"; "hoped" -> "hop" stays.
+    let b = base.as_bytes();
+    if b.len() >= 4
+        && b[b.len() - 1] == b[b.len() - 2]
+        && !matches!(b[b.len() - 1], b'l' | b's' | b'z')
+    {
+        base[..base.len() - 1].to_string()
+    } else {
+        base
+    }
+}
+
+/// Whether a token says something about a fact: not a stop word, not
+/// filler, not a lone letter.
+pub fn is_content(t: &str) -> bool {
+    (t.len() > 1 || t.bytes().all(|b| b.is_ascii_digit()))
+        && !STOPWORDS.contains(&t)
+        && !FILLER.contains(&t)
+}
+
 /// Whether a token is a date token made by [`tokens`].
 pub fn is_date_token(t: &str) -> bool {
     is_digits(t, 8)
@@ -209,7 +267,29 @@ mod tests {
         assert_eq!(overlap(&[], &hay), 1.0);
     }
 
+    #[test]
+    fn stems_meet_across_inflections_and_filler_is_not_content() {
+        for w in ["paints", "painted", "painting", "paint"] {
+            assert_eq!(stem(w), "paint", "{w}");
+        }
+        assert_eq!(stem("running"), "run");
+        assert_eq!(stem("stories"), "story");
+        assert_eq!(stem("classes"), "class");
+        assert_eq!(stem("glass"), "glass");
+        assert_eq!(stem("20230508"), "20230508");
+        assert_eq!(stem("is"), "is");
+        assert!(is_content("violin") && is_content("5"));
+        assert!(!is_content("really") && !is_content("the") && !is_content("x"));
+    }
+
     proptest! {
+        #[test]
+        fn stems_are_never_longer_nor_empty(s in "[a-z]{1,12}") {
+            let once = stem(&s);
+            prop_assert!(once.len() <= s.len());
+            prop_assert!(!once.is_empty());
+        }
+
         #[test]
         fn normalised_text_holds_each_of_its_tokens(s in "\\PC{0,60}") {
             let n = normalise(&s);

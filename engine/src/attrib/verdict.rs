@@ -104,8 +104,8 @@ impl Method {
     /// the method's findings may change.
     pub fn version(self) -> &'static str {
         match self {
-            Method::Evidence => "1",
-            Method::Llm | Method::Hybrid => "1",
+            Method::Evidence => "2",
+            Method::Llm | Method::Hybrid => "2",
         }
     }
 

@@ -231,10 +231,26 @@ pub async fn attribute_case(
         }
         None => {
             let why = stop.unwrap_or_else(|| "the loop ended".into());
-            v.reason = match &explorer.last_problem {
-                Some(p) => format!("no verdict: {why}; the last problem: {p}"),
-                None => format!("no verdict: {why}"),
+            let why = match &explorer.last_problem {
+                Some(p) => format!("{why}; the last problem: {p}"),
+                None => why,
             };
+            match hypothesis.flatten() {
+                // Hybrid keeps the evidence-flow verdict when the model gave
+                // none, so it is never left with less than the analysis.
+                Some(h) => {
+                    v.error_type = Some(h.error_type);
+                    v.op_id = Some(model.ops[h.op].op_id.clone());
+                    v.op_name = model.ops[h.op].op_name.clone();
+                    v.confidence = (h.confidence * 0.9 * 100.0).round() / 100.0;
+                    v.reason = format!(
+                        "the model reached no verdict ({why}); the evidence-flow verdict stands: {}",
+                        h.reason
+                    );
+                    v.chain = h.chain.clone();
+                }
+                None => v.reason = format!("no verdict: {why}"),
+            }
         }
     }
     Ok(v)

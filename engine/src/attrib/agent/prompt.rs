@@ -118,6 +118,14 @@ pub fn case(
                 f.wrap(&h.reason),
                 f.wrap(&steps.join(" -> "))
             ));
+            if h.doubts.is_empty() {
+                s.push_str("The analysis was sure of each step.\n");
+            } else {
+                s.push_str("Steps it was unsure of (check these first):\n");
+                for d in &h.doubts {
+                    s.push_str(&format!("- {}\n", f.wrap(d)));
+                }
+            }
         }
         Some(None) => {
             s.push_str("A deterministic evidence-flow analysis reached no verdict on this case.\n")

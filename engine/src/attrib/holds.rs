@@ -1,0 +1,629 @@
+//! Whether a recorded value still holds an evidence item.
+//!
+//! An item is the part of a message that a question needs: the sentence(s)
+//! that the question and gold answer point to, as light stems. A value holds
+//! it when, inside one of its string leaves, a local window about the
+//! item's length covers most of those stems ([`COVER`]), and the words of
+//! that window are not better explained by another message of the trace.
+//! A small value derived from one source (an extracted fact) may instead
+//! hold the item by the answer's own words with the speaker. No match runs
+//! over a whole large value: a transcript that has every word somewhere
+//! does not hold a sentence it lost.
+
+use std::cell::{OnceCell, RefCell};
+use std::collections::{HashMap, HashSet};
+
+use super::message::{Body, Messages};
+use super::model::TraceModel;
+use super::pyvalue::leaves;
+use super::text::{is_content, stem, tokens};
+
+/// Share of an item's stems one window must cover.
+pub const COVER: f64 = 0.7;
+
+/// Share of the answer's value stems a small value must hold (with the
+/// speaker) to carry an item it does not quote.
+pub const VALUE_OVERLAP: f64 = 0.75;
+
+/// The share that will do for a dated fact: the words both the question
+/// and the message use, beside the date.
+pub const DATED_OVERLAP: f64 = 0.5;
+
+/// The stem id of a token that says nothing (stop word, filler).
+const NONE: u32 = 0;
+
+/// Items with fewer stems than this use the whole message.
+const MIN_STEMS: usize = 3;
+
+/// Share of a small value's words that another message must account for
+/// for the value to be that message's copy.
+const COPY: f64 = 0.8;
+
+/// Tokens before a window searched for the speaker's name.
+const SPEAKER_REACH: usize = 4;
+
+/// How many candidate windows of one leaf are checked against the other
+/// messages before giving up on that leaf.
+const MAX_WINDOWS: usize = 24;
+
+/// Whether a sentence tells something: not a question, not a bracketed
+/// aside.
+fn is_telling(sentence: &str) -> bool {
+    let t = sentence.trim();
+    !(t.ends_with('?') || (t.starts_with('[') && t.ends_with(']')))
+}
+
+/// One evidence item of a case.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Item {
+    /// The message variable.
+    pub message: usize,
+    /// The item's distinct content stems (the speaker's name left out).
+    pub stems: Vec<u32>,
+    /// Its length in tokens.
+    pub span: usize,
+    /// The sentences it is made of.
+    pub text: String,
+    /// Whether it is the whole message (no sentence was pointed to).
+    pub whole: bool,
+    /// The speaker's first name stem, when known.
+    pub speaker: Option<u32>,
+    /// Stems of the answer part this message supports.
+    pub value: Vec<u32>,
+    /// Stems a value must hold besides (dates the question names, or the
+    /// date that is the answer).
+    pub must: Vec<u32>,
+    /// Share of `value` a small value must hold.
+    pub threshold: f64,
+    /// Stems of the question: words any statement of its answer shares.
+    pub asked: Vec<u32>,
+}
+
+/// Stem ids of one trace and the leaves of its values, computed once and
+/// shared by all cases of the trace.
+pub struct Matcher<'m> {
+    model: &'m TraceModel,
+    messages: Messages,
+    ids: RefCell<HashMap<String, u32>>,
+    leaves: Vec<OnceCell<Vec<Vec<u32>>>>,
+    bodies: HashMap<usize, HashSet<u32>>,
+    postings: HashMap<u32, Vec<usize>>,
+    speakers: HashSet<u32>,
+    speaker_of: HashMap<usize, Vec<u32>>,
+}
+
+impl<'m> Matcher<'m> {
+    /// Prepares a trace: learns its message template and indexes the
+    /// messages' words.
+    pub fn new(model: &'m TraceModel) -> Matcher<'m> {
+        let messages = Messages::learn(model);
+        let mut m = Matcher {
+            model,
+            messages,
+            ids: RefCell::new(HashMap::new()),
+            leaves: (0..model.vars.len()).map(|_| OnceCell::new()).collect(),
+            bodies: HashMap::new(),
+            postings: HashMap::new(),
+            speakers: HashSet::new(),
+            speaker_of: HashMap::new(),
+        };
+        let bodies: Vec<(usize, String, Option<String>)> = m
+            .messages
+            .all()
+            .map(|b| (b.var, b.text.clone(), b.speaker.clone()))
+            .collect();
+        for (var, text, speaker) in bodies {
+            let set: HashSet<u32> = m.stems(&text).into_iter().filter(|&s| s != NONE).collect();
+            for &s in &set {
+                m.postings.entry(s).or_default().push(var);
+            }
+            m.bodies.insert(var, set);
+            let mut ids = Vec::new();
+            for t in speaker.as_deref().map(tokens).unwrap_or_default() {
+                let id = m.id(&t);
+                if id != NONE {
+                    m.speakers.insert(id);
+                    ids.push(id);
+                }
+            }
+            m.speaker_of.insert(var, ids);
+        }
+        for list in m.postings.values_mut() {
+            list.sort_unstable();
+        }
+        m
+    }
+
+    /// The learned message template and bodies.
+    pub fn messages(&self) -> &Messages {
+        &self.messages
+    }
+
+    /// A message's body.
+    pub fn body(&self, var: usize) -> Option<&Body> {
+        self.messages.body(var)
+    }
+
+    fn id(&self, t: &str) -> u32 {
+        if !is_content(t) {
+            return NONE;
+        }
+        let s = stem(t);
+        let mut ids = self.ids.borrow_mut();
+        let next = ids.len() as u32 + 1;
+        *ids.entry(s).or_insert(next)
+    }
+
+    /// The stem id of every token of a text ([`NONE`] for words that say
+    /// nothing).
+    pub fn stems(&self, text: &str) -> Vec<u32> {
+        tokens(text).iter().map(|t| self.id(t)).collect()
+    }
+
+    /// Distinct content stems of a text, in order of first use.
+    pub fn content(&self, text: &str) -> Vec<u32> {
+        let mut out = Vec::new();
+        for s in self.stems(text) {
+            if s != NONE && !out.contains(&s) {
+                out.push(s);
+            }
+        }
+        out
+    }
+
+    /// Whether a stem is (part of) a speaker's name.
+    pub fn is_speaker(&self, s: u32) -> bool {
+        self.speakers.contains(&s)
+    }
+
+    fn leaves(&self, var: usize) -> &[Vec<u32>] {
+        self.leaves[var].get_or_init(|| {
+            leaves(self.model.value(var))
+                .iter()
+                .map(|l| self.stems(l))
+                .collect()
+        })
+    }
+
+    /// The evidence item of `message` for a question: the sentences that
+    /// the question and answer stems point to, else the whole message.
+    pub fn item(&self, message: usize, asked: &[u32]) -> Option<Item> {
+        let body = self.body(message)?;
+        let speaker: Vec<u32> = body
+            .speaker
+            .as_deref()
+            .map(|s| self.content(s))
+            .unwrap_or_default();
+        let sentences = body.sentences();
+        let scored: Vec<(usize, Vec<u32>)> = sentences
+            .iter()
+            .map(|s| {
+                let c: Vec<u32> = self
+                    .content(s)
+                    .into_iter()
+                    .filter(|x| !speaker.contains(x))
+                    .collect();
+                (c.iter().filter(|x| asked.contains(x)).count(), c)
+            })
+            .collect();
+        // Stores keep what a message tells and drop its questions and
+        // asides (a photo caption): only a telling sentence can be the item,
+        // unless the message has none.
+        let telling: Vec<usize> = (0..sentences.len())
+            .filter(|&i| is_telling(&sentences[i]) && !scored[i].1.is_empty())
+            .collect();
+        let candidates: Vec<usize> = if telling.is_empty() {
+            (0..sentences.len()).collect()
+        } else {
+            telling
+        };
+        let best = candidates.iter().map(|&i| scored[i].0).max().unwrap_or(0);
+        let pick = |chosen: &[usize]| -> (Vec<u32>, usize, String) {
+            let mut stems = Vec::new();
+            let mut span = 0;
+            let mut text = Vec::new();
+            for &i in chosen {
+                for &x in &scored[i].1 {
+                    if !stems.contains(&x) {
+                        stems.push(x);
+                    }
+                }
+                span += tokens(&sentences[i]).len();
+                text.push(sentences[i].as_str());
+            }
+            (stems, span, text.join(" "))
+        };
+        // Several telling sentences and none pointed to: the whole message.
+        let mut whole = candidates.len() > 1;
+        let (mut stems, mut span, mut text) = pick(&candidates);
+        if best > 0 && candidates.len() > 1 {
+            let chosen: Vec<usize> = candidates
+                .iter()
+                .copied()
+                .filter(|&i| scored[i].0 == best)
+                .collect();
+            let (s, n, t) = pick(&chosen);
+            if s.len() >= MIN_STEMS {
+                (stems, span, text, whole) = (s, n, t, false);
+            }
+        }
+        if stems.is_empty() {
+            return None;
+        }
+        Some(Item {
+            message,
+            stems,
+            span,
+            text,
+            whole,
+            speaker: speaker.first().copied(),
+            value: Vec::new(),
+            must: Vec::new(),
+            threshold: VALUE_OVERLAP,
+            asked: Vec::new(),
+        })
+    }
+
+    /// Whether a variable's value holds an item.
+    pub fn holds(&self, var: usize, item: &Item) -> bool {
+        if var == item.message {
+            return true;
+        }
+        if self.messages.body(var).is_some() {
+            // Another message never holds this one's item.
+            return false;
+        }
+        self.leaves(var)
+            .iter()
+            .any(|leaf| self.window_holds(leaf, item) || self.answer_holds(leaf, item))
+    }
+
+    fn window_holds(&self, leaf: &[u32], item: &Item) -> bool {
+        let k = item.stems.len();
+        if k == 0 {
+            return false;
+        }
+        let need = ((COVER * k as f64).ceil() as usize).clamp(1, k);
+        let index: HashMap<u32, usize> = item
+            .stems
+            .iter()
+            .enumerate()
+            .map(|(i, &s)| (s, i))
+            .collect();
+        let hits: Vec<(usize, usize)> = leaf
+            .iter()
+            .enumerate()
+            .filter_map(|(p, s)| index.get(s).map(|&i| (p, i)))
+            .collect();
+        let mut present = vec![false; k];
+        for &(_, i) in &hits {
+            present[i] = true;
+        }
+        if present.iter().filter(|x| **x).count() < need {
+            return false;
+        }
+        let width = item.span + item.span / 2 + 4;
+        let mut counts = vec![0usize; k];
+        let mut distinct = 0;
+        let mut lo = 0;
+        let mut checked = 0;
+        let mut last_checked: Option<(usize, usize)> = None;
+        for hi in 0..hits.len() {
+            let (p, i) = hits[hi];
+            counts[i] += 1;
+            if counts[i] == 1 {
+                distinct += 1;
+            }
+            while p - hits[lo].0 >= width {
+                let j = hits[lo].1;
+                counts[j] -= 1;
+                if counts[j] == 0 {
+                    distinct -= 1;
+                }
+                lo += 1;
+            }
+            if distinct >= need {
+                // Tighten the start to the first hit still needed.
+                let mut start = lo;
+                let mut c = counts.clone();
+                while start < hi && c[hits[start].1] > 1 {
+                    c[hits[start].1] -= 1;
+                    start += 1;
+                }
+                let span = (hits[start].0, p);
+                if last_checked.is_some_and(|l| l.0 == span.0) {
+                    continue;
+                }
+                last_checked = Some(span);
+                // Judge the window at the item's own length at least, so
+                // that a longer message it is part of shows.
+                let pad = item.span.saturating_sub(span.1 - span.0 + 1).div_ceil(2);
+                let from = span.0.saturating_sub(pad);
+                let to = (span.1 + pad).min(leaf.len() - 1);
+                // A name just before the window says whose words these are.
+                let named = &leaf[from.saturating_sub(SPEAKER_REACH)..=to];
+                if self.belongs(&leaf[from..=to], named, item.message) {
+                    return true;
+                }
+                checked += 1;
+                if checked >= MAX_WINDOWS {
+                    return false;
+                }
+            }
+        }
+        false
+    }
+
+    /// A value that states the answer in its own words: the speaker, the
+    /// dates that must be there and most of the answer's words, together
+    /// in a small value or in one window about the item's length of a
+    /// larger one (a summary that merged several messages), where the words
+    /// are not another message's own.
+    fn answer_holds(&self, leaf: &[u32], item: &Item) -> bool {
+        if item.value.is_empty() && item.must.is_empty() {
+            return false;
+        }
+        // A small value must not be another message's copy; a window of a
+        // larger one must be explained by this message at least as well as
+        // by any other.
+        let states = |w: &[u32], small: bool| {
+            if item.speaker.is_some_and(|s| !w.contains(&s)) {
+                return false;
+            }
+            if !item.must.iter().all(|s| w.contains(s)) {
+                return false;
+            }
+            let found = item.value.iter().filter(|s| w.contains(s)).count();
+            let share = if item.value.is_empty() {
+                1.0
+            } else {
+                found as f64 / item.value.len() as f64
+            };
+            share >= item.threshold && (!small || !self.copies_other(w, item.message))
+        };
+        let width = item.span.max(12) + 4;
+        if leaf.len() <= (2 * item.span).max(30) {
+            return states(leaf, true);
+        }
+        let anchor = item.value.first().or(item.must.first());
+        let Some(&anchor) = anchor else { return false };
+        let nearest = |p: usize, from: usize, to: usize, x: u32| -> Option<usize> {
+            (from..=to)
+                .filter(|&i| leaf[i] == x)
+                .min_by_key(|&i| i.abs_diff(p))
+        };
+        leaf.iter()
+            .enumerate()
+            .filter(|(_, s)| **s == anchor)
+            .take(MAX_WINDOWS)
+            .any(|(p, _)| {
+                let from = p.saturating_sub(width / 2);
+                let to = (p + width / 2).min(leaf.len() - 1);
+                if !states(&leaf[from..=to], false) {
+                    return false;
+                }
+                // The tight span of what was needed, judged without the
+                // question's own words (every statement of an answer has them).
+                let needed = item
+                    .speaker
+                    .iter()
+                    .chain(&item.must)
+                    .chain(item.value.iter().filter(|v| leaf[from..=to].contains(v)));
+                let at: Vec<usize> = needed.filter_map(|&x| nearest(p, from, to, x)).collect();
+                let lo = at.iter().copied().min().unwrap_or(p).min(p);
+                let hi = at.iter().copied().max().unwrap_or(p).max(p);
+                let span: Vec<u32> = leaf[lo..=hi]
+                    .iter()
+                    .map(|s| if item.asked.contains(s) { NONE } else { *s })
+                    .collect();
+                self.belongs(
+                    &span,
+                    &leaf[lo.saturating_sub(SPEAKER_REACH)..=hi],
+                    item.message,
+                )
+            })
+    }
+
+    /// Whether a small value is (nearly) another message's own words: most
+    /// of its words are that message's, and fewer are ours.
+    fn copies_other(&self, leaf: &[u32], message: usize) -> bool {
+        let words = self.words(leaf);
+        let own = self
+            .bodies
+            .get(&message)
+            .map_or(0, |b| words.iter().filter(|w| b.contains(w)).count());
+        let mut others: HashMap<usize, usize> = HashMap::new();
+        for w in &words {
+            for &m in self.postings.get(w).map(Vec::as_slice).unwrap_or(&[]) {
+                if m != message {
+                    *others.entry(m).or_default() += 1;
+                }
+            }
+        }
+        others
+            .values()
+            .any(|&c| c > own && c as f64 >= COPY * words.len() as f64)
+    }
+
+    /// The distinct content stems of a span, speakers' names left out.
+    fn words(&self, span: &[u32]) -> Vec<u32> {
+        let mut words: Vec<u32> = span
+            .iter()
+            .copied()
+            .filter(|&s| s != NONE && !self.speakers.contains(&s))
+            .collect();
+        words.sort_unstable();
+        words.dedup();
+        words
+    }
+
+    /// Whether the words of `span` are explained at least as well by
+    /// `message` as by any other message. On a tie, the speaker named in
+    /// `named` (the span and a few tokens before it) decides.
+    fn belongs(&self, span: &[u32], named: &[u32], message: usize) -> bool {
+        let words = self.words(span);
+        let Some(ours) = self.bodies.get(&message) else {
+            return true;
+        };
+        let own = words.iter().filter(|w| ours.contains(w)).count();
+        let mut others: HashMap<usize, usize> = HashMap::new();
+        for w in &words {
+            for &m in self.postings.get(w).map(Vec::as_slice).unwrap_or(&[]) {
+                if m != message {
+                    *others.entry(m).or_default() += 1;
+                }
+            }
+        }
+        let names = |m: usize| {
+            self.speaker_of
+                .get(&m)
+                .is_some_and(|ids| !ids.is_empty() && ids.iter().all(|s| named.contains(s)))
+        };
+        let we_are_named = names(message);
+        !others
+            .iter()
+            .any(|(&m, &c)| c > own || (c == own && !we_are_named && names(m)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::attrib::model::test_model;
+    use serde_json::json;
+
+    const WRAP: &str = "\nTimestamp: 2023-05-08T13:56:00";
+
+    fn msg(who: &str, text: &str) -> String {
+        format!("Speaker {who} says: {text}{WRAP}")
+    }
+
+    /// A trace of three messages and the values to test against them.
+    fn trace(values: &[&str]) -> TraceModel {
+        let a = msg(
+            "Caroline",
+            "Hey Mel! I went to a LGBTQ support group yesterday and it was so powerful. How are you?",
+        );
+        let b = msg(
+            "Melanie",
+            "Wow, that's cool! I painted a lake sunrise last year, it is special to me.",
+        );
+        let c = msg(
+            "Caroline",
+            "I went to a LGBTQ support group yesterday with my friends Anna and Ben from work.",
+        );
+        let meta = |w: &str| json!({"speakers": w, "speaker_tag": "x"});
+        let mut vars: Vec<(String, &str, String, serde_json::Value)> = vec![
+            ("message:D1:1".into(), "message", a, meta("Caroline")),
+            ("message:D1:2".into(), "message", b, meta("Melanie")),
+            ("message:D1:3".into(), "message", c, meta("Caroline")),
+        ];
+        for (i, v) in values.iter().enumerate() {
+            vars.push((
+                format!("unit:{i}"),
+                "memory_entry",
+                v.to_string(),
+                json!({}),
+            ));
+        }
+        let refs: Vec<(&str, &str, &str, serde_json::Value)> = vars
+            .iter()
+            .map(|(n, c, v, m)| (n.as_str(), *c, v.as_str(), m.clone()))
+            .collect();
+        test_model(&refs)
+    }
+
+    fn asked(m: &Matcher<'_>, q: &str) -> Vec<u32> {
+        m.content(q)
+    }
+
+    #[test]
+    fn the_item_is_the_sentence_the_question_points_to() {
+        let model = trace(&[]);
+        let m = Matcher::new(&model);
+        let it = m
+            .item(
+                0,
+                &asked(
+                    &m,
+                    "When did Caroline go to the LGBTQ support group? 7 May 2023",
+                ),
+            )
+            .expect("an item");
+        assert_eq!(
+            it.text,
+            "I went to a LGBTQ support group yesterday and it was so powerful."
+        );
+        assert!(!it.whole);
+        // Nothing points anywhere: the whole message.
+        let it = m.item(0, &asked(&m, "Which colour?")).expect("an item");
+        assert!(it.whole);
+    }
+
+    #[test]
+    fn a_third_person_rewrite_holds_and_a_truncation_does_not() {
+        let model = trace(&[
+            "{\"episode\": \"On 8 May 2023 Caroline said that she went to an LGBTQ support group yesterday and it was so powerful.\"}",
+            "['Caroline: I went to a LGBTQ ...']",
+        ]);
+        let m = Matcher::new(&model);
+        let it = m
+            .item(
+                0,
+                &asked(&m, "When did Caroline go to the LGBTQ support group?"),
+            )
+            .expect("an item");
+        assert!(m.holds(3, &it));
+        assert!(!m.holds(4, &it));
+        // A message holds itself and never another's item.
+        assert!(m.holds(0, &it));
+        assert!(!m.holds(2, &it));
+    }
+
+    #[test]
+    fn words_scattered_over_a_long_value_do_not_hold_a_sentence() {
+        let filler = "and then they talked about many other topics for a long while ".repeat(6);
+        let scattered = format!(
+            "Caroline went shopping. {filler} The group met. {filler} It was powerful. {filler} \
+             Support matters. {filler} LGBTQ rights came up. {filler} yesterday was busy."
+        );
+        let model = trace(&[&scattered]);
+        let m = Matcher::new(&model);
+        let it = m
+            .item(
+                0,
+                &asked(&m, "When did Caroline go to the LGBTQ support group?"),
+            )
+            .expect("an item");
+        assert!(!m.holds(3, &it));
+    }
+
+    #[test]
+    fn a_window_that_another_message_explains_better_is_that_messages() {
+        // Message 3 says most of what message 1 says, and more; a value
+        // holding only message 3's sentence does not hold message 1's item.
+        let model = trace(&[
+            "Caroline: I went to a LGBTQ support group yesterday with my friends Anna and Ben from work.",
+            "Caroline: I went to a LGBTQ support group yesterday, so powerful. Then work.",
+        ]);
+        let m = Matcher::new(&model);
+        let it = m
+            .item(0, &asked(&m, "Was the support group powerful?"))
+            .expect("an item");
+        assert!(!m.holds(3, &it));
+        assert!(m.holds(4, &it));
+    }
+
+    #[test]
+    fn a_small_fact_holds_the_answer_with_the_speaker() {
+        let model = trace(&["'Melanie painted a sunrise over a lake in 2022'"]);
+        let m = Matcher::new(&model);
+        let mut it = m
+            .item(1, &asked(&m, "What did Melanie paint? a lake sunrise"))
+            .expect("an item");
+        it.value = m.content("a lake sunrise");
+        assert!(m.holds(3, &it));
+        it.value = m.content("a forest at night");
+        assert!(!m.holds(3, &it));
+    }
+}

@@ -1,0 +1,97 @@
+//! Attribution quality through the embedding API, on traces we did not
+//! generate (one conversation of an independent MemTraceBench-format
+//! benchmark, recorded with smartcomment by someone else's simulator) and
+//! on our own generated traces: the evidence-flow method must hold on both.
+//! The floors sit a little under the measured figures (README, attribution
+//! section), so that a change that loses cases fails here.
+
+use memtrace::attrib::eval::Evaluation;
+use memtrace::attrib::Method;
+use memtrace::gen::set::{generate_trace, GenSpec};
+use memtrace::{Cancel, Database, ImportOptions, InputFormat};
+
+const SYSTEMS: [&str; 4] = ["long_context", "rag", "mem0", "evermemos"];
+
+fn fixture(system: &str) -> String {
+    let path = format!(
+        "{}/tests/fixtures/devsplit/{system}-locomo_1.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn evaluate(db: &Database) -> Evaluation {
+    db.evaluate(Method::Evidence, None, &Cancel::new(), &mut |_, _| {})
+        .expect("an evaluation")
+}
+
+fn show(e: &Evaluation) -> String {
+    let mut s = format!(
+        "type {:.3} op {:.3} over {}\n",
+        e.error_type_accuracy, e.op_id_accuracy, e.cases
+    );
+    for (sys, sc) in &e.by_system {
+        s.push_str(&format!(
+            "  {sys}: type {:.3} op {:.3} ({})\n",
+            sc.error_type_accuracy, sc.op_id_accuracy, sc.cases
+        ));
+    }
+    for m in &e.misses {
+        s.push_str(&format!(
+            "  miss {} {}: {} at {} vs {} at {} ({})\n",
+            m.trace, m.case, m.error_type, m.op, m.true_error_type, m.true_op, m.reason
+        ));
+    }
+    s
+}
+
+#[test]
+fn the_dev_split_of_an_independent_benchmark_is_attributed() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let db = Database::open(dir.path().join("dev.db")).expect("a database");
+    for system in SYSTEMS {
+        db.import_reader(
+            fixture(system).as_bytes(),
+            InputFormat::Json,
+            system,
+            &ImportOptions::default(),
+        )
+        .expect("the file imports");
+    }
+    let e = evaluate(&db);
+    assert_eq!(e.cases, 56, "{}", show(&e));
+    assert!(e.error_type_accuracy >= 0.85, "{}", show(&e));
+    assert!(e.op_id_accuracy >= 0.85, "{}", show(&e));
+    for (sys, sc) in &e.by_system {
+        assert!(sc.op_id_accuracy >= 0.7, "{sys}\n{}", show(&e));
+    }
+}
+
+#[test]
+fn generated_traces_of_every_system_stay_attributed() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let db = Database::open(dir.path().join("gen.db")).expect("a database");
+    let spec = GenSpec {
+        system: None,
+        traces: 8,
+        seed: 11,
+        sessions: 4..=5,
+        messages_per_session: 10..=12,
+        questions: 30,
+        ..GenSpec::default()
+    };
+    for i in 0..spec.traces {
+        let t = generate_trace(&spec, i);
+        db.import_reader(
+            t.document.to_string().as_bytes(),
+            InputFormat::Json,
+            "gen",
+            &ImportOptions::default(),
+        )
+        .expect("the trace imports");
+    }
+    let e = evaluate(&db);
+    assert!(e.cases >= 40, "{}", show(&e));
+    assert!(e.error_type_accuracy >= 0.9, "{}", show(&e));
+    assert!(e.op_id_accuracy >= 0.9, "{}", show(&e));
+}
