@@ -1825,7 +1825,7 @@ mod tests {
         let (_dir, db) = fixture();
         let text = db.report(Method::Evidence, None).unwrap().markdown();
         assert!(text.starts_with("# memtrace diagnostic report\n"), "{text}");
-        assert!(text.contains("- Method: evidence (version 1)"), "{text}");
+        assert!(text.contains("- Method: evidence (version 2)"), "{text}");
         assert!(
             text.contains("| mem0 | 1 | 4 | 4 | 1 | 0 | 2 | 1 | 0 | 0 | 0 | – | – |"),
             "{text}"
