@@ -569,6 +569,39 @@ fn hybrid_mode_offers_the_evidence_flow_verdict_as_a_hypothesis() {
 }
 
 #[test]
+fn hybrid_keeps_the_evidence_verdict_when_the_model_gives_none() {
+    let (_dir, db, _ids) = open();
+    let server = serve(
+        (0..10)
+            .map(|_| finish("ExtractionError", "op-404"))
+            .collect(),
+    );
+    let mut c = config(&server);
+    c.max_calls = 2;
+    db.set_llm_config(c);
+    let flow = run(&db, Method::Evidence).unwrap();
+    let v = run(&db, Method::Hybrid).unwrap();
+    assert_eq!(server.requests().len(), 2);
+    assert_eq!(v[0].method, "hybrid");
+    assert_eq!(v[0].error_type, flow[0].error_type);
+    assert_eq!(v[0].op_id, flow[0].op_id);
+    assert!(v[0].confidence < flow[0].confidence, "{v:?}");
+    assert!(
+        v[0].reason
+            .starts_with("the model reached no verdict (the budget of 2 calls ended"),
+        "{}",
+        v[0].reason
+    );
+    // The first prompt says how sure the analysis was of its steps.
+    let first = last_message(&server.requests()[0]);
+    assert!(
+        first.contains("The analysis was sure of each step.")
+            || first.contains("Steps it was unsure of"),
+        "{first}"
+    );
+}
+
+#[test]
 fn a_model_that_answers_in_prose_is_asked_for_a_tool_call() {
     let (_dir, db, ids) = open();
     let server = serve(vec![
