@@ -569,6 +569,97 @@ fn attribution_through_the_embedding_api() {
 }
 
 #[test]
+fn picked_cases_are_attributed_each_in_its_own_trace() {
+    use memtrace::attrib::{AttributeRequest, CaseOrigin, CasePick, Method};
+    use memtrace::gen::{generate_trace, GenSpec, System};
+    use memtrace::Cancel;
+
+    let (_dir, db) = db();
+    for system in [System::Mem0, System::Rag] {
+        import(
+            &db,
+            &generate_trace(&GenSpec::small(system), 0)
+                .document
+                .to_string(),
+        )
+        .unwrap();
+    }
+    let cases = db.failed_cases(None).unwrap();
+    let first_trace = cases[0].trace;
+    let other = cases.iter().find(|c| c.trace != first_trace).unwrap();
+    let picks = [
+        // The other trace's case first: verdicts come in the order picked.
+        CasePick {
+            trace: other.trace,
+            origin: other.origin.clone(),
+        },
+        CasePick {
+            trace: cases[0].trace,
+            origin: cases[0].origin.clone(),
+        },
+        CasePick {
+            trace: other.trace,
+            origin: other.origin.clone(),
+        },
+    ];
+    let verdicts = db
+        .attribute_picked(&picks, Method::Evidence, &Cancel::new(), &mut |_, _| {})
+        .unwrap();
+    let got: Vec<(u32, &str)> = verdicts
+        .iter()
+        .map(|v| (v.trace, v.case.as_str()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (other.trace, other.id.as_str()),
+            (cases[0].trace, cases[0].id.as_str())
+        ]
+    );
+    // The same verdict as naming the case in its trace.
+    let named = db
+        .attribute(
+            &AttributeRequest {
+                trace: Some(&format!("#{}", other.trace)),
+                cases: Some(std::slice::from_ref(&other.id)),
+                method: Method::Evidence,
+            },
+            &Cancel::new(),
+            &mut |_, _| {},
+        )
+        .unwrap();
+    assert_eq!(
+        (&named[0].error_type, &named[0].op_id, &named[0].reason),
+        (
+            &verdicts[0].error_type,
+            &verdicts[0].op_id,
+            &verdicts[0].reason
+        )
+    );
+    // A case the trace does not have is an error.
+    let e = db
+        .attribute_picked(
+            &[CasePick {
+                trace: first_trace,
+                origin: CaseOrigin::Annotation(10_000),
+            }],
+            Method::Evidence,
+            &Cancel::new(),
+            &mut |_, _| {},
+        )
+        .unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("has no failed case from annotation 10001"),
+        "{e}"
+    );
+    assert!(db
+        .attribute_picked(&[], Method::Llm, &Cancel::new(), &mut |_, _| {})
+        .unwrap()
+        .is_empty());
+}
+
+#[test]
 fn llm_attribution_summaries_and_feedback_through_the_embedding_api() {
     use memtrace::attrib::agent::walker;
     use memtrace::attrib::{AttributeRequest, Method};

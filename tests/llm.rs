@@ -177,6 +177,134 @@ fn hybrid_attribution_eval_report_and_feedback_against_a_local_endpoint() {
     }
 }
 
+/// `memtrace query --format json STATEMENT` with `env`: the rows.
+fn query_rows(
+    cwd: &Path,
+    db: &Path,
+    env: &[(&str, &str)],
+    statement: &str,
+) -> Vec<Vec<serde_json::Value>> {
+    let o = ok(llm_run(
+        cwd,
+        db,
+        env,
+        &["query", "--format", "json", statement],
+    ));
+    let v = json(&o);
+    serde_json::from_value(v["rows"].clone()).unwrap_or_else(|e| panic!("{e}: {v}"))
+}
+
+#[test]
+fn attribute_over_a_find_sends_and_stores_exactly_its_cases_each_in_its_own_trace() {
+    let (dir, db) = generated("3");
+    let cwd = dir.path();
+    let server = ScriptedServer::start(walker::script()).unwrap();
+    let url = server.base_url();
+    let env = [
+        ("MEMTRACE_LLM_BASE_URL", url.as_str()),
+        ("MEMTRACE_LLM_MODEL", "walker"),
+    ];
+    let cond = "trace.project_id IN ['mem0', 'rag', 'evermemos'] AND case.query_id < 'query:Q2'";
+    let order = "ORDER BY case.query_id DESC, trace.id";
+    let pick = format!("FIND cases WHERE {cond} {order}");
+    let id = |v: &serde_json::Value| v.as_str().unwrap().to_string();
+    // What the subquery returns on its own: cases of several traces, and
+    // not every case of any of them.
+    let want: Vec<(String, String, String)> = query_rows(
+        cwd,
+        &db,
+        &[],
+        &format!("FIND cases WHERE {cond} RETURN trace.id, case.query_id, case.query {order}"),
+    )
+    .iter()
+    .map(|r| (id(&r[0]), id(&r[1]), id(&r[2])))
+    .collect();
+    let traces: std::collections::BTreeSet<&str> = want.iter().map(|w| w.0.as_str()).collect();
+    assert!(traces.len() >= 2 && want.len() >= 3, "{want:?}");
+    let all = query_rows(cwd, &db, &[], "FIND cases RETURN count(*)");
+    let all = all[0][0].as_u64().unwrap() as usize;
+    for t in &traces {
+        let n = query_rows(
+            cwd,
+            &db,
+            &[],
+            &format!("FIND cases WHERE trace.id = '{t}' RETURN count(*)"),
+        );
+        let picked = want.iter().filter(|w| w.0 == *t).count();
+        assert!(
+            (n[0][0].as_u64().unwrap() as usize) > picked,
+            "every case of {t} picked"
+        );
+    }
+    assert!(all > want.len());
+
+    let statement = format!("ATTRIBUTE ({pick}) USING hybrid");
+    let rows = query_rows(cwd, &db, &env, &statement);
+    // One verdict per case picked, in the subquery's order.
+    let got: Vec<(String, String)> = rows.iter().map(|r| (id(&r[0]), id(&r[1]))).collect();
+    let expected: Vec<(String, String)> = want
+        .iter()
+        .map(|(t, c, _)| (t.clone(), c.clone()))
+        .collect();
+    assert_eq!(got, expected);
+    assert!(
+        rows.iter().all(|r| r[2].is_string() && r[3].is_string()),
+        "{rows:?}"
+    );
+    // The model was asked about those cases and no other.
+    let sent = server.requests();
+    assert!(sent.len() >= want.len(), "{} requests", sent.len());
+    for r in &sent {
+        assert!(
+            want.iter()
+                .any(|(_, _, question)| r.body.contains(question.as_str())),
+            "a request about another case: {}",
+            &r.body[..r.body.len().min(2000)]
+        );
+    }
+    for (_, _, question) in &want {
+        assert!(
+            sent.iter().any(|r| r.body.contains(question.as_str())),
+            "{question}"
+        );
+    }
+    // Stored in their own traces, by the method and model, as the query's.
+    let stored: std::collections::BTreeSet<(String, String)> = query_rows(
+        cwd,
+        &db,
+        &[],
+        "FIND attributions WHERE method = 'hybrid' AND model = 'walker' AND author = 'query' \
+         RETURN trace.id, case",
+    )
+    .iter()
+    .map(|r| (id(&r[0]), id(&r[1])))
+    .collect();
+    assert_eq!(stored, expected.iter().cloned().collect());
+    let total = query_rows(cwd, &db, &[], "FIND attributions RETURN count(*)");
+    assert_eq!(total[0][0].as_u64(), Some(want.len() as u64));
+
+    // Again: answered from the cache, nothing new stored.
+    let again = query_rows(cwd, &db, &env, &statement);
+    assert_eq!(again, rows);
+    assert_eq!(server.requests().len(), sent.len());
+    let total = query_rows(cwd, &db, &[], "FIND attributions RETURN count(*)");
+    assert_eq!(total[0][0].as_u64(), Some(want.len() as u64));
+
+    // A subquery of ops is refused before anything is sent.
+    let o = llm_run(
+        cwd,
+        &db,
+        &env,
+        &["query", "ATTRIBUTE (FIND ops LIMIT 1) USING hybrid"],
+    );
+    let e = fail(o);
+    assert!(
+        e.contains("line 1, column 12: FIND ops returns ops, not failed cases"),
+        "{e}"
+    );
+    assert_eq!(server.requests().len(), sent.len());
+}
+
 #[test]
 fn without_an_endpoint_or_with_a_bad_setting_the_error_says_what_to_set() {
     let (dir, db) = generated("3");

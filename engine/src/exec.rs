@@ -7,8 +7,8 @@ use std::sync::{Arc, OnceLock};
 
 use memtrace_query::ast::{Direction as QDir, FindKind, Output};
 use memtrace_query::plan::{
-    AttributePlan, Constraint, DescribePlan, FindPlan, MatchPlan, MatchStep, PatternVar, Pred,
-    TraversePlan, VarKind,
+    AttributePlan, CaseSource, Constraint, DescribePlan, FindPlan, MatchPlan, MatchStep,
+    PatternVar, Pred, TraversePlan, VarKind,
 };
 use memtrace_query::{
     Collector, Field, NodeRef, Params, Plan, QueryError, Row, Statement, Subject, Value,
@@ -18,7 +18,9 @@ use memtrace_storage::records::TraceRecord;
 use memtrace_storage::{LocalId, ReadView, TraceId};
 use serde::Serialize;
 
-use crate::attrib::{self, AttributeRequest, Method, StoredVerdict, TraceModel};
+use crate::attrib::{
+    self, AttributeRequest, CaseOrigin, CasePick, Method, StoredVerdict, TraceModel,
+};
 use crate::catalog::{TraceCatalog, TraceEdges, TraceOps};
 use crate::db::Database;
 use crate::error::{EngineError, Result};
@@ -313,6 +315,7 @@ impl<'a> TraceCtx<'a> {
             Field::ProjectId => r.project_id.clone().into(),
             Field::CreatedAt => r.created_at.clone().into(),
             Field::Source => Value::Str(r.source.clone()),
+            Field::Key => Value::Int(i64::from(self.id)),
             Field::Meta(path) => {
                 let mut p = vec!["metadata".to_string()];
                 p.extend(path.iter().cloned());
@@ -328,7 +331,7 @@ impl<'a> TraceCtx<'a> {
 #[derive(Clone, Copy)]
 struct CaseRef<'r> {
     json: &'r serde_json::Value,
-    origin: &'static str,
+    origin: &'r CaseOrigin,
 }
 
 /// The fields of a judge-derived case, under the keys an annotation uses.
@@ -351,7 +354,16 @@ fn judge_case_json(c: &attrib::FailedCase) -> serde_json::Value {
 fn case_field(case: CaseRef<'_>, f: &Field) -> Value {
     let CaseRef { json: case, origin } = case;
     let key = match f {
-        Field::Origin => return Value::Str(origin.to_string()),
+        Field::Origin => {
+            return Value::Str(
+                match origin {
+                    CaseOrigin::Annotation(_) => "annotation",
+                    CaseOrigin::Judge(_) => "judge",
+                }
+                .to_string(),
+            )
+        }
+        Field::Key => return origin_key(origin),
         Field::QueryId => "query_id",
         Field::Query => "query",
         Field::GoldenAnswers => "golden_answers",
@@ -399,6 +411,38 @@ fn verdict_field(s: &StoredVerdict, f: &Field) -> Value {
         Field::Seconds => v.cost.map_or(Value::Null, |c| Value::Float(c.seconds)),
         _ => Value::Null,
     }
+}
+
+/// A case's origin as its [`Field::Key`]: the position of its annotation,
+/// or the id of its judge op.
+fn origin_key(origin: &CaseOrigin) -> Value {
+    match origin {
+        CaseOrigin::Annotation(i) => i64::try_from(*i).map_or(Value::Null, Value::Int),
+        CaseOrigin::Judge(op) => Value::Str(op.clone()),
+    }
+}
+
+/// The case a row of a keyed `FIND cases` came from: its last two values
+/// are the trace's and the case's [`Field::Key`].
+fn pick_of(row: &[Value]) -> Result<CasePick> {
+    let bad = || {
+        EngineError::BadRequest(format!(
+            "a row of the subquery does not end with a trace and a case key: {row:?}"
+        ))
+    };
+    let [.., trace, case] = row else {
+        return Err(bad());
+    };
+    let trace = match trace {
+        Value::Int(n) => TraceId::try_from(*n).map_err(|_| bad())?,
+        _ => return Err(bad()),
+    };
+    let origin = match case {
+        Value::Int(i) => CaseOrigin::Annotation(usize::try_from(*i).map_err(|_| bad())?),
+        Value::Str(op) => CaseOrigin::Judge(op.clone()),
+        _ => return Err(bad()),
+    };
+    Ok(CasePick { trace, origin })
 }
 
 /// An ATTRIBUTE row: the columns of [`memtrace_query::attribute_columns`].
@@ -1327,14 +1371,15 @@ impl<'a> Exec<'a> {
                 FindKind::Cases => {
                     // The trace's annotations, read from the store as JSON...
                     let mut annotated = false;
-                    for item in self.view.cases(tid) {
+                    for (i, item) in self.view.cases(tid).enumerate() {
                         let (_, c) = item?;
                         annotated = true;
                         let json: serde_json::Value = serde_json::from_str(&c.json)?;
+                        let origin = CaseOrigin::Annotation(i);
                         let row = RecRow {
                             case: Some(CaseRef {
                                 json: &json,
-                                origin: "annotation",
+                                origin: &origin,
                             }),
                             ..base
                         };
@@ -1357,7 +1402,7 @@ impl<'a> Exec<'a> {
                             let row = RecRow {
                                 case: Some(CaseRef {
                                     json: &json,
-                                    origin: "judge",
+                                    origin: &c.origin,
                                 }),
                                 ..base
                             };
@@ -1454,16 +1499,28 @@ impl<'a> Exec<'a> {
     /// returns one row per verdict.
     fn attribute(&self, p: &AttributePlan, sink: &mut Sink<'_>) -> Result<()> {
         let method: Method = p.method.parse().map_err(EngineError::BadRequest)?;
-        let cases: Option<Vec<String>> = p
-            .cases
-            .as_ref()
-            .map(|refs| refs.iter().map(case_reference).collect());
-        let req = AttributeRequest {
-            trace: p.scope.as_deref(),
-            cases: cases.as_deref(),
-            method,
+        let verdicts = match &p.cases {
+            CaseSource::All | CaseSource::Named(_) => {
+                let cases: Option<Vec<String>> = match &p.cases {
+                    CaseSource::Named(refs) => Some(refs.iter().map(case_reference).collect()),
+                    _ => None,
+                };
+                let req = AttributeRequest {
+                    trace: p.scope.as_deref(),
+                    cases: cases.as_deref(),
+                    method,
+                };
+                self.db.attribute(&req, self.cancel, &mut |_, _| {})?
+            }
+            CaseSource::Query { plan, .. } => {
+                let picks = match plan.as_ref() {
+                    Plan::RunPattern(r) => self.db.pattern_case_picks(self.view, r, self.cancel)?,
+                    other => self.case_picks(other)?,
+                };
+                self.db
+                    .attribute_picked(&picks, method, self.cancel, &mut |_, _| {})?
+            }
         };
-        let verdicts = self.db.attribute(&req, self.cancel, &mut |_, _| {})?;
         self.db.store_verdicts(&verdicts, "query")?;
         for v in &verdicts {
             if !sink(verdict_row(v))? {
@@ -1471,6 +1528,27 @@ impl<'a> Exec<'a> {
             }
         }
         Ok(())
+    }
+
+    /// The failed cases a `FIND cases` returns, in its order, each with its
+    /// trace (the rows' case keys, [`FindPlan::keep_case_keys`]).
+    pub(crate) fn case_picks(&self, plan: &Plan) -> Result<Vec<CasePick>> {
+        let Plan::Find(find) = plan else {
+            return Err(EngineError::BadRequest(format!(
+                "not a subquery of failed cases: {}",
+                plan.explain().first().map_or("", String::as_str)
+            )));
+        };
+        let mut keyed = find.clone();
+        keyed
+            .keep_case_keys()
+            .map_err(|why| EngineError::BadRequest(format!("{why}; ATTRIBUTE needs cases")))?;
+        let mut picks = Vec::new();
+        self.find(&keyed, &mut |row| {
+            picks.push(pick_of(&row)?);
+            Ok(true)
+        })?;
+        Ok(picks)
     }
 
     // -------------------------------------------------------------- DESCRIBE
@@ -1797,14 +1875,36 @@ impl Database {
 
     /// Plans one statement of a script parsed from `text` (error positions
     /// refer to `text`), binding `params`. An ATTRIBUTE's method is checked
-    /// here too.
+    /// here too, and so is the pattern of an `ATTRIBUTE (RUN PATTERN ...)`:
+    /// its hits must be failed cases.
     pub fn plan(&self, stmt: &Statement, params: &Params, text: &str) -> Result<Plan> {
         let mut plan = memtrace_query::plan_text(stmt, params, text)?;
         check_plan(&plan, text)?;
         if let Plan::RunPattern(r) = &mut plan {
             self.resolve_run_plan(r)?;
         }
+        self.resolve_case_pattern_in(&mut plan, text)?;
         Ok(plan)
+    }
+
+    /// Looks up the pattern of an `ATTRIBUTE (RUN PATTERN ...)` (also under
+    /// EXPLAIN) and checks that its hits are cases; a pattern whose hits are
+    /// not is an error placed at the subquery in `text`.
+    fn resolve_case_pattern_in(&self, plan: &mut Plan, text: &str) -> Result<()> {
+        match plan {
+            Plan::Explain(inner) => self.resolve_case_pattern_in(inner, text),
+            Plan::Attribute(a) => match &mut a.cases {
+                CaseSource::Query { plan, at } => match plan.as_mut() {
+                    Plan::RunPattern(r) => match self.resolve_case_pattern(r)? {
+                        Ok(()) => Ok(()),
+                        Err(why) => Err(QueryError::invalid_at(text, *at, why).into()),
+                    },
+                    _ => Ok(()),
+                },
+                _ => Ok(()),
+            },
+            _ => Ok(()),
+        }
     }
 
     /// Parses and plans a statement without running it: syntax, field,
@@ -1977,5 +2077,307 @@ mod tests {
             .unwrap()
             .rows
             .is_empty());
+    }
+}
+
+/// ATTRIBUTE over the cases of a subquery, run through the query language
+/// on generated traces (annotated cases) and on hand-built judged ones.
+#[cfg(test)]
+mod subquery_tests {
+    use std::collections::BTreeSet;
+
+    use serde_json::{json, Value as Json};
+
+    use crate::gen::{generate_trace, GenSpec, System, TraceBuilder};
+    use crate::{Database, ImportOptions, InputFormat};
+
+    fn import(db: &Database, doc: &Json) {
+        db.import_reader(
+            doc.to_string().as_bytes(),
+            InputFormat::Json,
+            "test",
+            &ImportOptions::default(),
+        )
+        .unwrap();
+    }
+
+    /// A trace without annotations: one question per entry, judged by an
+    /// `llm-judge` op that scored `score`.
+    fn judged(graph_id: &str, questions: &[(&str, &str)]) -> Json {
+        let mut b = TraceBuilder::new(graph_id, "u", "judged", json!({}), 19_000);
+        b.session("memory_construction", "session", json!({}));
+        let m = b.variable(
+            Some("message"),
+            "D1:1",
+            "'Omar: I drive a blue Volvo.'",
+            "message",
+            None,
+            json!({}),
+        );
+        b.session("memory_evaluation", "session", json!({}));
+        for (q, score) in questions {
+            let v = |b: &mut TraceBuilder, class: &str, value: &str| {
+                b.variable(Some(class), q, value, class, None, json!({}))
+            };
+            let query = v(&mut b, "query", "'What car does Omar drive?'");
+            let pred = v(&mut b, "prediction", "'a red Toyota'");
+            b.op(
+                "question-answering",
+                "evaluation",
+                None,
+                &[&query, &m],
+                &[&pred],
+                json!({}),
+            );
+            let gold = v(&mut b, "golden_answers", "['a blue Volvo']");
+            let resp = v(&mut b, "judge_response", "'WRONG'");
+            let sc = v(&mut b, "judge_score", score);
+            b.op(
+                "llm-judge",
+                "evaluation",
+                None,
+                &[&query, &gold, &pred],
+                &[&resp, &sc],
+                json!({}),
+            );
+        }
+        b.finish()
+    }
+
+    /// Two small Mem0 traces, a RAG trace and a judged trace.
+    fn db() -> (tempfile::TempDir, Database) {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path().join("db")).unwrap();
+        for (system, seed) in [(System::Mem0, 3), (System::Rag, 3), (System::Mem0, 4)] {
+            let spec = GenSpec {
+                seed,
+                ..GenSpec::small(system)
+            };
+            import(&db, &generate_trace(&spec, 0).document);
+        }
+        import(
+            &db,
+            &judged("judged-1", &[("Q1", "0.0"), ("Q2", "1.0"), ("Q3", "0")]),
+        );
+        (dir, db)
+    }
+
+    fn rows(db: &Database, q: &str) -> Vec<Vec<Json>> {
+        db.query(q).unwrap_or_else(|e| panic!("{q}\n{e}")).rows
+    }
+
+    /// (trace, case) of rows whose first two columns are those.
+    fn pairs(rows: &[Vec<Json>]) -> Vec<(String, String)> {
+        rows.iter()
+            .map(|r| (r[0].as_str().unwrap().into(), r[1].as_str().unwrap().into()))
+            .collect()
+    }
+
+    /// The stored verdicts: (trace, case, method, author).
+    fn stored(db: &Database) -> BTreeSet<(String, String, String, String)> {
+        rows(
+            db,
+            "FIND attributions RETURN trace.id, case, method, author",
+        )
+        .into_iter()
+        .map(|r| {
+            let s = |i: usize| r[i].as_str().unwrap().to_string();
+            (s(0), s(1), s(2), s(3))
+        })
+        .collect()
+    }
+
+    #[test]
+    fn attribute_takes_exactly_the_cases_its_find_returns_each_in_its_own_trace() {
+        let (_dir, db) = db();
+        let all = pairs(&rows(&db, "FIND cases RETURN trace.id, case.query_id"));
+        let sub = "FIND cases WHERE trace.project_id = 'mem0' \
+                   RETURN trace.id, case.query_id ORDER BY case.query_id DESC, trace.id LIMIT 5";
+        let want = pairs(&rows(&db, sub));
+        // Cases of both Mem0 traces, and not every case of either.
+        let traces: BTreeSet<&String> = want.iter().map(|(t, _)| t).collect();
+        assert_eq!(want.len(), 5, "{want:?}");
+        assert_eq!(traces.len(), 2, "{want:?}");
+        assert!(all.len() > 10 && all.iter().any(|c| !want.contains(c)));
+
+        let r = db
+            .query(&format!("ATTRIBUTE ({sub}) USING evidence"))
+            .unwrap();
+        assert_eq!(r.columns, memtrace_query::attribute_columns());
+        // One verdict per case, in the subquery's order.
+        assert_eq!(pairs(&r.rows), want);
+        assert!(r.rows.iter().all(|row| row[2].is_string()), "{:?}", r.rows);
+        let expect: BTreeSet<_> = want
+            .iter()
+            .map(|(t, c)| (t.clone(), c.clone(), "evidence".into(), "query".into()))
+            .collect();
+        assert_eq!(stored(&db), expect);
+        // The same verdicts as naming each case in its trace.
+        for row in &r.rows {
+            let one = db
+                .query(&format!(
+                    "ATTRIBUTE '{}' IN TRACE '{}' USING evidence",
+                    row[1].as_str().unwrap(),
+                    row[0].as_str().unwrap()
+                ))
+                .unwrap();
+            assert_eq!(one.rows, vec![row.clone()]);
+        }
+        // Nothing new was stored by repeating the same findings.
+        assert_eq!(stored(&db), expect);
+        // An empty subquery attributes nothing, even with an LLM method and no endpoint.
+        let r = db
+            .query("ATTRIBUTE (FIND cases WHERE trace.project_id = 'nope') USING llm")
+            .unwrap();
+        assert!(r.rows.is_empty());
+    }
+
+    #[test]
+    fn judge_cases_are_picked_by_their_judge_op() {
+        let (_dir, db) = db();
+        let judges = rows(
+            &db,
+            "FIND cases WHERE case.origin = 'judge' RETURN trace.id, case.query_id, case.judge_op_id",
+        );
+        assert_eq!(judges.len(), 2, "{judges:?}");
+        let r = db
+            .query(
+                "ATTRIBUTE (FIND cases WHERE case.origin = 'judge' AND case.query_id = 'query:Q3@1') \
+                 USING evidence",
+            )
+            .unwrap();
+        assert_eq!(
+            pairs(&r.rows),
+            [("judged-1".to_string(), "query:Q3@1".to_string())]
+        );
+        assert_eq!(
+            stored(&db),
+            [(
+                "judged-1".to_string(),
+                "query:Q3@1".to_string(),
+                "evidence".to_string(),
+                "query".to_string()
+            )]
+            .into()
+        );
+    }
+
+    #[test]
+    fn attribute_takes_the_cases_a_pattern_hits() {
+        let (_dir, db) = db();
+        // The built-in patterns of the evidence: their hits are cases.
+        let mut attributed = 0;
+        for (name, ty) in [
+            ("evidence_never_stored", "ExtractionError"),
+            ("stored_then_overwritten", "UpdateError"),
+            ("stored_not_retrieved", "RetrievalError"),
+        ] {
+            let run = format!("RUN PATTERN {name} OVER TRACES WHERE trace.project_id = 'mem0'");
+            let hits = pairs(&rows(&db, &run));
+            let r = db
+                .query(&format!("ATTRIBUTE ({run}) USING evidence"))
+                .unwrap();
+            assert_eq!(pairs(&r.rows), hits, "{name}");
+            assert!(r.rows.iter().all(|row| row[2] == ty), "{name}");
+            attributed += hits.len();
+        }
+        assert!(attributed > 0);
+        assert_eq!(stored(&db).len(), attributed);
+
+        // A saved FIND cases: its LIMIT applies in each trace.
+        rows(
+            &db,
+            "SAVE PATTERN first_two AS FIND cases ORDER BY case.query_id LIMIT 2",
+        );
+        // Each hit: the trace, then the saved FIND's columns (trace, query_id, ...).
+        let hits: Vec<(String, String)> = rows(
+            &db,
+            "RUN PATTERN first_two OVER TRACES WHERE trace.project_id IN ['rag', 'judged']",
+        )
+        .iter()
+        .map(|r| (r[0].as_str().unwrap().into(), r[2].as_str().unwrap().into()))
+        .collect();
+        assert_eq!(hits.len(), 4, "{hits:?}");
+        let r = db
+            .query(
+                "ATTRIBUTE (RUN PATTERN first_two OVER TRACES WHERE \
+                 trace.project_id IN ['rag', 'judged']) USING evidence",
+            )
+            .unwrap();
+        assert_eq!(pairs(&r.rows), hits);
+        // EXPLAIN shows the saved statement under the pattern.
+        let plan: Vec<String> = rows(
+            &db,
+            "EXPLAIN ATTRIBUTE (RUN PATTERN first_two) USING evidence",
+        )
+        .into_iter()
+        .map(|r| r[0].as_str().unwrap().to_string())
+        .collect();
+        assert_eq!(
+            plan[3..],
+            [
+                "      └─ The failed cases the pattern's hits name, each once, in trace order",
+                "         └─ Run pattern first_two over every trace",
+                "            └─ Limit 2",
+                "               └─ Sort by case.query_id",
+                "                  └─ Project trace, query_id, query, prediction, error_type, op_id",
+                "                     └─ Scan cases of each trace (its annotations, else its llm-judge ops that scored 0)",
+                "                        └─ Every trace",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_pattern_whose_hits_are_not_cases_is_refused_when_planned() {
+        let (_dir, db) = db();
+        rows(
+            &db,
+            "SAVE PATTERN judge_ops AS FIND ops WHERE op.name = 'llm-judge'",
+        );
+        rows(
+            &db,
+            "SAVE PATTERN per_trace AS FIND cases GROUP BY trace.id",
+        );
+        rows(&db, "SAVE PATTERN walk AS TRACE prediction:Q1 DEPTH 1");
+        let err = |q: &str| {
+            db.prepare(q, &crate::Params::new())
+                .unwrap_err()
+                .to_string()
+        };
+        let e = err("ATTRIBUTE (RUN PATTERN judge_ops) USING evidence");
+        assert!(
+            e.starts_with(
+                "invalid statement at line 1, column 12: pattern judge_ops: FIND ops returns ops, \
+                 not failed cases; ATTRIBUTE needs one failed case per hit: the built-in patterns \
+                 evidence_never_stored, stored_then_overwritten, evidence_deleted, \
+                 stored_not_retrieved, retrieved_answered_wrong, or a saved FIND cases without \
+                 GROUP BY, aggregates or DISTINCT\n  ATTRIBUTE (RUN PATTERN judge_ops) USING evidence\n             ^"
+            ),
+            "{e}"
+        );
+        let e = err("EXPLAIN ATTRIBUTE (RUN PATTERN per_trace) USING evidence");
+        assert!(
+            e.contains("column 20: pattern per_trace: its rows are groups"),
+            "{e}"
+        );
+        let e = err("ATTRIBUTE (RUN PATTERN walk) USING evidence");
+        assert!(
+            e.contains("the hits of pattern walk are the rows of a traversal, not failed cases"),
+            "{e}"
+        );
+        let e = err("ATTRIBUTE (RUN PATTERN noop_update) USING evidence");
+        assert!(
+            e.contains(
+                "the hits of built-in pattern noop_update (op_id, op_name, var, previous, bytes) \
+                 are not failed cases"
+            ),
+            "{e}"
+        );
+        let e = err("ATTRIBUTE (RUN PATTERN nope) USING evidence");
+        assert!(e.contains("no pattern nope"), "{e}");
+        let e = err("ATTRIBUTE (RUN PATTERN evidence_deleted WITH $k = 1) USING evidence");
+        assert!(e.contains("has no parameter $k"), "{e}");
+        // Nothing was attributed.
+        assert!(rows(&db, "FIND attributions").is_empty());
     }
 }

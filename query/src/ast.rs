@@ -22,7 +22,8 @@ pub enum Statement {
     ShowTraces,
     /// `DESCRIBE reference`.
     Describe(Describe),
-    /// `ATTRIBUTE CASES | starts [IN TRACE ...] USING method`.
+    /// `ATTRIBUTE CASES | starts [IN TRACE ...] USING method`, or
+    /// `ATTRIBUTE (subquery) USING method`.
     Attribute(Attribute),
     /// `EXPLAIN statement`: show the plan instead of running it.
     Explain(Box<Statement>),
@@ -299,13 +300,37 @@ pub struct Describe {
 }
 
 /// Which failed cases an `ATTRIBUTE` attributes.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum AttributeTarget {
     /// `CASES`: every failed case (of the trace, or of every trace).
     Cases,
     /// The cases these starts name: a case's query variable (full name or
     /// full node id) or the judge op id of a judge-derived case.
     Starts(Vec<Start>),
+    /// `(FIND cases ...)` or `(RUN PATTERN name ...)`: the cases a subquery
+    /// returns, across any number of traces, each attributed in its own trace.
+    Query(Subquery),
+}
+
+/// A subquery in parentheses whose rows are the failed cases an
+/// `ATTRIBUTE` attributes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Subquery {
+    /// The statement inside the parentheses.
+    pub query: CaseQuery,
+    /// Where that statement starts (for error messages).
+    pub pos: Pos,
+}
+
+/// The statements a subquery of `ATTRIBUTE` may be. The grammar takes any
+/// FIND and any RUN PATTERN; planning refuses those whose rows are not
+/// failed cases (`FIND ops`, a pattern whose hits are ops, ...).
+#[derive(Debug, Clone, PartialEq)]
+pub enum CaseQuery {
+    /// `FIND cases [IN TRACE 'id'] [WHERE p] [RETURN ...] [ORDER BY ...] [LIMIT n]`.
+    Find(Find),
+    /// `RUN PATTERN name [OVER TRACES WHERE p] [WITH $p = v, ...]`.
+    RunPattern(RunPattern),
 }
 
 /// `ATTRIBUTE`.
@@ -313,7 +338,7 @@ pub enum AttributeTarget {
 pub struct Attribute {
     /// Which cases.
     pub target: AttributeTarget,
-    /// `IN TRACE 'id'`.
+    /// `IN TRACE 'id'` (never with a subquery, which picks its own traces).
     pub in_trace: Option<TextArg>,
     /// `USING method`: the method's name as written (the engine checks it).
     pub method: String,
@@ -809,12 +834,22 @@ impl Display for Describe {
     }
 }
 
+impl Display for CaseQuery {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        match self {
+            CaseQuery::Find(x) => x.fmt(f),
+            CaseQuery::RunPattern(r) => r.fmt(f),
+        }
+    }
+}
+
 impl Display for Attribute {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
         f.write_str("ATTRIBUTE ")?;
         match &self.target {
             AttributeTarget::Cases => f.write_str("CASES")?,
             AttributeTarget::Starts(starts) => join(f, starts, ", ")?,
+            AttributeTarget::Query(q) => write!(f, "({})", q.query)?,
         }
         write_in_trace(f, &self.in_trace)?;
         write!(f, " USING {}", self.method)

@@ -149,7 +149,8 @@ impl QueryError {
                     }
                 }
                 let before = text.get(..offset).unwrap_or("");
-                let note = pattern_note(before, &word, positives);
+                let note = pattern_note(before, &word, positives)
+                    .or_else(|| unparenthesised_note(before, positives));
                 let guess = if expected_kw.is_empty() || note.is_some() {
                     None
                 } else {
@@ -163,6 +164,13 @@ impl QueryError {
                 if let Some(k) = guess {
                     m.push_str(&format!(" (did you mean {k}?)"));
                 }
+                // What a subquery may be, unless a near keyword says it.
+                let note = note.or_else(|| {
+                    guess
+                        .is_none()
+                        .then(|| subquery_note(before, positives))
+                        .flatten()
+                });
                 if let Some(note) = note {
                     m.push_str(&format!(" ({note})"));
                 }
@@ -247,6 +255,33 @@ fn pattern_note(before: &str, word: &str, positives: &[crate::Rule]) -> Option<&
         "EXPLAIN does not apply to SAVE PATTERN, RUN PATTERN, SHOW PATTERNS, \
          SHOW PATTERN ... HISTORY or DROP PATTERN",
     )
+}
+
+/// Why what was found cannot start a subquery of ATTRIBUTE: only a FIND
+/// or a RUN PATTERN may follow its opening parenthesis.
+fn subquery_note(before: &str, positives: &[crate::Rule]) -> Option<&'static str> {
+    use crate::Rule;
+    (positives.contains(&Rule::kw_find)
+        && positives.contains(&Rule::kw_run)
+        && before.trim_end().ends_with('('))
+    .then_some("ATTRIBUTE takes the cases of a subquery, which is a FIND cases or a RUN PATTERN")
+}
+
+/// A FIND or RUN PATTERN written after ATTRIBUTE without parentheses: its
+/// first word reads as a case named `FIND`, after which only IN, USING or
+/// `,` may follow.
+fn unparenthesised_note(before: &str, positives: &[crate::Rule]) -> Option<&'static str> {
+    let words: Vec<&str> = before
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|w| !w.is_empty())
+        .collect();
+    let [.., a, b] = words.as_slice() else {
+        return None;
+    };
+    (a.eq_ignore_ascii_case("ATTRIBUTE")
+        && (b.eq_ignore_ascii_case("FIND") || b.eq_ignore_ascii_case("RUN"))
+        && positives.contains(&crate::Rule::kw_using))
+    .then_some("a subquery goes in parentheses: ATTRIBUTE (FIND cases ...) USING method")
 }
 
 /// The keyword a keyword rule matches.
@@ -340,6 +375,8 @@ fn describe(rule: crate::Rule) -> String {
         Rule::output => "nodes, ops, edges, subgraph, paths or count".into(),
         Rule::find_kind => "vars, ops, edges, sessions, traces, cases or attributions".into(),
         Rule::attribute => "ATTRIBUTE".into(),
+        Rule::subquery => "a subquery such as (FIND cases ...)".into(),
+        Rule::subquery_end => "')' (the end of the subquery)".into(),
         Rule::method => "an attribution method such as evidence".into(),
         Rule::expr | Rule::or_expr | Rule::and_expr | Rule::not_expr | Rule::comparison => {
             "an expression".into()

@@ -508,14 +508,15 @@ impl<'p> Collector<'p> {
         if self.streams() {
             self.emitted += 1;
             let mut out = out;
-            out.truncate(p.columns.len());
+            out.truncate(p.columns.len() + p.keys);
             return Ok(Some(out));
         }
         self.rows.push(out);
         Ok(None)
     }
 
-    /// The remaining output rows: groups, sorted, limited, hidden columns cut.
+    /// The remaining output rows: groups, sorted, limited, hidden columns
+    /// cut (but the [`Projection::keys`] kept).
     pub fn finish(mut self) -> Result<Vec<Vec<Value>>> {
         let p = self.p;
         if p.aggregating {
@@ -571,7 +572,7 @@ impl<'p> Collector<'p> {
             rows.truncate(usize::try_from(l).unwrap_or(usize::MAX));
         }
         for r in &mut rows {
-            r.truncate(p.columns.len());
+            r.truncate(p.columns.len() + p.keys);
         }
         Ok(rows)
     }

@@ -403,11 +403,32 @@ impl P<'_> {
                     return Err(QueryError::syntax_at(
                         self.text,
                         at,
-                        format!("expected CASES or a variable or op reference, found '{word}'"),
+                        format!(
+                            "expected CASES, a variable or op reference or a subquery \
+                             such as (FIND cases ...), found '{word}'"
+                        ),
                     ));
                 }
                 Rule::starts => target = Some(AttributeTarget::Starts(self.starts(p)?)),
-                Rule::in_trace => in_trace = Some(self.text_arg(p)?),
+                Rule::subquery => target = Some(AttributeTarget::Query(self.subquery(p)?)),
+                Rule::in_trace => {
+                    if let Some(AttributeTarget::Query(q)) = &target {
+                        let how = match q.query {
+                            CaseQuery::Find(_) => {
+                                "write it inside: ATTRIBUTE (FIND cases IN TRACE 'id' ...) USING ..."
+                            }
+                            CaseQuery::RunPattern(_) => {
+                                "pick the trace inside: ATTRIBUTE (RUN PATTERN name OVER TRACES \
+                                 WHERE trace.id = 'id') USING ..."
+                            }
+                        };
+                        return Err(self.err(
+                            &p,
+                            format!("IN TRACE does not follow a subquery, which picks its own traces; {how}"),
+                        ));
+                    }
+                    in_trace = Some(self.text_arg(p)?)
+                }
                 Rule::method => {
                     method = Some((p.as_str().to_string(), Pos(p.as_span().start())));
                 }
@@ -421,6 +442,20 @@ impl P<'_> {
             method,
             method_pos,
         })
+    }
+
+    /// `( FIND ... )` or `( RUN PATTERN ... )` after ATTRIBUTE.
+    fn subquery(&self, pair: Pair<'_, Rule>) -> Result<Subquery> {
+        let inner = pair
+            .into_inner()
+            .find(|p| matches!(p.as_rule(), Rule::find | Rule::run_pattern))
+            .ok_or_else(|| bug("subquery"))?;
+        let pos = Pos(inner.as_span().start());
+        let query = match inner.as_rule() {
+            Rule::find => CaseQuery::Find(self.find(inner)?),
+            _ => CaseQuery::RunPattern(self.run_pattern(inner)?),
+        };
+        Ok(Subquery { query, pos })
     }
 
     /// The name of a pattern statement (the grammar keeps keywords out of it).
@@ -1313,7 +1348,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(
-            e.starts_with("syntax error at line 1, column 11: expected CASES or a variable or op reference, found 'USING'"),
+            e.starts_with("syntax error at line 1, column 11: expected CASES, a variable or op reference or a subquery such as (FIND cases ...), found 'USING'"),
             "{e}"
         );
         let e = parse_statement("ATTRIBUTE IN TRACE 'g' USING evidence")
@@ -1335,6 +1370,123 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("an attribution method"), "{e}");
+    }
+
+    #[test]
+    fn a_subquery_picks_the_cases_of_attribute_and_prints_back() {
+        let text = "attribute (find cases where trace.project_id = 'Mem0' and case.query \
+                    contains 'when' order by case.query_id desc limit 5) using hybrid";
+        let Ok(Statement::Attribute(a)) = parse_statement(text) else {
+            panic!("not an ATTRIBUTE")
+        };
+        let AttributeTarget::Query(q) = &a.target else {
+            panic!("not a subquery: {:?}", a.target)
+        };
+        assert_eq!(q.pos.0, text.find("find cases").unwrap());
+        let CaseQuery::Find(f) = &q.query else {
+            panic!("not a FIND: {:?}", q.query)
+        };
+        assert_eq!(f.kind, FindKind::Cases);
+        assert_eq!(f.limit, Some(CountArg::Value(5)));
+        assert_eq!(f.order_by.len(), 1);
+        assert_eq!((a.in_trace, a.method.as_str()), (None, "hybrid"));
+        let printed = parse_statement(text).unwrap().to_string();
+        assert_eq!(
+            printed,
+            "ATTRIBUTE (FIND cases WHERE trace.project_id = 'Mem0' AND case.query CONTAINS 'when' \
+             ORDER BY case.query_id DESC LIMIT 5) USING hybrid"
+        );
+        assert_eq!(parse_statement(&printed).unwrap().to_string(), printed);
+
+        // A pattern's hits, with its trace condition and parameters.
+        let text = "ATTRIBUTE ( RUN PATTERN stored_not_retrieved OVER TRACES WHERE \
+                    trace.project_id = $p WITH $min_confidence = 0.5 ) USING evidence";
+        let Ok(Statement::Attribute(a)) = parse_statement(text) else {
+            panic!("not an ATTRIBUTE")
+        };
+        let AttributeTarget::Query(Subquery {
+            query: CaseQuery::RunPattern(r),
+            pos,
+        }) = &a.target
+        else {
+            panic!("not a RUN PATTERN subquery: {:?}", a.target)
+        };
+        assert_eq!(pos.0, 12);
+        assert_eq!(r.name, "stored_not_retrieved");
+        assert_eq!(
+            r.params,
+            vec![("min_confidence".to_string(), Value::Float(0.5))]
+        );
+        assert_eq!(
+            Statement::Attribute(a.clone()).to_string(),
+            "ATTRIBUTE (RUN PATTERN stored_not_retrieved OVER TRACES WHERE trace.project_id = $p \
+             WITH $min_confidence = 0.5) USING evidence"
+        );
+        // Under EXPLAIN, in a script, across lines and with comments.
+        let script = parse_script(
+            "EXPLAIN ATTRIBUTE (FIND cases) USING evidence;\n\
+             ATTRIBUTE -- the cases\n  (RUN PATTERN p) -- of p\n USING llm;",
+        )
+        .unwrap();
+        assert_eq!(
+            script.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+            [
+                "EXPLAIN ATTRIBUTE (FIND cases) USING evidence",
+                "ATTRIBUTE (RUN PATTERN p) USING llm"
+            ]
+        );
+        // Any FIND parses (planning refuses those that are not of cases).
+        assert!(parse_statement("ATTRIBUTE (FIND ops IN TRACE 'g') USING evidence").is_ok());
+    }
+
+    #[test]
+    fn a_misplaced_or_unfinished_subquery_says_what_to_write() {
+        let e = err("ATTRIBUTE (FIND cases) IN TRACE 'g' USING evidence");
+        assert_eq!(
+            e,
+            "invalid statement at line 1, column 24: IN TRACE does not follow a subquery, which \
+             picks its own traces; write it inside: ATTRIBUTE (FIND cases IN TRACE 'id' ...) \
+             USING ...\n  ATTRIBUTE (FIND cases) IN TRACE 'g' USING evidence\n                         ^"
+        );
+        let e = err("ATTRIBUTE (RUN PATTERN p) IN TRACE 'g' USING evidence");
+        assert!(
+            e.contains("column 27: IN TRACE does not follow a subquery")
+                && e.contains("(RUN PATTERN name OVER TRACES WHERE trace.id = 'id')"),
+            "{e}"
+        );
+        let e = err("ATTRIBUTE (MATCH (a) RETURN a) USING evidence");
+        assert!(
+            e.starts_with(
+                "syntax error at line 1, column 12: expected FIND or RUN, found 'MATCH' \
+                 (ATTRIBUTE takes the cases of a subquery, which is a FIND cases or a RUN PATTERN)"
+            ),
+            "{e}"
+        );
+        let e = err("ATTRIBUTE (FND cases) USING evidence");
+        assert!(e.contains("found 'FND' (did you mean FIND?)"), "{e}");
+        let e = err("ATTRIBUTE FIND cases WHERE case.query CONTAINS 'x' USING evidence");
+        assert!(
+            e.contains("column 16:")
+                && e.contains(
+                    "(a subquery goes in parentheses: ATTRIBUTE (FIND cases ...) USING method)"
+                ),
+            "{e}"
+        );
+        let e = err("ATTRIBUTE RUN PATTERN p USING evidence");
+        assert!(e.contains("(a subquery goes in parentheses"), "{e}");
+        // A case named FIND is still a case.
+        assert!(parse_statement("ATTRIBUTE FIND USING evidence").is_ok());
+        let e = err("ATTRIBUTE (FIND cases USING evidence");
+        assert!(
+            e.contains("column 23:") && e.contains("')' (the end of the subquery)"),
+            "{e}"
+        );
+        let e = err("ATTRIBUTE (FIND cases)");
+        assert!(e.contains("column 23: expected IN or USING"), "{e}");
+        let e = err("ATTRIBUTE () USING evidence");
+        assert!(e.contains("column 12: expected FIND or RUN"), "{e}");
+        let e = err("ATTRIBUTE (RUN PATTERN p WITH $a = 1, $a = 2) USING evidence");
+        assert!(e.contains("parameter $a is given twice"), "{e}");
     }
 
     #[test]

@@ -135,6 +135,11 @@ pub enum Field {
     Seconds,
     /// `meta.<key>...`: a path into the JSON metadata.
     Meta(Vec<String>),
+    /// Where a record is, for the engine's own use (a statement cannot name
+    /// it): a trace's dense id; a failed case's origin in its trace (the
+    /// position of its annotation, or the id of its judge op). An ATTRIBUTE
+    /// reads it from the rows of its `FIND cases` subquery.
+    Key,
 }
 
 /// The fields each subject has: (name as written, field).
@@ -481,6 +486,61 @@ pub struct FindPlan {
     pub projection: Projection,
 }
 
+impl FindPlan {
+    /// Makes every output row keep, right after its visible columns, the
+    /// keys of the failed case it came from: [`Field::Key`] of the trace
+    /// (its dense id) and of the case (its annotation's position, or its
+    /// judge op id). This is how an ATTRIBUTE learns which cases, in which
+    /// traces, its `FIND cases` subquery (or a saved pattern's) returned;
+    /// doing it twice changes nothing.
+    ///
+    /// Fails, saying why, when the rows are not one case each: a FIND of
+    /// something else, or one that groups (GROUP BY, an aggregate) or merges
+    /// rows (RETURN DISTINCT).
+    pub fn keep_case_keys(&mut self) -> std::result::Result<(), String> {
+        if self.kind != FindKind::Cases {
+            let what = match self.kind {
+                FindKind::Vars => "variables",
+                FindKind::Ops => "ops",
+                FindKind::Edges => "edges",
+                FindKind::Sessions => "sessions",
+                FindKind::Traces => "traces",
+                FindKind::Attributions => "stored verdicts",
+                FindKind::Cases => "cases",
+            };
+            return Err(format!(
+                "FIND {} returns {what}, not failed cases",
+                self.kind.keyword()
+            ));
+        }
+        let p = &mut self.projection;
+        if p.aggregating {
+            return Err(
+                "its rows are groups (GROUP BY, or an aggregate such as count(*)), \
+                        not cases"
+                    .to_string(),
+            );
+        }
+        if p.distinct {
+            return Err("RETURN DISTINCT merges its rows, so they are not cases".to_string());
+        }
+        if p.keys == 0 {
+            let visible = p.columns.len();
+            p.outputs
+                .insert(visible, Pexpr::Field(Subject::Trace, Field::Key));
+            p.outputs
+                .insert(visible + 1, Pexpr::Field(Subject::Case, Field::Key));
+            for (i, _) in &mut p.order {
+                if *i >= visible {
+                    *i += 2;
+                }
+            }
+            p.keys = 2;
+        }
+        Ok(())
+    }
+}
+
 /// DESCRIBE.
 #[derive(Debug, Clone)]
 pub struct DescribePlan {
@@ -493,9 +553,9 @@ pub struct DescribePlan {
 /// ATTRIBUTE: attribute failed cases, store the verdicts, return them.
 #[derive(Debug, Clone)]
 pub struct AttributePlan {
-    /// The cases named (parameters substituted); `None` for every failed case.
-    pub cases: Option<Vec<NodeRef>>,
-    /// Only this trace.
+    /// Which cases.
+    pub cases: CaseSource,
+    /// Only this trace (never with a subquery, which picks its own traces).
     pub scope: Option<String>,
     /// The method's name as written; the engine checks that it has it.
     pub method: String,
@@ -504,6 +564,29 @@ pub struct AttributePlan {
     /// The result columns.
     pub columns: Vec<String>,
 }
+
+/// Which failed cases an ATTRIBUTE attributes.
+#[derive(Debug, Clone)]
+pub enum CaseSource {
+    /// `CASES`: every failed case of the scope.
+    All,
+    /// The cases named (parameters substituted), looked up in the scope.
+    Named(Vec<NodeRef>),
+    /// The cases a subquery returns, each attributed in its own trace.
+    Query {
+        /// A [`Plan::Find`] of cases whose rows keep their case keys
+        /// ([`FindPlan::keep_case_keys`]), or a [`Plan::RunPattern`], which
+        /// the engine resolves and checks (its hits must be cases).
+        plan: Box<Plan>,
+        /// Byte offset of the subquery in the statement text.
+        at: usize,
+    },
+}
+
+/// What an ATTRIBUTE's subquery may be, for the errors that refuse one.
+pub const SUBQUERIES: &str = "write (FIND cases [IN TRACE 'id'] [WHERE ...] [ORDER BY ...] \
+     [LIMIT n]), whose WHERE reads case. and trace. fields, or (RUN PATTERN name ...) with a \
+     pattern whose hits are cases, such as stored_not_retrieved";
 
 /// The columns ATTRIBUTE returns: one row per verdict.
 pub fn attribute_columns() -> Vec<String> {
@@ -556,6 +639,10 @@ pub struct Projection {
     pub limit: Option<u64>,
     /// Texts for EXPLAIN: group keys, outputs, order.
     pub texts: ProjectionTexts,
+    /// How many outputs right after the visible columns every output row
+    /// keeps: the trace and case keys of an ATTRIBUTE's `FIND cases`
+    /// subquery ([`FindPlan::keep_case_keys`]); 0 for any other projection.
+    pub keys: usize,
 }
 
 /// The written forms of a projection's parts, for EXPLAIN.
@@ -592,18 +679,7 @@ fn plan_in(stmt: &Statement, params: &Params, text: &str) -> Result<Plan> {
             target: p.start(&d.target)?,
             scope: p.text_arg(&d.in_trace)?,
         })),
-        Statement::Attribute(a) => Ok(Plan::Attribute(AttributePlan {
-            cases: match &a.target {
-                AttributeTarget::Cases => None,
-                AttributeTarget::Starts(starts) => {
-                    Some(starts.iter().map(|s| p.start(s)).collect::<Result<_>>()?)
-                }
-            },
-            scope: p.text_arg(&a.in_trace)?,
-            method: a.method.clone(),
-            method_at: a.method_pos.0,
-            columns: attribute_columns(),
-        })),
+        Statement::Attribute(a) => p.attribute(a).map(Plan::Attribute),
         Statement::Explain(inner) => Ok(Plan::Explain(Box::new(plan_in(inner, params, text)?))),
         Statement::SavePattern(s) => p.save_pattern(s).map(Plan::SavePattern),
         Statement::RunPattern(r) => p.run_pattern(r).map(Plan::RunPattern),
@@ -692,8 +768,13 @@ fn statement_params_into(stmt: &Statement, out: &mut Vec<String>) {
             text_arg(&d.in_trace, out);
         }
         Statement::Attribute(a) => {
-            if let AttributeTarget::Starts(starts) = &a.target {
-                starts.iter().for_each(|s| start(s, out));
+            match &a.target {
+                AttributeTarget::Cases => {}
+                AttributeTarget::Starts(starts) => starts.iter().for_each(|s| start(s, out)),
+                AttributeTarget::Query(q) => match &q.query {
+                    CaseQuery::Find(f) => statement_params_into(&Statement::Find(f.clone()), out),
+                    CaseQuery::RunPattern(r) => exprs(&mut r.over.iter(), out),
+                },
             }
             text_arg(&a.in_trace, out);
         }
@@ -893,6 +974,48 @@ impl Planner<'_> {
             output,
             limit: self.count_arg(&t.limit)?,
             columns: traverse_columns(output),
+        })
+    }
+
+    // ------------------------------------------------------------- ATTRIBUTE
+
+    fn attribute(&self, a: &Attribute) -> Result<AttributePlan> {
+        let cases = match &a.target {
+            AttributeTarget::Cases => CaseSource::All,
+            AttributeTarget::Starts(starts) => CaseSource::Named(
+                starts
+                    .iter()
+                    .map(|s| self.start(s))
+                    .collect::<Result<_>>()?,
+            ),
+            AttributeTarget::Query(q) => {
+                let plan = match &q.query {
+                    CaseQuery::Find(f) => {
+                        let mut find = self.find(f)?;
+                        find.keep_case_keys().map_err(|why| {
+                            self.err(
+                                q.pos,
+                                format!(
+                                    "{why}; ATTRIBUTE needs one failed case per row: {SUBQUERIES}"
+                                ),
+                            )
+                        })?;
+                        Plan::Find(find)
+                    }
+                    CaseQuery::RunPattern(r) => Plan::RunPattern(self.run_pattern(r)?),
+                };
+                CaseSource::Query {
+                    plan: Box::new(plan),
+                    at: q.pos.0,
+                }
+            }
+        };
+        Ok(AttributePlan {
+            cases,
+            scope: self.text_arg(&a.in_trace)?,
+            method: a.method.clone(),
+            method_at: a.method_pos.0,
+            columns: attribute_columns(),
         })
     }
 
@@ -1445,6 +1568,7 @@ impl Planner<'_> {
                 group: group_texts,
                 order: order_texts,
             },
+            keys: 0,
         })
     }
 
@@ -2113,23 +2237,44 @@ impl Plan {
                     1,
                     "Store verdicts as 'query' (a finding already stored is skipped)".into(),
                 );
-                t.push(2, format!("Attribute each case using {}", a.method));
                 let traces = match &a.scope {
                     Some(s) => format!("of trace '{s}'"),
                     None => "of every trace".to_string(),
                 };
                 let cases = match &a.cases {
-                    None => format!(
+                    CaseSource::All => format!(
                         "Every failed case {traces} (annotations, else llm-judge ops that scored 0)"
                     ),
-                    Some(refs) => {
+                    CaseSource::Named(refs) => {
                         let names: Vec<String> = refs.iter().map(|r| r.to_string()).collect();
                         format!(
                             "Failed cases {} (query variable, node id or judge op id) {traces}",
                             names.join(", ")
                         )
                     }
+                    CaseSource::Query { plan, .. } => {
+                        t.push(
+                            2,
+                            format!("Attribute each case in its own trace using {}", a.method),
+                        );
+                        t.push(
+                            3,
+                            match plan.as_ref() {
+                                Plan::RunPattern(_) => {
+                                    "The failed cases the pattern's hits name, each once, \
+                                     in trace order"
+                                }
+                                _ => "The failed cases of the subquery's rows, each once, in its order",
+                            }
+                            .to_string(),
+                        );
+                        t.base += 4;
+                        plan.explain_into(t);
+                        t.base -= 4;
+                        return;
+                    }
                 };
+                t.push(2, format!("Attribute each case using {}", a.method));
                 t.push(3, cases);
             }
             Plan::Traverse(p) => {
@@ -2411,16 +2556,26 @@ mod tests {
         let Plan::Attribute(a) = plan(&stmt, &params).unwrap() else {
             panic!("not an attribute plan")
         };
+        let CaseSource::Named(refs) = &a.cases else {
+            panic!("not named cases: {:?}", a.cases)
+        };
         assert_eq!(
-            a.cases,
-            Some(vec![
+            refs,
+            &[
                 NodeRef::Quoted("query:Q8@1".into()),
                 NodeRef::Name {
                     full_name: "query:Q9".into(),
                     version: None
                 }
-            ])
+            ]
         );
+        assert!(matches!(
+            plan_of("ATTRIBUTE CASES USING evidence", &[]),
+            Plan::Attribute(AttributePlan {
+                cases: CaseSource::All,
+                ..
+            })
+        ));
         assert_eq!(
             (a.scope, a.method.as_str(), a.method_at),
             (None, "evidence", 33)
@@ -2457,6 +2612,193 @@ mod tests {
             e.contains("parameter $c must be text naming a variable or op"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn an_attribute_subquery_plans_as_a_find_of_cases_that_keeps_their_keys() {
+        let text = "ATTRIBUTE (FIND cases WHERE trace.project_id = 'mem0' AND case.query \
+                    CONTAINS $w ORDER BY case.golden_answers DESC LIMIT 3) USING hybrid";
+        let Plan::Attribute(a) = plan_of(text, &[("w", "when".into())]) else {
+            panic!("not an ATTRIBUTE plan")
+        };
+        assert_eq!((a.scope.as_deref(), a.method.as_str()), (None, "hybrid"));
+        let CaseSource::Query { plan, at } = &a.cases else {
+            panic!("not a subquery: {:?}", a.cases)
+        };
+        assert_eq!(*at, 11);
+        let Plan::Find(f) = plan.as_ref() else {
+            panic!("not a FIND: {plan:?}")
+        };
+        let p = &f.projection;
+        // The columns a FIND cases shows, then the two keys, then the sort key.
+        assert_eq!(
+            p.columns,
+            [
+                "trace",
+                "query_id",
+                "query",
+                "prediction",
+                "error_type",
+                "op_id"
+            ]
+        );
+        assert_eq!(p.keys, 2);
+        assert_eq!(
+            format!("{:?}", &p.outputs[6..]),
+            format!(
+                "{:?}",
+                [
+                    Pexpr::Field(Subject::Trace, Field::Key),
+                    Pexpr::Field(Subject::Case, Field::Key),
+                    Pexpr::Field(Subject::Case, Field::GoldenAnswers),
+                ]
+            )
+        );
+        assert_eq!(p.order, [(8, true)]);
+        assert_eq!(p.limit, Some(3));
+        assert!(f.trace_filter.is_some() && f.filter.is_some());
+        // Keys are added once.
+        let mut again = f.clone();
+        again.keep_case_keys().unwrap();
+        assert_eq!(
+            format!("{:?}", again.projection.outputs),
+            format!("{:?}", p.outputs)
+        );
+        assert_eq!(again.projection.order, p.order);
+        // A sort key that is a column stays where it is.
+        let Plan::Attribute(a) = plan_of(
+            "ATTRIBUTE (FIND cases ORDER BY query_id, trace DESC) USING evidence",
+            &[],
+        ) else {
+            panic!("not an ATTRIBUTE plan")
+        };
+        let CaseSource::Query { plan, .. } = a.cases else {
+            panic!("not a subquery")
+        };
+        let Plan::Find(f) = *plan else {
+            panic!("not a FIND")
+        };
+        assert_eq!(f.projection.order, [(1, false), (0, true)]);
+        assert_eq!(f.projection.outputs.len(), 8);
+
+        assert_eq!(
+            explain(text, &[("w", "when".into())]),
+            [
+                "Project trace, case, error_type, op_id, op_name, confidence, reason",
+                "└─ Store verdicts as 'query' (a finding already stored is skipped)",
+                "   └─ Attribute each case in its own trace using hybrid",
+                "      └─ The failed cases of the subquery's rows, each once, in its order",
+                "         └─ Limit 3",
+                "            └─ Sort by case.golden_answers DESC",
+                "               └─ Project trace, query_id, query, prediction, error_type, op_id",
+                "                  └─ Filter case.query CONTAINS $w",
+                "                     └─ Scan cases of each trace (its annotations, else its llm-judge ops that scored 0)",
+                "                        └─ Every trace where trace.project_id = 'mem0'",
+            ]
+        );
+        // A pattern's hits: the engine resolves the pattern.
+        let Plan::Attribute(a) = plan_of(
+            "ATTRIBUTE (RUN PATTERN evidence_deleted OVER TRACES WHERE trace.id = 'g') USING llm",
+            &[],
+        ) else {
+            panic!("not an ATTRIBUTE plan")
+        };
+        assert!(matches!(
+            &a.cases,
+            CaseSource::Query { plan, at: 11 } if matches!(plan.as_ref(), Plan::RunPattern(r)
+                if r.name == "evidence_deleted" && r.over.is_some() && r.body.is_none())
+        ));
+        assert_eq!(
+            Plan::Attribute(a).explain()[2..],
+            [
+                "   └─ Attribute each case in its own trace using llm",
+                "      └─ The failed cases the pattern's hits name, each once, in trace order",
+                "         └─ Run pattern evidence_deleted over traces where trace.id = 'g'",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_subquery_whose_rows_are_not_cases_is_refused_where_it_is_written() {
+        let e = plan_err(
+            "ATTRIBUTE (FIND ops WHERE op.kind = 'retrieval') USING evidence",
+            &[],
+        );
+        assert_eq!(
+            e,
+            format!(
+                "invalid statement at line 1, column 12: FIND ops returns ops, not failed cases; \
+                 ATTRIBUTE needs one failed case per row: {SUBQUERIES}\n  \
+                 ATTRIBUTE (FIND ops WHERE op.kind = 'retrieval') USING evidence\n             ^"
+            )
+        );
+        for (kind, what) in [
+            ("vars", "variables"),
+            ("edges", "edges"),
+            ("sessions", "sessions"),
+            ("traces", "traces"),
+            ("attributions", "stored verdicts"),
+        ] {
+            let e = plan_err(&format!("EXPLAIN ATTRIBUTE\n  (FIND {kind}) USING x"), &[]);
+            assert!(
+                e.starts_with(&format!(
+                    "invalid statement at line 2, column 4: FIND {kind} returns {what}, not failed cases;"
+                )),
+                "{e}"
+            );
+        }
+        let e = plan_err(
+            "ATTRIBUTE (FIND cases GROUP BY trace.id) USING evidence",
+            &[],
+        );
+        assert!(
+            e.contains("column 12: its rows are groups (GROUP BY, or an aggregate such as count(*)), not cases; ATTRIBUTE needs one failed case per row: write (FIND cases"),
+            "{e}"
+        );
+        let e = plan_err(
+            "ATTRIBUTE (FIND cases RETURN trace.id, count(*)) USING evidence",
+            &[],
+        );
+        assert!(e.contains("its rows are groups"), "{e}");
+        let e = plan_err(
+            "ATTRIBUTE (FIND cases ORDER BY count(*)) USING evidence",
+            &[],
+        );
+        assert!(e.contains("its rows are groups"), "{e}");
+        let e = plan_err(
+            "ATTRIBUTE (FIND cases RETURN DISTINCT trace.id) USING evidence",
+            &[],
+        );
+        assert!(
+            e.contains("column 12: RETURN DISTINCT merges its rows, so they are not cases"),
+            "{e}"
+        );
+        // A RETURN that keeps one row per case is allowed.
+        assert!(matches!(
+            plan_of(
+                "ATTRIBUTE (FIND cases RETURN case.query AS q ORDER BY q) USING evidence",
+                &[]
+            ),
+            Plan::Attribute(_)
+        ));
+        // Errors inside the subquery point into it.
+        let e = plan_err(
+            "ATTRIBUTE (FIND cases WHERE var.name = 'x') USING evidence",
+            &[],
+        );
+        assert!(
+            e.contains(
+                "column 29: var. fields are not available here; this statement has case or trace"
+            ),
+            "{e}"
+        );
+        let e = plan_err("ATTRIBUTE (FIND cases LIMIT $n) USING evidence", &[]);
+        assert!(e.contains("column 29: parameter $n is not set"), "{e}");
+        let e = plan_err(
+            "ATTRIBUTE (RUN PATTERN p OVER TRACES WHERE var.name = 'x') USING evidence",
+            &[],
+        );
+        assert!(e.contains("only trace fields"), "{e}");
     }
 
     #[test]
@@ -2784,6 +3126,18 @@ mod tests {
         assert_eq!(
             params("ATTRIBUTE $c, x:1 IN TRACE $t USING evidence"),
             ["c", "t"]
+        );
+        assert_eq!(
+            params(
+                "ATTRIBUTE (FIND cases IN TRACE $t WHERE case.query = $q LIMIT $n) USING evidence"
+            ),
+            ["t", "q", "n"]
+        );
+        assert_eq!(
+            params(
+                "ATTRIBUTE (RUN PATTERN p OVER TRACES WHERE trace.id = $t WITH $a = 1) USING llm"
+            ),
+            ["t"]
         );
         for text in [
             "SHOW PATTERNS",

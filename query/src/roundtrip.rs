@@ -39,7 +39,9 @@
 //!   it, so a keyword there reads as a name). Its starts are as TRACE's, but
 //!   a lone start is not the bare name `cases` without a version (any
 //!   case), which reads as the keyword `CASES`; quoted, it reads back as a
-//!   `NodeRef::Quoted`.
+//!   `NodeRef::Quoted`. A subquery target is any FIND (of any kind, with
+//!   any clauses, the planner refuses what does not return cases) or any
+//!   RUN PATTERN, and has no `IN TRACE` after it (the parser refuses one).
 //! - Floats are finite. `Pos` values are ignored by equality (left at 0).
 //! - Expressions nest at most 48 levels deep (the parser refuses deeper
 //!   text rather than overflow its stack); the strategies stay far below.
@@ -469,11 +471,20 @@ fn attribute() -> BoxedStrategy<Attribute> {
                 )
             })
             .prop_map(AttributeTarget::Starts),
+        2 => prop_oneof![
+            find().prop_map(CaseQuery::Find),
+            (ident(), option::of(expr()), with_params())
+                .prop_map(|(name, over, params)| CaseQuery::RunPattern(RunPattern { name, over, params })),
+        ]
+        .prop_map(|query| AttributeTarget::Query(Subquery { query, pos: Pos(0) })),
     ];
     (target, option::of(text_arg()), param_name())
         .prop_map(|(target, in_trace, method)| Attribute {
+            in_trace: match target {
+                AttributeTarget::Query(_) => None,
+                _ => in_trace,
+            },
             target,
-            in_trace,
             method,
             method_pos: Pos(0),
         })

@@ -15,7 +15,7 @@ use crate::model::Case;
 use crate::TraceId;
 
 /// Where a case came from.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CaseOrigin {
     /// A MemTraceBench annotation (its position in `data.annotations`, from 0).

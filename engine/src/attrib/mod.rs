@@ -33,6 +33,7 @@ pub use verdict::{Cost, ErrorType, Method, Step, Verdict};
 use crate::db::{Database, TraceView};
 use crate::error::{EngineError, Result};
 use crate::graph::Cancel;
+use crate::TraceId;
 
 /// What to attribute.
 #[derive(Debug, Clone, Copy)]
@@ -44,6 +45,118 @@ pub struct AttributeRequest<'a> {
     pub cases: Option<&'a [String]>,
     /// The method.
     pub method: Method,
+}
+
+/// A failed case picked out by where it is: its trace and its origin there
+/// (which annotation, or which judge op). The rows of a query's
+/// `FIND cases` and the hits of the evidence patterns name cases this way.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct CasePick {
+    /// The trace.
+    pub trace: TraceId,
+    /// The case's origin in that trace.
+    pub origin: CaseOrigin,
+}
+
+/// Which of each trace's failed cases an attribution takes.
+trait Selection {
+    /// Keeps, of one trace's failed cases (in case order), those to
+    /// attribute. An error stops the run before any of them is attributed.
+    fn select(&mut self, model: &TraceModel, cases: &mut Vec<FailedCase>) -> Result<()>;
+    /// Whether LLM calls wait until every trace has been selected (so that
+    /// an error found late costs no call).
+    fn waits(&self) -> bool;
+    /// Called once every trace has been selected, before the last calls.
+    fn finish(&self) -> Result<()>;
+}
+
+/// Every failed case, or the cases named by reference (found in any trace
+/// in scope; each reference must name at least one).
+struct Named<'a> {
+    refs: Option<&'a [String]>,
+    found: Vec<bool>,
+    trace: Option<&'a str>,
+}
+
+impl Selection for Named<'_> {
+    fn select(&mut self, model: &TraceModel, cases: &mut Vec<FailedCase>) -> Result<()> {
+        if let Some(refs) = self.refs {
+            let found = &mut self.found;
+            cases.retain(|c| {
+                let mut hit = false;
+                for (i, r) in refs.iter().enumerate() {
+                    if names_case(model, c, r) {
+                        found[i] = true;
+                        hit = true;
+                    }
+                }
+                hit
+            });
+        }
+        Ok(())
+    }
+
+    fn waits(&self) -> bool {
+        // Named cases wait until all are found, so an unknown one costs no call.
+        self.refs.is_some()
+    }
+
+    fn finish(&self) -> Result<()> {
+        if let Some(refs) = self.refs {
+            if let Some(i) = self.found.iter().position(|f| !f) {
+                let scope = self
+                    .trace
+                    .map_or("any trace".to_string(), |t| format!("trace {t}"));
+                return Err(EngineError::BadRequest(format!(
+                    "no failed case {} in {scope} (FIND cases lists them)",
+                    refs[i]
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The cases picked in each trace; records those chosen, in the order
+/// their verdicts come.
+struct Picked<'a> {
+    wanted: BTreeMap<TraceId, Vec<&'a CaseOrigin>>,
+    chosen: Vec<(TraceId, &'a CaseOrigin)>,
+}
+
+impl<'a> Selection for Picked<'a> {
+    fn select(&mut self, model: &TraceModel, cases: &mut Vec<FailedCase>) -> Result<()> {
+        let trace = model.info.id;
+        let wanted: &[&'a CaseOrigin] = self.wanted.get(&trace).map_or(&[], Vec::as_slice);
+        cases.retain(|c| wanted.iter().any(|o| **o == c.origin));
+        if let Some(missing) = wanted
+            .iter()
+            .find(|o| !cases.iter().any(|c| c.origin == ***o))
+        {
+            let what = match missing {
+                CaseOrigin::Annotation(i) => format!("annotation {}", i + 1),
+                CaseOrigin::Judge(op) => format!("judge op {op}"),
+            };
+            return Err(EngineError::BadRequest(format!(
+                "trace {} has no failed case from {what} (FIND cases lists them)",
+                model.info.graph_id
+            )));
+        }
+        for c in cases.iter() {
+            if let Some(o) = wanted.iter().find(|o| ***o == c.origin) {
+                self.chosen.push((trace, *o));
+            }
+        }
+        Ok(())
+    }
+
+    fn waits(&self) -> bool {
+        false
+    }
+
+    fn finish(&self) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// Whether `reference` names `case` in `model`.
@@ -241,12 +354,93 @@ impl Database {
         progress: &mut dyn FnMut(usize, usize),
     ) -> Result<Vec<Verdict>> {
         let views = self.views(req.trace)?;
-        let llm = if req.method.needs_llm() {
+        let mut named = Named {
+            refs: req.cases,
+            found: vec![false; req.cases.map_or(0, <[String]>::len)],
+            trace: req.trace,
+        };
+        self.attribute_views(
+            &views,
+            req.method,
+            pseudo_only,
+            &mut named,
+            cancel,
+            progress,
+        )
+    }
+
+    /// Attributes exactly the cases picked, each in its own trace, with
+    /// `method`; what a query's `ATTRIBUTE (FIND cases ...)` and
+    /// `ATTRIBUTE (RUN PATTERN ...)` run. Verdicts come in the order of
+    /// `picks` (a case picked twice is attributed once). A pick whose trace
+    /// holds no such failed case is an error, raised before any of that
+    /// trace's cases is sent to an LLM. `progress` hears (traces done,
+    /// traces in all). Nothing is stored; see [`Database::store_verdicts`].
+    pub fn attribute_picked(
+        &self,
+        picks: &[CasePick],
+        method: Method,
+        cancel: &Cancel,
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<Vec<Verdict>> {
+        if picks.is_empty() {
+            progress(0, 0);
+            return Ok(Vec::new());
+        }
+        let mut wanted: BTreeMap<TraceId, Vec<&CaseOrigin>> = BTreeMap::new();
+        for p in picks {
+            let list = wanted.entry(p.trace).or_default();
+            if !list.contains(&&p.origin) {
+                list.push(&p.origin);
+            }
+        }
+        let views = wanted
+            .keys()
+            .map(|&id| self.trace_by_id(id))
+            .collect::<Result<Vec<_>>>()?;
+        let mut picked = Picked {
+            wanted,
+            chosen: Vec::new(),
+        };
+        let verdicts =
+            self.attribute_views(&views, method, false, &mut picked, cancel, progress)?;
+        // Verdicts follow the cases chosen, trace by trace; put them in the
+        // order they were picked.
+        if verdicts.len() != picked.chosen.len() {
+            return Err(EngineError::BadRequest(format!(
+                "{} verdict(s) for {} case(s) picked",
+                verdicts.len(),
+                picked.chosen.len()
+            )));
+        }
+        let mut slots: HashMap<(TraceId, &CaseOrigin), Verdict> = picked
+            .chosen
+            .iter()
+            .map(|&(t, o)| (t, o))
+            .zip(verdicts)
+            .collect();
+        Ok(picks
+            .iter()
+            .filter_map(|p| slots.remove(&(p.trace, &p.origin)))
+            .collect())
+    }
+
+    /// Attributes, trace by trace, the cases of `views` that `selection`
+    /// keeps. Verdicts come in trace order, and within a trace in case order.
+    fn attribute_views(
+        &self,
+        views: &[TraceView<'_>],
+        method: Method,
+        pseudo_only: bool,
+        selection: &mut dyn Selection,
+        cancel: &Cancel,
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<Vec<Verdict>> {
+        let llm = if method.needs_llm() {
             Some(agent::client_for(self)?)
         } else {
             None
         };
-        let mut found = vec![false; req.cases.map_or(0, <[String]>::len)];
         let mut out = Vec::new();
         let total = views.len();
         // LLM methods: cases of several traces go out together, so that the
@@ -261,18 +455,7 @@ impl Database {
             cancel.check()?;
             let started = std::time::Instant::now();
             let (model, mut cases) = trace_cases(view)?;
-            if let Some(refs) = req.cases {
-                cases.retain(|c| {
-                    let mut hit = false;
-                    for (i, r) in refs.iter().enumerate() {
-                        if names_case(&model, c, r) {
-                            found[i] = true;
-                            hit = true;
-                        }
-                    }
-                    hit
-                });
-            }
+            selection.select(&model, &mut cases)?;
             if pseudo_only {
                 for c in &mut cases {
                     c.source_evidence.clear();
@@ -289,14 +472,10 @@ impl Database {
                 Some((client, rt)) => {
                     if !cases.is_empty() {
                         waiting += cases.len();
-                        group.push(Prepared::new(model, cases, req.method));
+                        group.push(Prepared::new(model, cases, method));
                     }
-                    // Named cases wait until all are found, so an unknown one
-                    // costs no call.
-                    if req.cases.is_none() && waiting >= 4 * width {
-                        out.extend(
-                            self.attribute_group_llm(client, rt, &group, req.method, cancel)?,
-                        );
+                    if !selection.waits() && waiting >= 4 * width {
+                        out.extend(self.attribute_group_llm(client, rt, &group, method, cancel)?);
                         group.clear();
                         waiting = 0;
                         progress(done + 1, total);
@@ -304,20 +483,10 @@ impl Database {
                 }
             }
         }
-        if let Some(refs) = req.cases {
-            if let Some(i) = found.iter().position(|f| !f) {
-                let scope = req
-                    .trace
-                    .map_or("any trace".to_string(), |t| format!("trace {t}"));
-                return Err(EngineError::BadRequest(format!(
-                    "no failed case {} in {scope} (FIND cases lists them)",
-                    refs[i]
-                )));
-            }
-        }
+        selection.finish()?;
         if let Some((client, rt)) = &llm {
             if !group.is_empty() {
-                out.extend(self.attribute_group_llm(client, rt, &group, req.method, cancel)?);
+                out.extend(self.attribute_group_llm(client, rt, &group, method, cancel)?);
             }
             progress(total, total);
         }

@@ -11,13 +11,13 @@ use std::sync::{Arc, OnceLock};
 use memtrace_query::Value;
 use memtrace_storage::{ReadView, TraceId, VarRecord};
 
-use crate::attrib::ErrorType;
+use crate::attrib::{CaseOrigin, ErrorType};
 use crate::catalog::{TraceCatalog, TraceOps};
 use crate::db::Database;
 use crate::error::{EngineError, Result};
 use crate::exec::lazy;
 use crate::graph::{Cancel, TraceGraph};
-use crate::patterns::{int, no_such_param, TraceFindings};
+use crate::patterns::{int, no_such_param, Finding, TraceFindings};
 
 /// A parameter's default, which also fixes its type.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -175,6 +175,21 @@ impl Builtin {
     pub(crate) fn run(&self, t: &TraceParts<'_>, args: &Args) -> Result<Vec<Vec<Value>>> {
         (self.run)(t, args)
     }
+
+    /// The failed cases this pattern's hits in one trace are, in the order
+    /// of the hits; an error for the patterns whose hits are not cases
+    /// (all but the five that follow the evidence).
+    pub(crate) fn hit_cases(&self, t: &TraceParts<'_>, args: &Args) -> Result<Vec<CaseOrigin>> {
+        match self.error_type {
+            Some(ty) => Ok(with_error_type(t, args, ty)?
+                .map(|f| f.origin.clone())
+                .collect()),
+            None => Err(EngineError::BadRequest(format!(
+                "the hits of built-in pattern {} are not failed cases",
+                self.name
+            ))),
+        }
+    }
 }
 
 /// One trace's cached parts, loaded on first use.
@@ -257,14 +272,24 @@ fn len_of(v: &VarRecord) -> u64 {
 
 // ------------------------------------------------------------ the library
 
-/// The five patterns that follow the evidence: the failed cases whose
-/// evidence-flow verdict has their error type.
-fn by_error_type(t: &TraceParts<'_>, args: &Args, ty: ErrorType) -> Result<Vec<Vec<Value>>> {
+/// The findings of the failed cases whose evidence-flow verdict has the
+/// error type `ty`, with at least `$min_confidence`.
+fn with_error_type<'t>(
+    t: &'t TraceParts<'_>,
+    args: &Args,
+    ty: ErrorType,
+) -> Result<impl Iterator<Item = &'t Finding>> {
     let min = args.number("min_confidence");
     Ok(t.findings()?
         .findings
         .iter()
-        .filter(|f| f.error_type == Some(ty) && f.confidence >= min)
+        .filter(move |f| f.error_type == Some(ty) && f.confidence >= min))
+}
+
+/// The five patterns that follow the evidence: the failed cases whose
+/// evidence-flow verdict has their error type.
+fn by_error_type(t: &TraceParts<'_>, args: &Args, ty: ErrorType) -> Result<Vec<Vec<Value>>> {
+    Ok(with_error_type(t, args, ty)?
         .map(|f| {
             vec![
                 Value::Str(f.case.clone()),

@@ -23,7 +23,7 @@ use memtrace_storage::{ReadView, TraceId};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::attrib::{self, ErrorType};
+use crate::attrib::{self, CaseOrigin, CasePick, ErrorType};
 use crate::db::Database;
 use crate::error::{EngineError, Result};
 use crate::exec::{self, from_json, to_json, Exec};
@@ -37,6 +37,8 @@ pub use builtin::{builtin, Builtin, BUILTINS};
 pub struct Finding {
     /// The case's name.
     pub case: String,
+    /// Where the case comes from in its trace (which annotation or judge op).
+    pub origin: CaseOrigin,
     /// The question.
     pub query: String,
     /// The error type; `None` without a verdict.
@@ -65,10 +67,21 @@ impl TraceFindings {
     pub(crate) fn load(db: &Database, trace: TraceId, cancel: &Cancel) -> Result<TraceFindings> {
         let view = db.trace_by_id(trace)?;
         let (model, cases) = attrib::trace_cases(&view)?;
-        let findings: Vec<Finding> = attrib::attribute_trace(&model, &cases, 0, cancel)?
+        let verdicts = attrib::attribute_trace(&model, &cases, 0, cancel)?;
+        if verdicts.len() != cases.len() {
+            return Err(EngineError::BadRequest(format!(
+                "trace {}: {} evidence-flow verdict(s) for {} failed case(s)",
+                model.info.graph_id,
+                verdicts.len(),
+                cases.len()
+            )));
+        }
+        let findings: Vec<Finding> = verdicts
             .into_iter()
-            .map(|v| Finding {
+            .zip(cases)
+            .map(|(v, c)| Finding {
                 case: v.case,
+                origin: c.origin,
                 query: v.query,
                 error_type: v.error_type,
                 op_id: v.op_id,
@@ -794,6 +807,119 @@ impl Database {
             }
         }
         Ok(())
+    }
+}
+
+/// Why a resolved pattern's hits are not failed cases, or `None` when they
+/// are: the five built-in patterns that follow the evidence, and a saved
+/// FIND cases that neither groups nor merges its rows. Fills in a saved
+/// FIND's case keys ([`memtrace_query::plan::FindPlan::keep_case_keys`]).
+fn cases_of(r: &mut Resolved) -> Option<String> {
+    let why = match &mut r.body {
+        Body::Builtin(b, _) if b.error_type.is_some() => return None,
+        Body::Builtin(b, _) => format!(
+            "the hits of built-in pattern {} ({}) are not failed cases",
+            b.name,
+            b.columns.join(", ")
+        ),
+        Body::Saved(plan) => match plan.as_mut() {
+            Plan::Find(f) => match f.keep_case_keys() {
+                Ok(()) => return None,
+                Err(why) => format!("pattern {}: {why}", r.name),
+            },
+            Plan::Match(_) => format!(
+                "the hits of pattern {} are MATCH bindings, not failed cases",
+                r.name
+            ),
+            Plan::Traverse(_) => format!(
+                "the hits of pattern {} are the rows of a traversal, not failed cases",
+                r.name
+            ),
+            _ => format!("the hits of pattern {} are not failed cases", r.name),
+        },
+    };
+    let evidence: Vec<&str> = BUILTINS
+        .iter()
+        .filter(|b| b.error_type.is_some())
+        .map(|b| b.name)
+        .collect();
+    Some(format!(
+        "{why}; ATTRIBUTE needs one failed case per hit: the built-in patterns {}, or a \
+         saved FIND cases without GROUP BY, aggregates or DISTINCT",
+        evidence.join(", ")
+    ))
+}
+
+impl Database {
+    /// Checks, when planning `ATTRIBUTE (RUN PATTERN ...)`, that the
+    /// pattern's hits are failed cases; fills in the plan (the pattern's
+    /// planned statement, its columns) as for RUN PATTERN. The error, when
+    /// they are not, says why and what would do; the caller places it.
+    pub(crate) fn resolve_case_pattern(
+        &self,
+        plan: &mut RunPatternPlan,
+    ) -> Result<std::result::Result<(), String>> {
+        let mut r = self.resolve_pattern(&PatternSpec {
+            name: plan.name.clone(),
+            params: plan.params.clone(),
+            statement: None,
+        })?;
+        if let Some(why) = cases_of(&mut r) {
+            return Ok(Err(why));
+        }
+        plan.columns = std::iter::once("trace".to_string())
+            .chain(r.columns.iter().cloned())
+            .collect();
+        plan.body = match r.body {
+            Body::Saved(p) => Some(p),
+            Body::Builtin(..) => None,
+        };
+        Ok(Ok(()))
+    }
+
+    /// The failed cases a pattern's hits name, trace by trace (in trace
+    /// order, and in each trace in the order of its hits), for
+    /// `ATTRIBUTE (RUN PATTERN ...)`. The pattern is looked up again, as
+    /// RUN PATTERN does; one whose hits are not cases is an error.
+    pub(crate) fn pattern_case_picks(
+        &self,
+        view: &ReadView<'_>,
+        plan: &RunPatternPlan,
+        cancel: &Cancel,
+    ) -> Result<Vec<CasePick>> {
+        let mut r = self.resolve_pattern(&PatternSpec {
+            name: plan.name.clone(),
+            params: plan.params.clone(),
+            statement: None,
+        })?;
+        if let Some(why) = cases_of(&mut r) {
+            return Err(EngineError::BadRequest(why));
+        }
+        let (traces, _) = self.pattern_traces(view, plan.over.as_ref())?;
+        let per_trace: Vec<Vec<CasePick>> = traces
+            .par_iter()
+            .map(|(id, _)| {
+                cancel.check()?;
+                match &r.body {
+                    Body::Builtin(b, args) => {
+                        let parts = builtin::TraceParts::new(self, view, *id, cancel);
+                        Ok(b.hit_cases(&parts, args)?
+                            .into_iter()
+                            .map(|origin| CasePick { trace: *id, origin })
+                            .collect())
+                    }
+                    Body::Saved(body) => {
+                        let exec = Exec {
+                            db: self,
+                            view,
+                            cancel,
+                        };
+                        exec.case_picks(&scoped(body, *id))
+                    }
+                }
+            })
+            .collect::<Result<_>>()?;
+        Ok(per_trace.into_iter().flatten().collect())
     }
 }
 

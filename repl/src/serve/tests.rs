@@ -412,6 +412,45 @@ fn queries_return_tables_graphs_and_caret_errors() {
     );
     assert_eq!(status, 400);
     assert!(e["message"].as_str().unwrap().contains("only reads"), "{e}");
+    // So is an ATTRIBUTE over a subquery's cases, and nothing is stored.
+    for statement in [
+        "ATTRIBUTE (FIND cases LIMIT 1) USING evidence",
+        "ATTRIBUTE (RUN PATTERN evidence_never_stored) USING evidence",
+    ] {
+        let body = serde_json::json!({ "statement": statement }).to_string();
+        let (status, e) = call(&api, "POST", "/api/query", &body);
+        assert_eq!(status, 400, "{statement}: {e}");
+        assert!(
+            e["message"]
+                .as_str()
+                .unwrap()
+                .contains("the viewer only reads: ATTRIBUTE stores verdicts"),
+            "{e}"
+        );
+    }
+    let (status, r) = call(
+        &api,
+        "POST",
+        "/api/query",
+        r#"{"statement": "FIND attributions WHERE author = 'query' RETURN count(*)"}"#,
+    );
+    assert_eq!(
+        (status, &r["rows"]),
+        (200, &serde_json::json!([[0]])),
+        "{r}"
+    );
+    // Its plan may be read.
+    let (status, r) = call(
+        &api,
+        "POST",
+        "/api/query",
+        r#"{"statement": "EXPLAIN ATTRIBUTE (FIND cases LIMIT 1) USING evidence"}"#,
+    );
+    assert_eq!(status, 200, "{r}");
+    assert!(
+        r["rows"].to_string().contains("each case in its own trace"),
+        "{r}"
+    );
     assert_eq!(call(&api, "GET", "/api/query", "").0, 405);
     assert_eq!(
         call(&api, "POST", "/api/query", r#"{"statement": ""}"#).0,

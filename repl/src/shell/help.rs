@@ -55,9 +55,14 @@ const TOPICS: &[(&str, &str)] = &[
         "ATTRIBUTE: find the earliest faulty op of failed cases, store and list the verdicts
   ATTRIBUTE CASES [IN TRACE 'id'] USING method
   ATTRIBUTE <case>[, <case>...] [IN TRACE 'id'] USING method
+  ATTRIBUTE (FIND cases [IN TRACE 'id'] [WHERE ...] [ORDER BY ...] [LIMIT n]) USING method
+  ATTRIBUTE (RUN PATTERN name [OVER TRACES WHERE ...] [WITH $p = value, ...]) USING method
   CASES is every failed case (FIND cases lists them). A case is named by its query variable
   (query:Q8, 'query:Q8@1'), by the judge op id of a case taken from an llm-judge op, or by a
-  $parameter. USING names the method: evidence follows the evidence through the trace,
+  $parameter. A subquery in parentheses picks the cases across any number of traces, each
+  attributed in its own trace, in the subquery's order: the rows of a FIND cases (no GROUP BY,
+  aggregates or DISTINCT), or the hits of a pattern whose hits are cases (the five built-in
+  patterns of the evidence, or a saved FIND cases). USING names the method: evidence follows the evidence through the trace,
   deterministically; llm has the configured LLM explore the trace with tools; hybrid gives
   the LLM the evidence verdict to confirm or refute (LLM endpoint: OPENAI_* / MEMTRACE_LLM_*
   variables or the config file); an unknown name lists the methods there are. Each verdict is stored
@@ -69,6 +74,8 @@ const TOPICS: &[(&str, &str)] = &[
     ATTRIBUTE CASES IN TRACE 'mem0-0002-s7' USING evidence;
     ATTRIBUTE query:Q8, 'query:Q9@1' USING evidence;
     ATTRIBUTE query:Q8 IN TRACE 'mem0-0002-s7' USING hybrid;
+    ATTRIBUTE (FIND cases WHERE trace.project_id = 'mem0' AND case.query CONTAINS 'When') USING hybrid;
+    ATTRIBUTE (RUN PATTERN stored_not_retrieved OVER TRACES WHERE trace.project_id = 'rag') USING llm;
     FIND attributions GROUP BY error_type RETURN error_type, count(*);
     FIND attributions WHERE confidence >= 0.5 AND method = 'evidence' ORDER BY at DESC LIMIT 10;",
     ),

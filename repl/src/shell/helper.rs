@@ -69,6 +69,61 @@ fn in_find_attributions(before: &str) -> bool {
         .any(|w| w[0] == "FIND" && w[1] == "ATTRIBUTIONS")
 }
 
+/// What may come next in an ATTRIBUTE's subquery, given the text `before`
+/// the word being typed: after `ATTRIBUTE (` the statements a subquery may
+/// be; after `(FIND` the one kind it may list; after `(RUN` PATTERN; after
+/// `(RUN PATTERN` the patterns whose hits are cases; after the parenthesis
+/// that closes the subquery, USING. `None` anywhere else. Keywords come in
+/// the case of `word`, or of ATTRIBUTE while `word` is empty.
+fn subquery_next(before: &str, word: &str, known: &Known) -> Option<Vec<String>> {
+    let toks: Vec<(Kind, &str)> = lex::tokens(before)
+        .iter()
+        .filter(|t| t.kind != Kind::Comment)
+        .map(|t| (t.kind, &before[t.start..t.end]))
+        .collect();
+    // The statement being typed.
+    let from = toks
+        .iter()
+        .rposition(|(k, _)| *k == Kind::Semicolon)
+        .map_or(0, |i| i + 1);
+    let toks = &toks[from..];
+    let upper: Vec<String> = toks.iter().map(|(_, t)| t.to_ascii_uppercase()).collect();
+    let words: Vec<&str> = upper.iter().map(String::as_str).collect();
+    let at = words.iter().rposition(|w| *w == "ATTRIBUTE")?;
+    let typed = if word.is_empty() { toks[at].1 } else { word };
+    let lower = typed.chars().any(|c| c.is_ascii_lowercase());
+    let kw = |k: &str| {
+        if lower {
+            k.to_ascii_lowercase()
+        } else {
+            k.to_string()
+        }
+    };
+    let own = |names: &[&str]| names.iter().map(|n| n.to_string()).collect();
+    Some(match &words[at..] {
+        ["ATTRIBUTE", "("] => vec![kw("FIND"), kw("RUN")],
+        ["ATTRIBUTE", "(", "FIND"] => own(&["cases"]),
+        ["ATTRIBUTE", "(", "RUN"] => vec![kw("PATTERN")],
+        ["ATTRIBUTE", "(", "RUN", "PATTERN"] => own(&known.names.list(List::CasePatterns)),
+        ["ATTRIBUTE", "(", rest @ ..] if rest.last() == Some(&")") => {
+            // Closed when the parentheses balance again at the end.
+            let mut depth = 1i32;
+            for w in rest {
+                match *w {
+                    "(" => depth += 1,
+                    ")" => depth -= 1,
+                    _ => {}
+                }
+            }
+            if depth != 0 {
+                return None;
+            }
+            vec![kw("USING")]
+        }
+        _ => return None,
+    })
+}
+
 /// Functions, completed with their opening parenthesis.
 const FUNCTIONS: &[&str] = &[
     "count(", "min(", "max(", "sum(", "avg(", "lower(", "upper(", "length(",
@@ -209,6 +264,15 @@ pub fn complete_statement(line: &str, pos: usize, known: &Known) -> (usize, Vec<
             .map(|f| pair(f, format!("{subject}.{f}")))
             .collect();
         found.dedup_by(|a, b| a.replacement == b.replacement);
+        return (start, found);
+    }
+    // In an ATTRIBUTE's subquery: what may come next there.
+    if let Some(next) = subquery_next(&before[..start], word, known) {
+        let found = next
+            .into_iter()
+            .filter(|w| starts_with_ci(w, word))
+            .map(|w| pair(w.clone(), w))
+            .collect();
         return (start, found);
     }
     // After USING: the attribution methods.
@@ -434,6 +498,7 @@ mod tests {
                 categories: vec!["memory_entry".into(), "message".into()],
                 op_names: vec!["rag.answer".into()],
                 op_kinds: vec!["extraction".into(), "retrieval".into()],
+                case_patterns: vec!["evidence_deleted".into(), "stored_not_retrieved".into()],
             },
             params: vec!["start".into()],
             loading: false,
@@ -548,6 +613,71 @@ mod tests {
         assert_eq!(done("TRACE $st"), vec!["TRACE $start"]);
         assert!(done("TRACE prediction:Q").is_empty());
         assert!(done("SHOW TRACES -- tra").is_empty());
+    }
+
+    #[test]
+    fn an_attribute_subquery_completes_what_may_come_next_there() {
+        assert_eq!(
+            done("ATTRIBUTE ("),
+            vec!["ATTRIBUTE (FIND", "ATTRIBUTE (RUN"]
+        );
+        assert_eq!(done("attribute (f"), vec!["attribute (find"]);
+        assert_eq!(done("ATTRIBUTE (FIND "), vec!["ATTRIBUTE (FIND cases"]);
+        assert_eq!(done("ATTRIBUTE (FIND ca"), vec!["ATTRIBUTE (FIND cases"]);
+        assert!(done("ATTRIBUTE (FIND o").is_empty());
+        assert_eq!(done("ATTRIBUTE (RUN "), vec!["ATTRIBUTE (RUN PATTERN"]);
+        assert_eq!(
+            done("ATTRIBUTE (RUN PATTERN "),
+            vec![
+                "ATTRIBUTE (RUN PATTERN evidence_deleted",
+                "ATTRIBUTE (RUN PATTERN stored_not_retrieved"
+            ]
+        );
+        assert_eq!(
+            done("attribute (run pattern st"),
+            vec!["attribute (run pattern stored_not_retrieved"]
+        );
+        // Inside the FIND, its own clauses and fields.
+        assert_eq!(
+            done("ATTRIBUTE (FIND cases WHE"),
+            vec!["ATTRIBUTE (FIND cases WHERE"]
+        );
+        assert_eq!(
+            done("ATTRIBUTE (FIND cases WHERE case.que"),
+            vec![
+                "ATTRIBUTE (FIND cases WHERE case.query_id",
+                "ATTRIBUTE (FIND cases WHERE case.query"
+            ]
+        );
+        assert_eq!(
+            done("ATTRIBUTE (FIND cases WHERE trace.project_id = 'm"),
+            vec!["ATTRIBUTE (FIND cases WHERE trace.project_id = 'mem0'"]
+        );
+        // Once the subquery is closed: USING, then the methods.
+        assert_eq!(
+            done("ATTRIBUTE (FIND cases WHERE (case.query CONTAINS 'a)') LIMIT 2) "),
+            vec!["ATTRIBUTE (FIND cases WHERE (case.query CONTAINS 'a)') LIMIT 2) USING"]
+        );
+        assert_eq!(
+            done("attribute (run pattern p) us"),
+            vec!["attribute (run pattern p) using"]
+        );
+        assert_eq!(
+            done("ATTRIBUTE (RUN PATTERN p) USING hy"),
+            vec!["ATTRIBUTE (RUN PATTERN p) USING hybrid"]
+        );
+        // Not yet closed: anything that may go on inside.
+        assert!(done("ATTRIBUTE (FIND cases WHERE (case.query = 'x') ")
+            .contains(&"ATTRIBUTE (FIND cases WHERE (case.query = 'x') AND".to_string()));
+        // In a later statement, nothing changes.
+        assert_eq!(
+            done("ATTRIBUTE (FIND cases) USING evidence; FIND ca"),
+            vec![
+                "ATTRIBUTE (FIND cases) USING evidence; FIND case.",
+                "ATTRIBUTE (FIND cases) USING evidence; FIND cases"
+            ]
+        );
+        assert_eq!(done("MATCH (m:mes"), vec!["MATCH (m:message"]);
     }
 
     #[test]

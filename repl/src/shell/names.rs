@@ -1,5 +1,6 @@
 //! The names in the open database that the shell completes: trace ids,
-//! users and systems, class names, variable categories, op names and kinds.
+//! users and systems, class names, variable categories, op names and kinds,
+//! and the patterns whose hits are failed cases.
 
 use std::collections::BTreeSet;
 
@@ -21,6 +22,10 @@ pub struct Names {
     pub op_names: Vec<String>,
     /// Kinds (categories) of ops (`extraction`, `retrieval`, ...).
     pub op_kinds: Vec<String>,
+    /// Patterns whose hits are failed cases, which `ATTRIBUTE (RUN PATTERN
+    /// ...)` takes: the built-in ones that follow the evidence, and the
+    /// saved ones whose statement is a FIND cases.
+    pub case_patterns: Vec<String>,
 }
 
 /// Which list a completion draws from.
@@ -38,6 +43,8 @@ pub enum List {
     OpNames,
     /// Op kinds.
     OpKinds,
+    /// Patterns whose hits are failed cases (not part of `Any`).
+    CasePatterns,
     /// The error types of the taxonomy (not from the database).
     ErrorTypes,
     /// The attribution methods (not from the database).
@@ -75,6 +82,19 @@ impl Names {
             pairs("FIND vars GROUP BY var.class, var.category RETURN var.class, var.category")?;
         (names.op_names, names.op_kinds) =
             pairs("FIND ops GROUP BY op.name, op.kind RETURN op.name, op.kind")?;
+        // A saved statement is stored in its canonical form.
+        names.case_patterns = db
+            .patterns()?
+            .into_iter()
+            .filter(|p| {
+                if p.builtin {
+                    p.error_type.is_some()
+                } else {
+                    p.definition.starts_with("FIND cases")
+                }
+            })
+            .map(|p| p.name)
+            .collect();
         Ok(names)
     }
 
@@ -95,6 +115,7 @@ impl Names {
             List::Categories => vec![&self.categories],
             List::OpNames => vec![&self.op_names],
             List::OpKinds => vec![&self.op_kinds],
+            List::CasePatterns => vec![&self.case_patterns],
             List::ErrorTypes => {
                 return ErrorType::ALL.iter().map(|t| t.name()).collect();
             }
@@ -121,7 +142,27 @@ mod tests {
             &Default::default(),
         )
         .unwrap();
+        db.save_pattern("mine", "FIND cases LIMIT 1", &[], "test")
+            .unwrap();
+        db.save_pattern(
+            "judges",
+            "FIND ops WHERE op.name = 'llm-judge'",
+            &[],
+            "test",
+        )
+        .unwrap();
         let n = Names::load(&db, &Cancel::new()).unwrap();
+        assert_eq!(
+            n.list(List::CasePatterns),
+            [
+                "evidence_deleted",
+                "evidence_never_stored",
+                "mine",
+                "retrieved_answered_wrong",
+                "stored_not_retrieved",
+                "stored_then_overwritten"
+            ]
+        );
         assert_eq!(n.traces, vec!["graph-e02a1f3b041740d5b82569831ef2d06e"]);
         assert!(n.owners.contains(&"memtrace-demo".to_string()));
         assert!(n.classes.contains(&"prompt".to_string()), "{:?}", n.classes);

@@ -1,0 +1,1 @@
+ATTRIBUTE (FIND cases WHERE trace.project_id = 'Mem0' AND case.query CONTAINS 'when' ORDER BY case.query_id DESC LIMIT 5) USING hybrid

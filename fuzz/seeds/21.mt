@@ -1,0 +1,1 @@
+EXPLAIN ATTRIBUTE (RUN PATTERN stored_not_retrieved OVER TRACES WHERE trace.id = $t WITH $min_confidence = 0.5) USING evidence
