@@ -595,3 +595,128 @@ fn attribute_stores_verdicts_once_eval_scores_them_and_report_writes_both_pages(
     assert!(!bad.status.success());
     assert!(stderr(&bad).contains("no trace nope"), "{}", stderr(&bad));
 }
+
+#[test]
+fn every_style_writes_labelled_traces_that_import_and_eval_reports_per_style() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut args = vec![
+        "gen", "--system", "all", "--style", "all", "--traces", "16", "--seed", "3", "--out",
+        "styled",
+    ];
+    args.extend_from_slice(SMALL);
+    let out = ok(run(dir.path(), None, &args));
+    assert!(stdout(&out).contains("styles: "), "{}", stdout(&out));
+    let set = dir.path().join("styled");
+    let manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(set.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["style"], "all");
+    let styles = ["classic", "membase", "narrative", "budgeted"];
+    let mut seen: HashMap<String, HashSet<String>> = HashMap::new();
+    let mut failed_total = 0;
+    for t in manifest["traces"].as_array().unwrap() {
+        let doc: Value = serde_json::from_str(
+            &std::fs::read_to_string(set.join(t["file"].as_str().unwrap())).unwrap(),
+        )
+        .unwrap();
+        let problems = format_problems(&doc);
+        assert!(problems.is_empty(), "{}: {problems:#?}", t["file"]);
+        let style = t["style"].as_str().unwrap().to_string();
+        // Classic traces are as they were; the others name their style.
+        match style.as_str() {
+            "classic" => assert!(doc["metadata"].get("gen_style").is_none()),
+            s => assert_eq!(doc["metadata"]["gen_style"], s),
+        }
+        seen.entry(style.clone())
+            .or_default()
+            .insert(doc["project_id"].as_str().unwrap().to_string());
+        let data = &doc["data"];
+        let ops: HashMap<&str, &Value> = data["operations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| (o["op_id"].as_str().unwrap(), o))
+            .collect();
+        let nodes: HashMap<&str, &Value> = data["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| (n["full_node_id"].as_str().unwrap(), n))
+            .collect();
+        for a in data["annotations"].as_array().into_iter().flatten() {
+            let op = ops[a["final_op_id"].as_str().unwrap()];
+            let ty = a["final_error_type"].as_str().unwrap();
+            assert!(
+                fits(ty, op["category"].as_str().unwrap()),
+                "{style}: {ty} on {}",
+                op["op_name"]
+            );
+            for e in a["source_evidence_ids"].as_array().unwrap() {
+                assert_eq!(nodes[e.as_str().unwrap()]["class_name"], "message");
+            }
+            failed_total += 1;
+        }
+    }
+    for s in styles {
+        assert_eq!(seen[s].len(), 4, "{s} meets every system: {seen:?}");
+        assert!(manifest["by_style"][s]["traces"].as_u64().unwrap() == 4);
+    }
+    assert_eq!(manifest["totals"]["failed"].as_u64().unwrap(), failed_total);
+
+    // The set imports whole, every failed case with its label; eval scores per style.
+    let db = dir.path().join("s.db");
+    let out = ok(run(dir.path(), Some(&db), &["import", "styled"]));
+    assert!(
+        stdout(&out).contains("16 trace(s) stored from 16 file(s); 0 file(s) failed"),
+        "{}",
+        stdout(&out)
+    );
+    let stats = json(&ok(run(
+        dir.path(),
+        Some(&db),
+        &["stats", "--format", "json"],
+    )));
+    assert_eq!(stats["cases"].as_u64().unwrap(), failed_total);
+    let e = json(&ok(run(
+        dir.path(),
+        Some(&db),
+        &["eval", "--format", "json"],
+    )));
+    assert_eq!(
+        e["cases"].as_u64().unwrap(),
+        failed_total,
+        "every case is labelled"
+    );
+    assert_eq!(e["unlabelled"], 0);
+    let by_style = e["by_style"].as_object().unwrap();
+    assert_eq!(by_style.len(), 4, "{e}");
+    let summed: u64 = by_style
+        .values()
+        .map(|s| s["cases"].as_u64().unwrap())
+        .sum();
+    assert_eq!(summed, failed_total);
+    assert!(
+        e["by_style_system"]["membase/mem0"]["cases"].is_u64(),
+        "{e}"
+    );
+    let table = stdout(&ok(run(dir.path(), Some(&db), &["eval"])));
+    assert!(table.contains("By generator style"), "{table}");
+
+    // A classic set's eval has no style table.
+    ok(gen(dir.path(), "plain", "3", "4"));
+    let db2 = dir.path().join("p.db");
+    ok(run(dir.path(), Some(&db2), &["import", "plain"]));
+    let table = stdout(&ok(run(dir.path(), Some(&db2), &["eval"])));
+    assert!(!table.contains("By generator style"), "{table}");
+}
+
+#[test]
+fn an_unknown_style_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = run(dir.path(), None, &["gen", "--out", "x", "--style", "fancy"]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("invalid value 'fancy'"),
+        "{}",
+        stderr(&o)
+    );
+}

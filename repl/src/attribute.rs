@@ -226,6 +226,20 @@ pub fn render_evaluation(e: &Evaluation, misses: usize) -> String {
     } else {
         out.push_str(&table::render(&header, &rows, &[1, 2, 3, 4]));
     }
+    if !e.by_style.is_empty() {
+        // Traces of `memtrace gen --style`: how the method does per style.
+        let mut rows: Vec<Vec<String>> = e.by_style.iter().map(|(s, x)| score_row(s, x)).collect();
+        rows.push(score_row("all", &e.total));
+        out.push_str("\nBy generator style\n");
+        out.push_str(&table::render(&header, &rows, &[1, 2, 3, 4]));
+        let rows: Vec<Vec<String>> = e
+            .by_style_system
+            .iter()
+            .map(|(s, x)| score_row(s, x))
+            .collect();
+        out.push_str("\nBy generator style and memory system\n");
+        out.push_str(&table::render(&header, &rows, &[1, 2, 3, 4]));
+    }
     let rows: Vec<Vec<String>> = e
         .by_error_type
         .iter()

@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use memtrace_engine::gen::set::{generate_set, GenSpec, MANIFEST};
 use memtrace_engine::gen::sim::{ErrorType, SimParams, System};
+use memtrace_engine::gen::style::Style;
 use memtrace_engine::{Database, ExportFormat, ImportOptions, Progress, TraceInfo};
 
 use crate::error::{io, CliError, Result};
@@ -299,12 +300,15 @@ pub enum Command {
     Demo,
     /// Generate traces of simulated memory systems with injected faults and labelled failures.
     #[command(
-        after_help = "Examples:\n  memtrace gen --system all --traces 40 --seed 7 --out gen40\n  memtrace gen --system mem0 --traces 3 --sessions 4..6 --messages 10..12 --questions 20 --out small\n  memtrace import gen40/\n\nEach trace is one MemTraceBench file (a smartcomment export plus data.annotations for its failed\nquestions, labelled by counterfactual replay); manifest.json counts them. The same seed writes the same bytes."
+        after_help = "Examples:\n  memtrace gen --system all --traces 40 --seed 7 --out gen40\n  memtrace gen --system mem0 --traces 3 --sessions 4..6 --messages 10..12 --questions 20 --out small\n  memtrace gen --style all --traces 16 --seed 7 --out styled\n  memtrace import gen40/\n\nEach trace is one MemTraceBench file (a smartcomment export plus data.annotations for its failed\nquestions, labelled by counterfactual replay); manifest.json counts them. The same seed writes the same bytes.\nStyles vary how the runs are recorded (message framing, JSON or Python values, what extraction\nkeeps, shared and mutated units, where the context is assembled); the labels are found the same way."
     )]
     Gen {
         /// Which memory system to simulate; `all` cycles through the four.
         #[arg(long, value_enum, default_value_t = GenSystem::All)]
         system: GenSystem,
+        /// How the runs are recorded; `all` cycles through the styles, one per round of systems.
+        #[arg(long, value_enum, default_value_t = GenStyle::Classic)]
+        style: GenStyle,
         /// Number of traces.
         #[arg(long, default_value_t = 1)]
         traces: usize,
@@ -485,6 +489,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Bench { which } => crate::bench::run(which),
         Command::Gen {
             system,
+            style,
             traces,
             seed,
             out,
@@ -499,6 +504,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         } => {
             let spec = GenSpec {
                 system: system.system(),
+                style: style.style(),
                 traces,
                 seed,
                 sessions,
@@ -548,6 +554,36 @@ impl GenSystem {
             GenSystem::Rag => Some(System::Rag),
             GenSystem::Mem0 => Some(System::Mem0),
             GenSystem::Evermemos => Some(System::EverMemOs),
+        }
+    }
+}
+
+/// The recording styles of `memtrace gen`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum GenStyle {
+    /// All styles, in turn (one per round of the four systems).
+    All,
+    /// `Name: text` messages, Python string reprs, canonical facts, the context built by retrieval.
+    Classic,
+    /// `Speaker <name> says:` messages with a Timestamp line, JSON units, speaker-prefixed
+    /// sentences, cells mutated in place, the context assembled at answer time.
+    Membase,
+    /// Third-person rewrites, units shared by several messages, Python dict reprs,
+    /// summaries cut at a word budget.
+    Narrative,
+    /// RAG chunks cut at a word budget, JSON units with a `content` field, shared units,
+    /// the context assembled at answer time.
+    Budgeted,
+}
+
+impl GenStyle {
+    fn style(self) -> Option<Style> {
+        match self {
+            GenStyle::All => None,
+            GenStyle::Classic => Some(Style::Classic),
+            GenStyle::Membase => Some(Style::Membase),
+            GenStyle::Narrative => Some(Style::Narrative),
+            GenStyle::Budgeted => Some(Style::Budgeted),
         }
     }
 }
@@ -609,6 +645,19 @@ fn gen(spec: &GenSpec, out: &std::path::Path, force: bool) -> Result<ExitCode> {
         started.elapsed().as_secs_f64(),
         mix.join(", ")
     );
+    if spec.style != Some(Style::Classic) {
+        let mut by_style: std::collections::BTreeMap<Style, (usize, usize)> = Default::default();
+        for t in &traces {
+            let e = by_style.entry(t.style).or_default();
+            e.0 += 1;
+            e.1 += t.failed;
+        }
+        let parts: Vec<String> = by_style
+            .iter()
+            .map(|(s, (n, f))| format!("{s} {n} trace(s), {f} failed"))
+            .collect();
+        println!("styles: {}", parts.join("; "));
+    }
     println!("manifest: {}", out.join(MANIFEST).display());
     Ok(ExitCode::SUCCESS)
 }

@@ -1,6 +1,7 @@
 //! Scoring an attribution method against labelled cases: error-type
-//! accuracy, op-id exact match, per system and per true error type, a
-//! confusion matrix, and time per case.
+//! accuracy, op-id exact match, per system, per generator style (traces of
+//! `memtrace gen --style`) and per true error type, a confusion matrix, and
+//! time per case.
 
 use std::collections::BTreeMap;
 
@@ -81,6 +82,13 @@ pub struct Evaluation {
     pub total: Score,
     /// Per memory system (the trace's `project_id`).
     pub by_system: BTreeMap<String, Score>,
+    /// Per generator style (`metadata.gen_style`), when some trace has one;
+    /// generated traces without one are `classic`.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub by_style: BTreeMap<String, Score>,
+    /// Per generator style and memory system, keyed `style/system`.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub by_style_system: BTreeMap<String, Score>,
     /// Per true error type.
     pub by_error_type: BTreeMap<String, Score>,
     /// true error type -> verdict's error type (`-` for none) -> cases.
@@ -143,7 +151,13 @@ impl Database {
             progress,
         )?;
         let mut labels: BTreeMap<(u32, String), Label> = BTreeMap::new();
-        for view in self.views(trace)? {
+        let views = self.views(trace)?;
+        let styles = styles(
+            views
+                .iter()
+                .map(|v| (v.id(), v.record().header_json.as_str())),
+        );
+        for view in views {
             for c in view.cases()? {
                 if let (Some(q), Some(t), Some(o)) = (c.query_id, c.final_error_type, c.final_op_id)
                 {
@@ -151,7 +165,7 @@ impl Database {
                 }
             }
         }
-        Ok(score(method, &verdicts, &labels, |trace, op| {
+        Ok(score(method, &verdicts, &labels, &styles, |trace, op| {
             self.op_name_of(trace, op)
         }))
     }
@@ -165,16 +179,45 @@ impl Database {
     }
 }
 
-/// Scores verdicts against labels keyed by (trace, case); `op_name`
-/// names a labelled op (trace, op id) for the misses.
+/// The generator style of each trace (by id), from the traces' top-level
+/// JSON: `metadata.gen_style`, or `classic` for a trace that `memtrace gen`
+/// wrote without one. Empty when no trace names a style, so that sets made
+/// before styles existed are reported as they were.
+fn styles<'a>(traces: impl Iterator<Item = (u32, &'a str)>) -> BTreeMap<u32, String> {
+    let mut out = BTreeMap::new();
+    let mut named = false;
+    for (id, header) in traces {
+        let Ok(h) = serde_json::from_str::<serde_json::Value>(header) else {
+            continue;
+        };
+        let meta = &h["metadata"];
+        if let Some(s) = meta["gen_style"].as_str() {
+            named = true;
+            out.insert(id, s.to_string());
+        } else if meta["generator"]["name"] == "memtrace gen" {
+            out.insert(id, "classic".to_string());
+        }
+    }
+    if !named {
+        out.clear();
+    }
+    out
+}
+
+/// Scores verdicts against labels keyed by (trace, case), with the traces'
+/// generator styles; `op_name` names a labelled op (trace, op id) for the
+/// misses.
 fn score(
     method: Method,
     verdicts: &[Verdict],
     labels: &BTreeMap<(u32, String), Label>,
+    styles: &BTreeMap<u32, String>,
     op_name: impl Fn(u32, &str) -> String,
 ) -> Evaluation {
     let mut total = Score::default();
     let mut by_system: BTreeMap<String, Score> = BTreeMap::new();
+    let mut by_style: BTreeMap<String, Score> = BTreeMap::new();
+    let mut by_style_system: BTreeMap<String, Score> = BTreeMap::new();
     let mut by_error_type: BTreeMap<String, Score> = BTreeMap::new();
     let mut confusion: BTreeMap<String, BTreeMap<String, usize>> = BTreeMap::new();
     let mut misses = Vec::new();
@@ -196,8 +239,19 @@ fn score(
         let op_ok = v.op_id.as_deref() == Some(true_op.as_str());
         let none = v.error_type.is_none();
         total.add(type_ok, op_ok, none);
+        let system = v.system.clone().unwrap_or_else(|| "-".into());
+        if let Some(style) = styles.get(&v.trace) {
+            by_style
+                .entry(style.clone())
+                .or_default()
+                .add(type_ok, op_ok, none);
+            by_style_system
+                .entry(format!("{style}/{system}"))
+                .or_default()
+                .add(type_ok, op_ok, none);
+        }
         by_system
-            .entry(v.system.clone().unwrap_or_else(|| "-".into()))
+            .entry(system)
             .or_default()
             .add(type_ok, op_ok, none);
         by_error_type
@@ -258,6 +312,8 @@ fn score(
         op_id_accuracy: total.op_id_accuracy,
         total,
         by_system,
+        by_style,
+        by_style_system,
         by_error_type,
         confusion,
         median_micros,
@@ -336,7 +392,13 @@ mod tests {
             verdict("d", "rag", None, "", 40),
             verdict("e", "rag", Some(ErrorType::ResponseError), "op-5", 50),
         ];
-        let e = score(Method::Evidence, &verdicts, &labels, |_, _| String::new());
+        let e = score(
+            Method::Evidence,
+            &verdicts,
+            &labels,
+            &BTreeMap::new(),
+            |_, _| String::new(),
+        );
         assert_eq!((e.cases, e.unlabelled), (4, 1));
         assert_eq!(e.total.error_type_correct, 2);
         assert_eq!(e.total.op_id_correct, 1);
@@ -350,5 +412,28 @@ mod tests {
         assert_eq!(e.confusion["ResponseError"]["-"], 1);
         assert_eq!(e.median_micros, 30);
         assert_eq!(e.misses.len(), 3);
+        assert!(e.by_style.is_empty(), "no trace has a style");
+
+        let styles: BTreeMap<u32, String> = [(1, "membase".to_string())].into_iter().collect();
+        let e = score(Method::Evidence, &verdicts, &labels, &styles, |_, _| {
+            String::new()
+        });
+        assert_eq!(e.by_style["membase"].cases, 4);
+        assert_eq!(e.by_style["membase"].error_type_correct, 2);
+        assert_eq!(e.by_style_system["membase/rag"].cases, 2);
+    }
+
+    #[test]
+    fn styles_come_from_the_trace_metadata() {
+        let styled =
+            r#"{"metadata": {"gen_style": "narrative", "generator": {"name": "memtrace gen"}}}"#;
+        let classic = r#"{"metadata": {"generator": {"name": "memtrace gen"}}}"#;
+        let other = r#"{"metadata": {"layer_type": "Mem0"}}"#;
+        let s = styles([(1, styled), (2, classic), (3, other)].into_iter());
+        assert_eq!(s.get(&1).map(String::as_str), Some("narrative"));
+        assert_eq!(s.get(&2).map(String::as_str), Some("classic"));
+        assert_eq!(s.get(&3), None);
+        // Without any style named, sets are reported as before.
+        assert!(styles([(2, classic), (3, other)].into_iter()).is_empty());
     }
 }

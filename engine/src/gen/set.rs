@@ -12,6 +12,7 @@ use serde_json::{json, Map, Value};
 
 use super::builder::TraceBuilder;
 use super::sim::{ErrorType, Recorded, Sim, SimParams, Slot, System};
+use super::style::Style;
 use super::world::{days_of, World, WorldSpec};
 use crate::error::{EngineError, Result};
 use crate::synth::Rng;
@@ -21,6 +22,9 @@ use crate::synth::Rng;
 pub struct GenSpec {
     /// One system, or `None` for all four in turn.
     pub system: Option<System>,
+    /// One recording style, or `None` for all in turn (each style over a
+    /// whole round of the systems). The default is [`Style::Classic`].
+    pub style: Option<Style>,
     /// Number of traces.
     pub traces: usize,
     /// Seed of the whole set.
@@ -41,6 +45,7 @@ impl Default for GenSpec {
     fn default() -> Self {
         GenSpec {
             system: None,
+            style: Some(Style::Classic),
             traces: 1,
             seed: 1,
             sessions: 19..=32,
@@ -68,6 +73,19 @@ impl GenSpec {
     pub fn system_of(&self, index: usize) -> System {
         self.system
             .unwrap_or(System::ALL[index % System::ALL.len()])
+    }
+
+    /// The style of trace `index`: with every style asked for, one style
+    /// per round of the systems, so that each style meets each system.
+    pub fn style_of(&self, index: usize) -> Style {
+        self.style.unwrap_or_else(|| {
+            let round = if self.system.is_some() {
+                1
+            } else {
+                System::ALL.len()
+            };
+            Style::ALL[(index / round) % Style::ALL.len()]
+        })
     }
 
     /// The seed of trace `index`.
@@ -127,6 +145,8 @@ pub struct TraceSummary {
     pub graph_id: String,
     /// The system simulated.
     pub system: System,
+    /// The style it is recorded in.
+    pub style: Style,
     /// Conversation sessions.
     pub sessions: usize,
     /// Messages.
@@ -187,9 +207,19 @@ fn slot_op_name(system: System, slot: Slot) -> &'static str {
 /// Generates trace `index` of a set.
 pub fn generate_trace(spec: &GenSpec, index: usize) -> GeneratedTrace {
     let system = spec.system_of(index);
+    let style = spec.style_of(index);
     let seed = spec.trace_seed(index);
     let world = World::generate(&spec.world_spec(seed));
-    let graph_id = format!("{}-{:04}-s{}", system.name(), index, spec.seed);
+    let graph_id = match style {
+        Style::Classic => format!("{}-{:04}-s{}", system.name(), index, spec.seed),
+        _ => format!(
+            "{}-{}-{:04}-s{}",
+            system.name(),
+            style.name(),
+            index,
+            spec.seed
+        ),
+    };
     let user = format!(
         "{}_{}",
         world.speakers[0].to_lowercase(),
@@ -200,7 +230,7 @@ pub fn generate_trace(spec: &GenSpec, index: usize) -> GeneratedTrace {
         .first()
         .and_then(|s| days_of(&s.date))
         .unwrap_or(19_358);
-    let sim = Sim::new(system, world, spec.params.clone(), seed);
+    let sim = Sim::with_style(system, world, spec.params.clone(), seed, style);
     let mut b = TraceBuilder::new(&graph_id, &user, system.name(), json!({}), start);
     let recorded = sim.record(&mut b);
     let world = sim.world();
@@ -242,7 +272,7 @@ pub fn generate_trace(spec: &GenSpec, index: usize) -> GeneratedTrace {
             Value::Object(m)
         })
         .collect();
-    b.set_metadata(json!({
+    let mut metadata = json!({
         "generator": {
             "name": "memtrace gen",
             "version": 1,
@@ -261,7 +291,15 @@ pub fn generate_trace(spec: &GenSpec, index: usize) -> GeneratedTrace {
         "params": params_json(&spec.params),
         "labels": "counterfactual replay: the earliest op such that, with it and every earlier op as recorded and every later op ideal, the answer is wrong",
         "fault_plan": plan,
-    }));
+    });
+    // Classic traces stay as they were before styles existed: no style key.
+    if style != Style::Classic {
+        if let Value::Object(m) = &mut metadata {
+            m.insert("gen_style".into(), json!(style.name()));
+            m.insert("gen_style_description".into(), json!(style.describe()));
+        }
+    }
+    b.set_metadata(metadata);
     for label in &recorded.labels {
         let q = &world.questions[label.question];
         b.annotate(json!({
@@ -269,7 +307,7 @@ pub fn generate_trace(spec: &GenSpec, index: usize) -> GeneratedTrace {
             "query": q.text,
             "golden_answers": [q.gold],
             "prediction": recorded.predictions[label.question],
-            "source_evidence_ids": q.evidence.iter().map(|e| format!("message:{e}@1")).collect::<Vec<_>>(),
+            "source_evidence_ids": sim.evidence(label.question).iter().map(|e| format!("message:{e}@1")).collect::<Vec<_>>(),
             "final_error_type": label.error_type.name(),
             "final_op_id": recorded.op_ids.get(label.slot).cloned().unwrap_or_default(),
             "question_kind": q.kind.name(),
@@ -328,6 +366,7 @@ pub fn generate_set(
             file,
             graph_id: t.graph_id.clone(),
             system: t.sim.system(),
+            style: t.sim.style(),
             sessions: world.sessions.len(),
             messages: world.messages().count(),
             questions: world.questions.len(),
@@ -401,7 +440,7 @@ pub fn manifest(spec: &GenSpec, traces: &[TraceSummary]) -> Value {
             json!({"traces": n, "questions": q, "failed": f, "labels": label_counts(l)}),
         );
     }
-    json!({
+    let mut manifest = json!({
         "generator": "memtrace gen",
         "format": "MemTraceBench (smartcomment export + data.annotations)",
         "seed": spec.seed,
@@ -437,5 +476,37 @@ pub fn manifest(spec: &GenSpec, traces: &[TraceSummary]) -> Value {
             "faults_changed_something": t.faults_fired,
             "labels": label_counts(&t.labels),
         })).collect::<Vec<_>>(),
-    })
+    });
+    // A classic set's manifest stays as it was before styles existed.
+    if spec.style != Some(Style::Classic) {
+        let mut by_style: BTreeMap<Style, (usize, usize, BTreeMap<ErrorType, usize>)> =
+            BTreeMap::new();
+        for t in traces {
+            let e = by_style.entry(t.style).or_default();
+            e.0 += 1;
+            e.1 += t.failed;
+            for (k, n) in &t.labels {
+                *e.2.entry(*k).or_insert(0) += n;
+            }
+        }
+        let mut styles = Map::new();
+        for (s, (n, f, l)) in &by_style {
+            styles.insert(
+                s.name().into(),
+                json!({"traces": n, "failed": f, "labels": label_counts(l), "varies": s.describe()}),
+            );
+        }
+        if let Value::Object(m) = &mut manifest {
+            m.insert("style".into(), json!(spec.style.map_or("all", Style::name)));
+            m.insert("by_style".into(), Value::Object(styles));
+            if let Some(Value::Array(list)) = m.get_mut("traces") {
+                for (entry, t) in list.iter_mut().zip(traces) {
+                    if let Value::Object(e) = entry {
+                        e.insert("style".into(), json!(t.style.name()));
+                    }
+                }
+            }
+        }
+    }
+    manifest
 }

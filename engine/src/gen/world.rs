@@ -751,12 +751,34 @@ impl World {
     /// The same sentence with a wrong value (another value of the attribute,
     /// chosen by `salt`): what a degraded memory holds.
     pub fn wrong_sentence(&self, fact: usize, value: usize, salt: u64) -> String {
+        self.sentence(fact, self.wrong_value(fact, value, salt), value)
+    }
+
+    /// Another value of the fact's attribute, chosen by `salt`: what a
+    /// degraded memory says instead of the right one.
+    pub fn wrong_value(&self, fact: usize, value: usize, salt: u64) -> &'static str {
         let f = &self.facts[fact];
         let attr = &ATTRIBUTES[f.attribute];
         let right = &f.values[value].value;
-        let others: Vec<&str> = attr.values.iter().copied().filter(|v| v != right).collect();
-        let wrong = others[(salt % others.len() as u64) as usize];
-        self.sentence(fact, wrong, value)
+        let others: Vec<&'static str> =
+            attr.values.iter().copied().filter(|v| v != right).collect();
+        others[(salt % others.len() as u64) as usize]
+    }
+
+    /// The forms a fact value may be said in: its canonical form, then its
+    /// synonym when it has one.
+    pub fn said_forms(&self, fact: usize, value: usize) -> Vec<&str> {
+        let f = &self.facts[fact];
+        let attr = &ATTRIBUTES[f.attribute];
+        let canonical = f.values[value].value.as_str();
+        let mut forms = vec![canonical];
+        forms.extend(
+            attr.synonyms
+                .iter()
+                .filter(|(c, _)| *c == canonical)
+                .map(|(_, said)| *said),
+        );
+        forms
     }
 
     fn sentence(&self, fact: usize, said: &str, value: usize) -> String {
