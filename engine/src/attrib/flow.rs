@@ -559,13 +559,6 @@ impl<'m> Flow<'m> {
         if stored {
             return ErrorType::UpdateError;
         }
-        let extracted = flow.carriers.iter().any(|c| {
-            c.made
-                .is_some_and(|o| category(m, o).eq_ignore_ascii_case("extraction"))
-        });
-        if category(m, op).eq_ignore_ascii_case("update") && extracted {
-            return ErrorType::UpdateError;
-        }
         ErrorType::ExtractionError
     }
 
@@ -1213,7 +1206,10 @@ mod tests {
     }
 
     #[test]
-    fn an_update_that_stores_the_wrong_value_is_an_update_error() {
+    fn a_decision_that_stores_a_wrong_value_never_stored_the_fact() {
+        // The fact was extracted, but the unit the decision wrote holds
+        // another value: the fact never entered a memory unit, which
+        // MemTrace calls an ExtractionError of that decision.
         let mut t = Mini::new();
         let m = t.message("D1:1", VOLVO);
         let (f, _) = t.extract(&m, &format!("[{FACT:?}]"));
@@ -1228,7 +1224,7 @@ mod tests {
             &ctx,
         );
         let (ty, at, _) = one(t.verdicts());
-        assert_eq!((ty, at), (ErrorType::UpdateError, op));
+        assert_eq!((ty, at), (ErrorType::ExtractionError, op));
     }
 
     #[test]

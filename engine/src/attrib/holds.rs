@@ -79,13 +79,36 @@ pub struct Item {
     pub asked: Vec<u32>,
 }
 
+/// One string leaf of a value: the stem id of each token, and where each
+/// stem occurs (so that matching an item touches only its own words).
+struct Leaf {
+    stems: Vec<u32>,
+    at: HashMap<u32, Vec<usize>>,
+}
+
+impl Leaf {
+    fn new(stems: Vec<u32>) -> Leaf {
+        let mut at: HashMap<u32, Vec<usize>> = HashMap::new();
+        for (p, &s) in stems.iter().enumerate() {
+            if s != NONE {
+                at.entry(s).or_default().push(p);
+            }
+        }
+        Leaf { stems, at }
+    }
+
+    fn positions(&self, s: u32) -> &[usize] {
+        self.at.get(&s).map(Vec::as_slice).unwrap_or(&[])
+    }
+}
+
 /// Stem ids of one trace and the leaves of its values, computed once and
 /// shared by all cases of the trace.
 pub struct Matcher<'m> {
     model: &'m TraceModel,
     messages: Messages,
     ids: RefCell<HashMap<String, u32>>,
-    leaves: Vec<OnceCell<Vec<Vec<u32>>>>,
+    leaves: Vec<OnceCell<Vec<Leaf>>>,
     bodies: HashMap<usize, HashSet<u32>>,
     postings: HashMap<u32, Vec<usize>>,
     speakers: HashSet<u32>,
@@ -176,11 +199,11 @@ impl<'m> Matcher<'m> {
         self.speakers.contains(&s)
     }
 
-    fn leaves(&self, var: usize) -> &[Vec<u32>] {
+    fn leaves(&self, var: usize) -> &[Leaf] {
         self.leaves[var].get_or_init(|| {
             leaves(self.model.value(var))
                 .iter()
-                .map(|l| self.stems(l))
+                .map(|l| Leaf::new(self.stems(l)))
                 .collect()
         })
     }
@@ -278,23 +301,29 @@ impl<'m> Matcher<'m> {
             .any(|leaf| self.window_holds(leaf, item) || self.answer_holds(leaf, item))
     }
 
-    fn window_holds(&self, leaf: &[u32], item: &Item) -> bool {
+    fn window_holds(&self, cell: &Leaf, item: &Item) -> bool {
+        let leaf = cell.stems.as_slice();
         let k = item.stems.len();
         if k == 0 {
             return false;
         }
         let need = ((COVER * k as f64).ceil() as usize).clamp(1, k);
-        let index: HashMap<u32, usize> = item
+        if item
+            .stems
+            .iter()
+            .filter(|s| cell.at.contains_key(s))
+            .count()
+            < need
+        {
+            return false;
+        }
+        let mut hits: Vec<(usize, usize)> = item
             .stems
             .iter()
             .enumerate()
-            .map(|(i, &s)| (s, i))
+            .flat_map(|(i, &s)| cell.positions(s).iter().map(move |&p| (p, i)))
             .collect();
-        let hits: Vec<(usize, usize)> = leaf
-            .iter()
-            .enumerate()
-            .filter_map(|(p, s)| index.get(s).map(|&i| (p, i)))
-            .collect();
+        hits.sort_unstable();
         let mut present = vec![false; k];
         for &(_, i) in &hits {
             present[i] = true;
@@ -359,7 +388,8 @@ impl<'m> Matcher<'m> {
     /// in a small value or in one window about the item's length of a
     /// larger one (a summary that merged several messages), where the words
     /// are not another message's own.
-    fn answer_holds(&self, leaf: &[u32], item: &Item) -> bool {
+    fn answer_holds(&self, cell: &Leaf, item: &Item) -> bool {
+        let leaf = cell.stems.as_slice();
         if item.value.is_empty() && item.must.is_empty() {
             return false;
         }
@@ -392,11 +422,11 @@ impl<'m> Matcher<'m> {
                 .filter(|&i| leaf[i] == x)
                 .min_by_key(|&i| i.abs_diff(p))
         };
-        leaf.iter()
-            .enumerate()
-            .filter(|(_, s)| **s == anchor)
+        cell.positions(anchor)
+            .iter()
+            .copied()
             .take(MAX_WINDOWS)
-            .any(|(p, _)| {
+            .any(|p| {
                 let from = p.saturating_sub(width / 2);
                 let to = (p + width / 2).min(leaf.len() - 1);
                 if !states(&leaf[from..=to], false) {

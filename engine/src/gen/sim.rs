@@ -198,10 +198,10 @@ impl FaultKind {
             | FaultKind::GarbleInput
             | FaultKind::OmitFromSummary
             | FaultKind::OmitFromFacts
-            | FaultKind::OmitFromBoth => ErrorType::Extraction,
-            FaultKind::GarbleStored | FaultKind::NoopUpdate | FaultKind::DegradeUpdate => {
-                ErrorType::Update
-            }
+            | FaultKind::OmitFromBoth
+            | FaultKind::NoopUpdate
+            | FaultKind::DegradeUpdate => ErrorType::Extraction,
+            FaultKind::GarbleStored => ErrorType::Update,
             FaultKind::Delete => ErrorType::Deletion,
             FaultKind::RetrievalMiss => ErrorType::Retrieval,
             FaultKind::WrongAnswer => ErrorType::Response,
@@ -1359,13 +1359,8 @@ impl Sim {
                     };
                     // A new fact that the decision ignores or garbles never
                     // reaches a memory unit: MemTrace calls that an
-                    // ExtractionError; the classic style calls it an
-                    // UpdateError, as it always has.
-                    let lost_new = if self.style == Style::Classic {
-                        ErrorType::Update
-                    } else {
-                        ErrorType::Extraction
-                    };
+                    // ExtractionError, in every style.
+                    let lost_new = ErrorType::Extraction;
                     if let Some(f) = fault_on(FaultKind::NoopUpdate, Some(item)) {
                         self.deviate(st, slot, item, lost_new, Some(f));
                         events.push(Event::Noop(piece.text.clone()));
