@@ -345,7 +345,7 @@ impl<'m> Flow<'m> {
                     // is what the question and the message share (half of it
                     // will do, the date pinning the fact), else what the
                     // question says.
-                    must.extend(value_ids.drain(..));
+                    must.append(&mut value_ids);
                     let said = body_stems(m);
                     let asked_here: Vec<u32> = query_stems
                         .iter()

@@ -102,6 +102,10 @@ impl Leaf {
     }
 }
 
+/// What [`Matcher::belongs`] decided on: a message, the words of a window,
+/// and the speakers named next to it.
+type Judged = (usize, Vec<u32>, Vec<u32>);
+
 /// Stem ids of one trace and the leaves of its values, computed once and
 /// shared by all cases of the trace.
 pub struct Matcher<'m> {
@@ -113,6 +117,9 @@ pub struct Matcher<'m> {
     postings: HashMap<u32, Vec<usize>>,
     speakers: HashSet<u32>,
     speaker_of: HashMap<usize, Vec<u32>>,
+    /// Answers of [`Matcher::belongs`] by (message, words, names present):
+    /// the versions of a rolling memory repeat the same windows.
+    judged: RefCell<HashMap<Judged, bool>>,
 }
 
 impl<'m> Matcher<'m> {
@@ -129,6 +136,7 @@ impl<'m> Matcher<'m> {
             postings: HashMap::new(),
             speakers: HashSet::new(),
             speaker_of: HashMap::new(),
+            judged: RefCell::new(HashMap::new()),
         };
         let bodies: Vec<(usize, String, Option<String>)> = m
             .messages
@@ -492,27 +500,44 @@ impl<'m> Matcher<'m> {
     /// `named` (the span and a few tokens before it) decides.
     fn belongs(&self, span: &[u32], named: &[u32], message: usize) -> bool {
         let words = self.words(span);
+        let mut names: Vec<u32> = named
+            .iter()
+            .copied()
+            .filter(|s| self.speakers.contains(s))
+            .collect();
+        names.sort_unstable();
+        names.dedup();
+        let key = (message, words, names);
+        if let Some(&known) = self.judged.borrow().get(&key) {
+            return known;
+        }
+        let answer = self.judge(&key.1, &key.2, message);
+        self.judged.borrow_mut().insert(key, answer);
+        answer
+    }
+
+    fn judge(&self, words: &[u32], names: &[u32], message: usize) -> bool {
         let Some(ours) = self.bodies.get(&message) else {
             return true;
         };
         let own = words.iter().filter(|w| ours.contains(w)).count();
         let mut others: HashMap<usize, usize> = HashMap::new();
-        for w in &words {
+        for w in words {
             for &m in self.postings.get(w).map(Vec::as_slice).unwrap_or(&[]) {
                 if m != message {
                     *others.entry(m).or_default() += 1;
                 }
             }
         }
-        let names = |m: usize| {
+        let named = |m: usize| {
             self.speaker_of
                 .get(&m)
-                .is_some_and(|ids| !ids.is_empty() && ids.iter().all(|s| named.contains(s)))
+                .is_some_and(|ids| !ids.is_empty() && ids.iter().all(|s| names.contains(s)))
         };
-        let we_are_named = names(message);
+        let we_are_named = named(message);
         !others
             .iter()
-            .any(|(&m, &c)| c > own || (c == own && !we_are_named && names(m)))
+            .any(|(&m, &c)| c > own || (c == own && !we_are_named && named(m)))
     }
 }
 

@@ -131,7 +131,9 @@ fn head(text: &str) -> Option<(&str, &str)> {
     let at = first.find(": ")?;
     let h = &first[..at];
     let words = h.split_whitespace().count();
-    (words >= 1 && words <= HEAD_WORDS).then(|| (h, &text[at + 2..]))
+    (1..=HEAD_WORDS)
+        .contains(&words)
+        .then(|| (h, &text[at + 2..]))
 }
 
 /// The key of a `Key: value` line, lower-cased.

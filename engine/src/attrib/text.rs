@@ -166,11 +166,10 @@ pub fn stem(t: &str) -> String {
         format!("{}y", &t[..n - 3])
     } else if cut("ing", 3) {
         t[..n - 3].to_string()
-    } else if cut("ed", 3) {
-        t[..n - 2].to_string()
-    } else if cut("ly", 3) {
-        t[..n - 2].to_string()
-    } else if cut("es", 3) && matches!(t.as_bytes()[n - 3], b's' | b'x' | b'z' | b'h') {
+    } else if cut("ed", 3)
+        || cut("ly", 3)
+        || (cut("es", 3) && matches!(t.as_bytes()[n - 3], b's' | b'x' | b'z' | b'h'))
+    {
         t[..n - 2].to_string()
     } else if cut("s", 3) && !t.ends_with("ss") && !t.ends_with("us") && !t.ends_with("is") {
         t[..n - 1].to_string()
