@@ -208,6 +208,15 @@ fn asks_for_latest(model: &TraceModel, case: &FailedCase) -> bool {
     }
 }
 
+/// The last carrier of a flow that is a memory unit alive at question time
+/// (the message itself when there is none): where its chain ends.
+fn last_live(flow: &ItemFlow) -> usize {
+    flow.carriers
+        .iter()
+        .rposition(|c| c.store && c.end == End::Alive)
+        .unwrap_or(0)
+}
+
 /// The position of the first op that read a variable (its place in time).
 fn first_read(model: &TraceModel, var: usize) -> usize {
     model.read_by(var).first().copied().unwrap_or(usize::MAX)
@@ -720,6 +729,17 @@ impl<'m> Flow<'m> {
             );
         }
         let flows: Vec<ItemFlow> = items.iter().map(|it| self.follow(it, until)).collect();
+        // What the answering op read besides the query, prompts and messages.
+        let query = case.query_node.as_deref().and_then(|q| m.var(q));
+        let read: Vec<usize> = answer
+            .map(|a| {
+                m.inputs(a)
+                    .iter()
+                    .copied()
+                    .filter(|&v| Some(v) != query && !is_prompt(m, v) && !m.is_message(v))
+                    .collect()
+            })
+            .unwrap_or_default();
         let mut failures: Vec<Failure> = Vec::new();
         for (i, (item, flow)) in items.iter().zip(&flows).enumerate() {
             if let Some((op, holder)) = flow.death {
@@ -776,13 +796,6 @@ impl<'m> Flow<'m> {
                 .iter()
                 .filter(|c| c.store && c.end == End::Alive && c.made.is_some())
                 .map(|c| c.var)
-                .collect();
-            let query = case.query_node.as_deref().and_then(|q| m.var(q));
-            let read: Vec<usize> = m
-                .inputs(answer)
-                .iter()
-                .copied()
-                .filter(|&v| Some(v) != query && !is_prompt(m, v) && !m.is_message(v))
                 .collect();
             let in_context = if !contexts.is_empty() {
                 contexts.iter().any(|&(v, _)| self.holds(v, item))
@@ -875,12 +888,7 @@ impl<'m> Flow<'m> {
                     chain.push(self.step(f.op, flow.carriers[holder].var, what));
                 }
                 None => {
-                    let last = flow
-                        .carriers
-                        .iter()
-                        .rposition(|c| c.store && c.end == End::Alive)
-                        .unwrap_or(0);
-                    chain.extend(self.chain(flow, last));
+                    chain.extend(self.chain(flow, last_live(flow)));
                     let var = m
                         .outputs(f.op)
                         .first()
@@ -902,12 +910,7 @@ impl<'m> Flow<'m> {
         let mut chain = Vec::new();
         for (item, flow) in items.iter().zip(&flows) {
             chain.push(self.evidence_step(item));
-            let last = flow
-                .carriers
-                .iter()
-                .rposition(|c| c.store && c.end == End::Alive)
-                .unwrap_or(0);
-            chain.extend(self.chain(flow, last));
+            chain.extend(self.chain(flow, last_live(flow)));
         }
         if let Some(&(context, _)) = contexts.first() {
             chain.push(self.step(answer, context, "ignored"));

@@ -165,11 +165,6 @@ impl<'m> Matcher<'m> {
         m
     }
 
-    /// The learned message template and bodies.
-    pub fn messages(&self) -> &Messages {
-        &self.messages
-    }
-
     /// A message's body.
     pub fn body(&self, var: usize) -> Option<&Body> {
         self.messages.body(var)
@@ -200,11 +195,6 @@ impl<'m> Matcher<'m> {
             }
         }
         out
-    }
-
-    /// Whether a stem is (part of) a speaker's name.
-    pub fn is_speaker(&self, s: u32) -> bool {
-        self.speakers.contains(&s)
     }
 
     fn leaves(&self, var: usize) -> &[Leaf] {
