@@ -95,3 +95,38 @@ fn generated_traces_of_every_system_stay_attributed() {
     assert!(e.error_type_accuracy >= 0.9, "{}", show(&e));
     assert!(e.op_id_accuracy >= 0.9, "{}", show(&e));
 }
+
+#[test]
+fn every_generator_style_stays_attributed() {
+    // Styles vary what real recorders vary (templates, third-person
+    // rewrites, shared units, budgets): a rule that only fits one of them
+    // fails here.
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let db = Database::open(dir.path().join("styles.db")).expect("a database");
+    let spec = GenSpec {
+        system: None,
+        style: None,
+        traces: 16,
+        seed: 7,
+        sessions: 5..=6,
+        messages_per_session: 12..=14,
+        questions: 40,
+        ..GenSpec::default()
+    };
+    for i in 0..spec.traces {
+        let t = generate_trace(&spec, i);
+        db.import_reader(
+            t.document.to_string().as_bytes(),
+            InputFormat::Json,
+            "gen",
+            &ImportOptions::default(),
+        )
+        .expect("the trace imports");
+    }
+    let e = evaluate(&db);
+    assert_eq!(e.by_style.len(), 4, "{}", show(&e));
+    for (style, sc) in &e.by_style {
+        assert!(sc.error_type_accuracy >= 0.9, "{style}\n{}", show(&e));
+        assert!(sc.op_id_accuracy >= 0.9, "{style}\n{}", show(&e));
+    }
+}

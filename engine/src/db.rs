@@ -7,7 +7,7 @@ use std::sync::Arc;
 use memtrace_query::{parse_node_ref, NodeRef};
 use memtrace_storage::keys::IdKind;
 use memtrace_storage::records::{
-    CaseRecord, EdgeRecord, OpRecord, SessionRecord, TraceRecord, VarRecord,
+    CaseRecord, EdgeRecord, OpRecord, SessionRecord, TraceRecord, ValueRef, VarRecord,
 };
 use memtrace_storage::{LocalId, ReadView, Store, StoreOptions, TraceId};
 use serde_json::Value;
@@ -29,7 +29,7 @@ use crate::model::{
 /// readers see consistent snapshots while imports run.
 #[derive(Debug)]
 pub struct Database {
-    store: Store,
+    store: Arc<Store>,
     cache: TraceCache,
     llm: std::sync::Mutex<Option<memtrace_llm::Config>>,
 }
@@ -38,7 +38,7 @@ impl Database {
     /// Opens the database at `path`, creating it when the path does not exist.
     pub fn open(path: impl AsRef<Path>) -> Result<Database> {
         Ok(Database {
-            store: Store::open(path.as_ref(), &StoreOptions::default())?,
+            store: Arc::new(Store::open(path.as_ref(), &StoreOptions::default())?),
             cache: TraceCache::default(),
             llm: std::sync::Mutex::new(None),
         })
@@ -51,7 +51,7 @@ impl Database {
             ..StoreOptions::default()
         };
         Ok(Database {
-            store: Store::open(path.as_ref(), &opts)?,
+            store: Arc::new(Store::open(path.as_ref(), &opts)?),
             cache: TraceCache::default(),
             llm: std::sync::Mutex::new(None),
         })
@@ -233,7 +233,12 @@ impl Database {
         let record = view
             .trace(id)?
             .ok_or(memtrace_storage::StorageError::NoSuchTrace(id))?;
-        Ok(TraceView { view, id, record })
+        Ok(TraceView {
+            view,
+            store: &self.store,
+            id,
+            record,
+        })
     }
 
     /// Totals over the database.
@@ -377,6 +382,7 @@ pub(crate) struct Names {
 /// One trace, read from a consistent snapshot.
 pub struct TraceView<'db> {
     view: ReadView<'db>,
+    store: &'db Arc<Store>,
     id: TraceId,
     record: TraceRecord,
 }
@@ -407,10 +413,34 @@ impl<'db> TraceView<'db> {
 
     pub(crate) fn to_variable(&self, id: LocalId, v: VarRecord) -> Result<Variable> {
         let value = v.value.as_ref().map(|r| self.view.value(r)).transpose()?;
+        Ok(self.variable_of(id, v, value))
+    }
+
+    /// The store, for reading values after this view is gone (values are
+    /// immutable).
+    pub(crate) fn shared_store(&self) -> Arc<Store> {
+        Arc::clone(self.store)
+    }
+
+    /// Every variable version in insertion order, with the reference of its
+    /// value instead of the value (read it with [`Store::value`] when it is
+    /// needed).
+    pub(crate) fn variables_deferred(&self) -> Result<Vec<(Variable, Option<ValueRef>)>> {
+        self.view
+            .variables(self.id)
+            .map(|r| {
+                let (id, v) = r?;
+                let value = v.value;
+                Ok((self.variable_of(id, v, None), value))
+            })
+            .collect()
+    }
+
+    fn variable_of(&self, id: LocalId, v: VarRecord, value: Option<String>) -> Variable {
         let full_name = v.full_name();
         let full_node_id = v.full_node_id();
         let metadata = metadata(&v.common);
-        Ok(Variable {
+        Variable {
             trace: self.id,
             id,
             name: v.name,
@@ -426,7 +456,7 @@ impl<'db> TraceView<'db> {
             metadata,
             full_name,
             full_node_id,
-        })
+        }
     }
 
     fn to_op(&self, id: LocalId, o: OpRecord) -> Operation {

@@ -66,6 +66,17 @@ pub enum EngineError {
         /// The reference as given.
         case: String,
     },
+    /// A stored value that an analysis needed could not be read (the trace
+    /// was dropped meanwhile, or the store failed); no verdict was kept.
+    #[error("trace {trace}: the value of {node} could not be read: {reason}")]
+    ValueUnreadable {
+        /// The trace's graph id.
+        trace: String,
+        /// The variable (`name@version`).
+        node: String,
+        /// What the store said.
+        reason: String,
+    },
     /// An LLM endpoint failed, or its configuration is wrong.
     #[error(transparent)]
     Llm(#[from] memtrace_llm::LlmError),

@@ -1397,7 +1397,9 @@ impl<'a> Exec<'a> {
                         });
                     if judged {
                         let model = TraceModel::load(&self.db.trace_by_id(tid)?)?;
-                        for c in attrib::case::failed_cases(&model, &[]) {
+                        let cases = attrib::case::failed_cases(&model, &[]);
+                        model.read_error()?;
+                        for c in cases {
                             let json = judge_case_json(&c);
                             let row = RecRow {
                                 case: Some(CaseRef {

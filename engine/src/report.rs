@@ -437,6 +437,7 @@ impl Database {
             let model = TraceModel::load(&view)?;
             let annotations = view.cases()?;
             let cases = case::failed_cases(&model, &annotations);
+            model.read_error()?;
             let system = nonempty(&model.info.project_id).unwrap_or_else(|| NO_SYSTEM.into());
             let tally = systems.entry(system).or_default();
             tally.traces += 1;

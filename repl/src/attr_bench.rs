@@ -1,6 +1,6 @@
 //! `memtrace bench attribution`: the evidence-flow attributor's accuracy and
-//! time per case on generated traces of each simulated system and, side by
-//! side, on MemTraceBench files that someone else recorded (for example the
+//! time per case on generated traces of each simulated system and recording
+//! style and, side by side, on MemTraceBench files that someone else recorded (for example the
 //! dev split of an independent benchmark). A figure that holds on one and
 //! not the other shows a rule that is too loose or too tight.
 
@@ -12,6 +12,7 @@ use memtrace_engine::attrib::eval::{Evaluation, Score};
 use memtrace_engine::attrib::Method;
 use memtrace_engine::gen::set::{generate_trace, GenSpec};
 use memtrace_engine::gen::sim::System;
+use memtrace_engine::gen::style::Style;
 use memtrace_engine::{Cancel, Database, ImportOptions};
 
 use crate::error::{io, CliError, Result};
@@ -26,7 +27,8 @@ pub struct AttrBenchArgs {
     /// MemTraceBench files or folders to score beside the generated traces
     /// (default: the repository's dev split, tests/fixtures/devsplit, when it is there).
     pub files: Vec<PathBuf>,
-    /// Generated traces per system (LoCoMo scale: 19 to 32 sessions, 200 questions).
+    /// Generated traces per system (LoCoMo scale: 19 to 32 sessions, 200 questions); each
+    /// recording style other than the classic one gets as many of every system.
     #[arg(long, default_value_t = 2)]
     pub traces: usize,
     /// Seed of the generated traces.
@@ -137,6 +139,31 @@ fn measure(args: &AttrBenchArgs, tmp: &Path) -> Result<Vec<Row>> {
         }
         rows.push(Row {
             set: format!("generated {}", system.name()),
+            eval: evaluate(&db, args.runs)?,
+        });
+    }
+    // The other recording styles, each over every system in turn: what
+    // real recorders vary (templates, rewrites, shared units, budgets).
+    for style in Style::ALL.into_iter().filter(|s| *s != Style::Classic) {
+        let db = open_temp(tmp, &format!("style-{}", style.name()))?;
+        let spec = GenSpec {
+            system: None,
+            style: Some(style),
+            traces: args.traces * System::ALL.len(),
+            seed: args.seed,
+            ..GenSpec::default()
+        };
+        for i in 0..spec.traces {
+            let t = generate_trace(&spec, i);
+            db.import_reader(
+                t.document.to_string().as_bytes(),
+                memtrace_engine::InputFormat::Json,
+                &t.graph_id,
+                &ImportOptions::default(),
+            )?;
+        }
+        rows.push(Row {
+            set: format!("generated {} style (all systems)", style.name()),
             eval: evaluate(&db, args.runs)?,
         });
     }

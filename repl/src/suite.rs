@@ -598,10 +598,11 @@ pub fn step(a: &SuiteStepArgs) -> Result<Measured> {
                 let view = db.trace_by_id(info.id)?;
                 let model = TraceModel::load(&view)?;
                 let cases = memtrace_engine::attrib::case::failed_cases(&model, &view.cases()?);
-                let load = t0.elapsed().as_secs_f64() * 1e6 / cases.len().max(1) as f64;
                 let values: Vec<String> = (0..model.vars.len())
                     .map(|v| model.value(v).to_lowercase())
                     .collect();
+                model.read_error()?;
+                let load = t0.elapsed().as_secs_f64() * 1e6 / cases.len().max(1) as f64;
                 for c in &cases {
                     let t = Instant::now();
                     for e in &c.source_evidence {

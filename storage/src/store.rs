@@ -397,6 +397,17 @@ impl Store {
         })
     }
 
+    /// A stored value by its reference, read outside any snapshot (values
+    /// are immutable; one is only gone once every trace using it was
+    /// dropped).
+    pub fn value(&self, r: &ValueRef) -> Result<String> {
+        let payload = self
+            .db
+            .get_pinned_cf(self.cf(cf::VALUES), r.hash)?
+            .ok_or_else(|| StorageError::MissingValue(hex(&r.hash)))?;
+        decode_value(&payload)
+    }
+
     /// A consistent view of the store as of now; imports that commit later
     /// are not seen through it.
     pub fn read(&self) -> ReadView<'_> {

@@ -411,6 +411,70 @@ impl<'m> Flow<'m> {
         maker(m, next).map(|o| (o, next))
     }
 
+    /// `var` and its later versions from `next` on, each made (before
+    /// `until`) by an op that read the one before: (variable, maker). The
+    /// first entry is `var` itself with its reader that made `next`.
+    fn version_run(&self, var: usize, next: usize, until: usize) -> Vec<(usize, usize)> {
+        let m = self.model;
+        let Some(first) = maker(m, next) else {
+            return Vec::new();
+        };
+        let mut run = vec![(var, first)];
+        if m.vars[next].full_name != m.vars[var].full_name {
+            run.push((next, first));
+            return run;
+        }
+        let mut cur = var;
+        let mut made = first;
+        let mut at = next;
+        loop {
+            if made >= until || is_question_op(m, made) || !m.inputs(made).contains(&cur) {
+                break;
+            }
+            run.push((at, made));
+            match self.successor(at) {
+                Some((op, v)) => {
+                    cur = at;
+                    made = op;
+                    at = v;
+                }
+                None => break,
+            }
+        }
+        run
+    }
+
+    /// The last position of a run of versions (see [`Flow::version_run`])
+    /// whose value holds the item, the first (`var`, known to hold it)
+    /// counting as 0. A version made from one that lost the item does not
+    /// hold it again unless it got it from elsewhere, so holding is read as
+    /// a prefix of the run: found by galloping, then bisecting.
+    fn last_holding(&self, run: &[(usize, usize)], item: &Item) -> usize {
+        let holds = |i: usize| self.holds(run[i].0, item);
+        let n = run.len();
+        // `good` holds; `bad` is the first position known not to, or `n`.
+        let (mut good, mut bad) = (0, n);
+        let mut step = 1;
+        while good + step < n {
+            if holds(good + step) {
+                good += step;
+                step *= 2;
+            } else {
+                bad = good + step;
+                break;
+            }
+        }
+        while good + 1 < bad {
+            let mid = good + (bad - good) / 2;
+            if holds(mid) {
+                good = mid;
+            } else {
+                bad = mid;
+            }
+        }
+        good
+    }
+
     /// The op that deleted `var`, if any.
     fn deletion(&self, var: usize) -> Option<usize> {
         let m = self.model;
@@ -454,18 +518,37 @@ impl<'m> Flow<'m> {
                         }
                         continue;
                     }
-                    if maker(m, o) != Some(op) || !self.holds(o, item) {
+                    if maker(m, o) != Some(op) {
                         continue;
                     }
-                    index.insert(o, carriers.len());
-                    let to = graph.add_node(o);
-                    graph.add_edge(from, to, op);
-                    carriers.push(Carrier {
-                        var: o,
-                        made: Some(op),
-                        end: End::Alive,
-                        store: false,
-                    });
+                    // A run of versions, each made from the one before,
+                    // holds the item up to the version that lost it: find
+                    // that one by galloping instead of reading every
+                    // version of a rolling memory.
+                    let run = self.version_run(c, o, until);
+                    let held = if run.len() > 2 {
+                        self.last_holding(&run, item)
+                    } else if self.holds(o, item) {
+                        1
+                    } else {
+                        0
+                    };
+                    let mut prev = from;
+                    for (i, &(var, made)) in run.iter().enumerate().take(held + 1).skip(1) {
+                        if i > 1 && index.contains_key(&var) {
+                            break;
+                        }
+                        index.insert(var, carriers.len());
+                        let to = graph.add_node(var);
+                        graph.add_edge(prev, to, made);
+                        carriers.push(Carrier {
+                            var,
+                            made: Some(made),
+                            end: End::Alive,
+                            store: false,
+                        });
+                        prev = to;
+                    }
                 }
             }
         }
@@ -1176,6 +1259,33 @@ mod tests {
         }
     }
 
+    #[test]
+    fn a_value_gone_before_it_was_read_is_an_error_not_an_empty_text() {
+        let mut t = Mini::new();
+        let m = t.message("D1:1", VOLVO);
+        t.extract(&m, &format!("[{FACT:?}]"));
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path().join("db")).unwrap();
+        db.import_reader(
+            t.b.finish().to_string().as_bytes(),
+            InputFormat::Json,
+            "test",
+            &ImportOptions::default(),
+        )
+        .unwrap();
+        let view = db.trace("mini").unwrap();
+        let model = TraceModel::load(&view).unwrap();
+        assert!(model.read_error().is_ok());
+        db.drop_trace("mini", "test").unwrap();
+        let var = model.var("message:D1:1").expect("the message");
+        assert_eq!(model.value(var), "");
+        let err = model.read_error().unwrap_err().to_string();
+        assert!(
+            err.contains("message:D1:1@1") && err.contains("could not be read"),
+            "{err}"
+        );
+    }
+
     const VOLVO: &str = "Omar: I drive a blue Volvo.";
     const FACT: &str = "Omar's car is a blue Volvo (since 2023-05-01)";
 
@@ -1249,6 +1359,61 @@ mod tests {
         let (ty, at, reason) = one(t.verdicts());
         assert_eq!((ty, at), (ErrorType::UpdateError, op));
         assert!(reason.contains("memory:m1@1"), "{reason}");
+    }
+
+    #[test]
+    fn a_rolling_unit_loses_it_at_the_version_that_dropped_it() {
+        // Many versions, each made from the one before: the verdict names
+        // the version that dropped the fact, however the run is searched.
+        let others = [
+            "Lena's city is Denver",
+            "Omar's hobby is chess",
+            "Lena's pet is a cat named Luna",
+            "Omar's job is nurse",
+            "Lena's food is pho",
+            "Omar's pet is a parrot named Kiwi",
+            "Lena's job is accountant",
+            "Omar's city is Prague",
+            "Lena's hobby is yoga",
+            "Omar's food is tacos",
+            "Lena's car is a red Mini",
+            "Omar's drink is tea",
+        ];
+        for lost_at in [1, 2, 5, 9, 12] {
+            let mut t = Mini::new();
+            let m = t.message("D1:1", VOLVO);
+            let (f, _) = t.extract(&m, &format!("[{FACT:?}]"));
+            let (mut unit, _) = t.add(&f, FACT);
+            let mut kept = vec![FACT.to_string()];
+            let mut dropped_by = String::new();
+            for (i, other) in others.iter().enumerate() {
+                if i + 1 == lost_at {
+                    kept.retain(|k| k != FACT);
+                }
+                kept.push(other.to_string());
+                let (next, op) = t.rewrite(&unit, &kept.join(". "));
+                if i + 1 == lost_at {
+                    dropped_by = op;
+                }
+                unit = next;
+            }
+            let ctx = [kept.join(". ")];
+            let ctx: Vec<&str> = ctx.iter().map(String::as_str).collect();
+            t.question(
+                "Q1",
+                "What car does Omar drive?",
+                "a blue Volvo",
+                &[&m],
+                &[&unit],
+                &ctx,
+            );
+            let (ty, at, _) = one(t.verdicts());
+            assert_eq!(
+                (ty, at),
+                (ErrorType::UpdateError, dropped_by),
+                "lost at {lost_at}"
+            );
+        }
     }
 
     #[test]

@@ -12,6 +12,7 @@
 
 use std::cell::{OnceCell, RefCell};
 use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
 
 use super::message::{Body, Messages};
 use super::model::TraceModel;
@@ -34,6 +35,10 @@ const NONE: u32 = 0;
 
 /// Items with fewer stems than this use the whole message.
 const MIN_STEMS: usize = 3;
+
+/// Content words a sentence may have and still be an aside ("It still
+/// feels a bit unreal.").
+const ASIDE_STEMS: usize = 3;
 
 /// Share of a small value's words that another message must account for
 /// for the value to be that message's copy.
@@ -106,13 +111,65 @@ impl Leaf {
 /// and the speakers named next to it.
 type Judged = (usize, Vec<u32>, Vec<u32>);
 
+/// What decides whether a leaf holds an item: every field of [`Item`] that
+/// the matching reads.
+#[derive(PartialEq, Eq, Hash)]
+struct ItemKey {
+    message: usize,
+    stems: Vec<u32>,
+    span: usize,
+    speaker: Option<u32>,
+    value: Vec<u32>,
+    must: Vec<u32>,
+    threshold: u64,
+    asked: Vec<u32>,
+}
+
+impl ItemKey {
+    fn of(item: &Item) -> ItemKey {
+        ItemKey {
+            message: item.message,
+            stems: item.stems.clone(),
+            span: item.span,
+            speaker: item.speaker,
+            value: item.value.clone(),
+            must: item.must.clone(),
+            threshold: item.threshold.to_bits(),
+            asked: item.asked.clone(),
+        }
+    }
+}
+
+/// The distinct string leaves of the values read so far. The versions of a
+/// rolling memory share most of their leaves (a transcript keeps its
+/// earlier lines), so each distinct leaf is decoded, indexed and judged
+/// once per item, not once per version.
+#[derive(Default)]
+struct LeafTable {
+    leaves: Vec<Rc<Leaf>>,
+    by_text: HashMap<String, u32>,
+    /// Leaf ids by the stems they contain, ascending.
+    containing: HashMap<u32, Vec<u32>>,
+}
+
+/// The leaves known to hold one item: those of the first `seen` leaf ids
+/// of the table that hold it, ascending.
+#[derive(Default)]
+struct Holders {
+    seen: u32,
+    hold: Vec<u32>,
+}
+
 /// Stem ids of one trace and the leaves of its values, computed once and
 /// shared by all cases of the trace.
 pub struct Matcher<'m> {
     model: &'m TraceModel,
     messages: Messages,
     ids: RefCell<HashMap<String, u32>>,
-    leaves: Vec<OnceCell<Vec<Leaf>>>,
+    table: RefCell<LeafTable>,
+    /// The leaf ids of each variable's value, ascending and distinct.
+    leaves: Vec<OnceCell<Vec<u32>>>,
+    holders: RefCell<HashMap<ItemKey, Holders>>,
     bodies: HashMap<usize, HashSet<u32>>,
     postings: HashMap<u32, Vec<usize>>,
     speakers: HashSet<u32>,
@@ -131,7 +188,9 @@ impl<'m> Matcher<'m> {
             model,
             messages,
             ids: RefCell::new(HashMap::new()),
+            table: RefCell::new(LeafTable::default()),
             leaves: (0..model.vars.len()).map(|_| OnceCell::new()).collect(),
+            holders: RefCell::new(HashMap::new()),
             bodies: HashMap::new(),
             postings: HashMap::new(),
             speakers: HashSet::new(),
@@ -197,13 +256,71 @@ impl<'m> Matcher<'m> {
         out
     }
 
-    fn leaves(&self, var: usize) -> &[Leaf] {
+    /// The leaf ids of a variable's value, decoding and indexing the leaves
+    /// not seen before.
+    fn leaves(&self, var: usize) -> &[u32] {
         self.leaves[var].get_or_init(|| {
-            leaves(self.model.value(var))
-                .iter()
-                .map(|l| Leaf::new(self.stems(l)))
-                .collect()
+            let mut ids: Vec<u32> = leaves(self.model.value(var))
+                .into_iter()
+                .map(|text| self.intern(text))
+                .collect();
+            ids.sort_unstable();
+            ids.dedup();
+            ids
         })
+    }
+
+    fn intern(&self, text: String) -> u32 {
+        if let Some(&id) = self.table.borrow().by_text.get(&text) {
+            return id;
+        }
+        let leaf = Leaf::new(self.stems(&text));
+        let mut table = self.table.borrow_mut();
+        let id = table.leaves.len() as u32;
+        for &s in leaf.at.keys() {
+            table.containing.entry(s).or_default().push(id);
+        }
+        table.leaves.push(Rc::new(leaf));
+        table.by_text.insert(text, id);
+        id
+    }
+
+    /// Brings the leaves known to hold `item` up to date with the table:
+    /// only new leaves that contain one of the words a match needs are
+    /// judged.
+    fn update_holders(&self, item: &Item, holders: &mut Holders) {
+        let (candidates, total) = {
+            let table = self.table.borrow();
+            let total = table.leaves.len() as u32;
+            if holders.seen == total {
+                return;
+            }
+            let mut candidates: Vec<u32> = Vec::new();
+            let needed = item
+                .stems
+                .iter()
+                .chain(&item.value)
+                .chain(item.must.first());
+            for s in needed {
+                if let Some(list) = table.containing.get(s) {
+                    let from = list.partition_point(|&l| l < holders.seen);
+                    candidates.extend_from_slice(&list[from..]);
+                }
+            }
+            candidates.sort_unstable();
+            candidates.dedup();
+            let leaves: Vec<(u32, Rc<Leaf>)> = candidates
+                .into_iter()
+                .map(|l| (l, Rc::clone(&table.leaves[l as usize])))
+                .collect();
+            (leaves, total)
+        };
+        for (id, leaf) in candidates {
+            if self.window_holds(&leaf, item) || self.answer_holds(&leaf, item) {
+                holders.hold.push(id);
+            }
+        }
+        holders.seen = total;
     }
 
     /// The evidence item of `message` for a question: the sentences that
@@ -219,10 +336,12 @@ impl<'m> Matcher<'m> {
         let scored: Vec<(usize, Vec<u32>)> = sentences
             .iter()
             .map(|s| {
+                // Names of the people talking say who, not what: a
+                // greeting ("Hey Jon!") tells nothing a store keeps.
                 let c: Vec<u32> = self
                     .content(s)
                     .into_iter()
-                    .filter(|x| !speaker.contains(x))
+                    .filter(|x| !speaker.contains(x) && !self.speakers.contains(x))
                     .collect();
                 (c.iter().filter(|x| asked.contains(x)).count(), c)
             })
@@ -255,8 +374,21 @@ impl<'m> Matcher<'m> {
             (stems, span, text.join(" "))
         };
         // Several telling sentences and none pointed to: the whole message.
+        // When all but one of them are asides (a reaction of a few words),
+        // it is held where that one is: stores keep what a message tells
+        // and drop its asides.
         let mut whole = candidates.len() > 1;
         let (mut stems, mut span, mut text) = pick(&candidates);
+        if whole {
+            let full: Vec<usize> = candidates
+                .iter()
+                .copied()
+                .filter(|&i| scored[i].1.len() > ASIDE_STEMS)
+                .collect();
+            if let [core] = full[..] {
+                (stems, span, _) = pick(&[core]);
+            }
+        }
         if best > 0 && candidates.len() > 1 {
             let chosen: Vec<usize> = candidates
                 .iter()
@@ -294,9 +426,17 @@ impl<'m> Matcher<'m> {
             // Another message never holds this one's item.
             return false;
         }
-        self.leaves(var)
-            .iter()
-            .any(|leaf| self.window_holds(leaf, item) || self.answer_holds(leaf, item))
+        let ids = self.leaves(var);
+        let key = ItemKey::of(item);
+        let mut holders = self.holders.borrow_mut().remove(&key).unwrap_or_default();
+        self.update_holders(item, &mut holders);
+        let found = if holders.hold.len() < ids.len() {
+            holders.hold.iter().any(|l| ids.binary_search(l).is_ok())
+        } else {
+            ids.iter().any(|l| holders.hold.binary_search(l).is_ok())
+        };
+        self.holders.borrow_mut().insert(key, holders);
+        found
     }
 
     fn window_holds(&self, cell: &Leaf, item: &Item) -> bool {
@@ -367,6 +507,16 @@ impl<'m> Matcher<'m> {
                 let pad = item.span.saturating_sub(span.1 - span.0 + 1).div_ceil(2);
                 let from = span.0.saturating_sub(pad);
                 let to = (span.1 + pad).min(leaf.len() - 1);
+                // The words of the answer that the item says must be there
+                // too: a rewrite that kept the sentence but swapped what it
+                // was about (another pet, another city) lost it.
+                if !self.keeps_value(&leaf[from..=to], item) {
+                    checked += 1;
+                    if checked >= MAX_WINDOWS {
+                        return false;
+                    }
+                    continue;
+                }
                 // A name just before the window says whose words these are.
                 let named = &leaf[from.saturating_sub(SPEAKER_REACH)..=to];
                 if self.belongs(&leaf[from..=to], named, item.message) {
@@ -379,6 +529,22 @@ impl<'m> Matcher<'m> {
             }
         }
         false
+    }
+
+    /// Whether a window holds enough of the answer's words that the item
+    /// itself says (all of them pass when it says none).
+    fn keeps_value(&self, window: &[u32], item: &Item) -> bool {
+        let said: Vec<u32> = item
+            .value
+            .iter()
+            .copied()
+            .filter(|s| item.stems.contains(s))
+            .collect();
+        if said.is_empty() {
+            return true;
+        }
+        let kept = said.iter().filter(|s| window.contains(s)).count();
+        kept as f64 >= item.threshold * said.len() as f64
     }
 
     /// A value that states the answer in its own words: the speaker, the
@@ -657,6 +823,84 @@ mod tests {
             .expect("an item");
         assert!(!m.holds(3, &it));
         assert!(m.holds(4, &it));
+    }
+
+    #[test]
+    fn a_rewrite_that_swapped_what_the_sentence_was_about_does_not_hold() {
+        let model = test_model(&[
+            (
+                "message:D1:1",
+                "message",
+                "'Melanie: I painted a lake sunrise at the old harbour last year, it is special to me.'",
+                json!({"speaker": "Melanie"}),
+            ),
+            (
+                "fact:1",
+                "memory_entry",
+                "'Melanie painted a lake sunrise at the old harbour last year, special to her.'",
+                json!({}),
+            ),
+            (
+                "fact:2",
+                "memory_entry",
+                "'Melanie painted a forest sunset at the old harbour last year, special to her.'",
+                json!({}),
+            ),
+        ]);
+        let m = Matcher::new(&model);
+        let mut it = m
+            .item(
+                0,
+                &asked(&m, "What did Melanie paint last year? a lake sunrise"),
+            )
+            .expect("an item");
+        it.value = m.content("a lake sunrise");
+        assert!(m.holds(1, &it));
+        // Most of the sentence is there, but not what it was about.
+        assert!(!m.holds(2, &it));
+    }
+
+    #[test]
+    fn a_greeting_and_an_aside_are_not_what_a_store_must_keep() {
+        let model = test_model(&[
+            (
+                "message:D1:1",
+                "message",
+                "'Gina: Hey Jon! Nothing beats pho for me.'",
+                json!({"speaker": "Gina"}),
+            ),
+            (
+                "message:D1:2",
+                "message",
+                "'Jon: My favourite way to unwind is bouldering at the gym. It still feels a bit unreal.'",
+                json!({"speaker": "Jon"}),
+            ),
+            (
+                "fact:1",
+                "memory_entry",
+                "'Gina said that nothing beats pho for them.'",
+                json!({}),
+            ),
+            (
+                "fact:2",
+                "memory_entry",
+                "'Jon said that their favourite way to unwind is bouldering at the gym.'",
+                json!({}),
+            ),
+        ]);
+        let m = Matcher::new(&model);
+        let pho = m
+            .item(0, &asked(&m, "What is Gina's favorite food?"))
+            .expect("an item");
+        assert!(m.holds(2, &pho), "{pho:?}");
+        // Nothing points anywhere (the answer says "rock climbing"): the
+        // message is held where its one telling sentence is.
+        let climb = m
+            .item(1, &asked(&m, "What is Jon's main hobby? rock climbing"))
+            .expect("an item");
+        assert!(climb.whole);
+        assert!(m.holds(3, &climb), "{climb:?}");
+        assert!(!m.holds(2, &climb));
     }
 
     #[test]

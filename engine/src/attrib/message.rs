@@ -147,6 +147,17 @@ fn line_key(line: &str) -> Option<String> {
     .then(|| k.to_ascii_lowercase())
 }
 
+/// Distinct speakers a conversation may have however short it is.
+const SPEAKERS_AT_LEAST: usize = 4;
+
+/// Whether a metadata value reads as a name: words of letters only.
+fn is_name_like(value: &str) -> bool {
+    value.split_whitespace().all(|w| {
+        w.chars()
+            .all(|c| c.is_alphabetic() || matches!(c, '.' | '-' | '\'' | '_'))
+    }) && value.chars().any(char::is_alphabetic)
+}
+
 fn meta_str<'a>(meta: &'a Value, key: &str) -> Option<&'a str> {
     meta.get(key)
         .and_then(Value::as_str)
@@ -164,26 +175,49 @@ impl Messages {
 
         // The speaker key: the metadata key whose value the text names most
         // often; else the first usual key name present.
+        // A speaker is a name: words of letters, and few of them in one
+        // conversation (a timestamp or a message id is in the text too, but
+        // differs from message to message).
         let mut counts: HashMap<&str, (usize, usize)> = HashMap::new();
+        let mut distinct: HashMap<&str, HashSet<&str>> = HashMap::new();
         for (&v, raw) in vars.iter().zip(&raws) {
             let text_tokens: HashSet<String> = tokens(raw).into_iter().collect();
             if let Value::Object(map) = &model.vars[v].metadata {
                 for key in map.keys() {
-                    if let Some(val) = meta_str(&model.vars[v].metadata, key) {
-                        let e = counts.entry(key.as_str()).or_default();
-                        e.0 += 1;
-                        let t = tokens(val);
-                        if !t.is_empty() && t.iter().all(|x| text_tokens.contains(x)) {
-                            e.1 += 1;
-                        }
+                    let Some(val) = meta_str(&model.vars[v].metadata, key) else {
+                        continue;
+                    };
+                    if !is_name_like(val) {
+                        continue;
+                    }
+                    distinct.entry(key.as_str()).or_default().insert(val);
+                    let e = counts.entry(key.as_str()).or_default();
+                    e.0 += 1;
+                    let t = tokens(val);
+                    if !t.is_empty() && t.iter().all(|x| text_tokens.contains(x)) {
+                        e.1 += 1;
                     }
                 }
             }
         }
+        let few = (n / 3.0).max(SPEAKERS_AT_LEAST as f64);
+        counts.retain(|k, _| distinct.get(k).is_some_and(|d| d.len() as f64 <= few));
+        let preference = |k: &str| {
+            SPEAKER_KEYS
+                .iter()
+                .position(|s| *s == k)
+                .unwrap_or(SPEAKER_KEYS.len())
+        };
         let named = counts
             .iter()
             .filter(|(_, (_, hits))| *hits as f64 >= 0.3 * n)
-            .max_by_key(|(k, (_, hits))| (*hits, std::cmp::Reverse(k.len())))
+            .max_by_key(|(k, (_, hits))| {
+                (
+                    *hits,
+                    std::cmp::Reverse(preference(k)),
+                    std::cmp::Reverse(k.len()),
+                )
+            })
             .map(|(k, _)| k.to_string());
         let speaker_key = named.or_else(|| {
             SPEAKER_KEYS
@@ -368,6 +402,42 @@ mod tests {
         );
         assert_eq!(msgs.body(1).expect("a body").text, "Wow: tell me more.");
         assert!(msgs.is_speaker_token("melanie"));
+    }
+
+    #[test]
+    fn a_timestamp_the_text_repeats_is_not_taken_for_the_speaker() {
+        let msg = |who: &str, text: &str, at: &str| {
+            (
+                format!("Speaker {who} says: {text}\nTimestamp: {at}"),
+                json!({"timestamp": at, "dia_id": "D1:1", "speaker_name": who}),
+            )
+        };
+        let rows = [
+            msg(
+                "Gina",
+                "Hey Jon! Nothing beats pho for me.",
+                "2023-12-17T21:48:00",
+            ),
+            msg("Jon", "I could eat tacos every day.", "2023-12-17T21:49:00"),
+            msg("Gina", "Sure.", "2023-12-17T21:50:00"),
+        ];
+        let m = model(
+            rows.iter()
+                .enumerate()
+                .map(|(i, (v, meta))| {
+                    (
+                        ["message:1", "message:2", "message:3"][i],
+                        v.as_str(),
+                        meta.clone(),
+                    )
+                })
+                .collect(),
+        );
+        let msgs = Messages::learn(&m);
+        assert_eq!(msgs.speaker_key.as_deref(), Some("speaker_name"));
+        let b = msgs.body(0).expect("a body");
+        assert_eq!(b.text, "Hey Jon! Nothing beats pho for me.");
+        assert_eq!(b.speaker.as_deref(), Some("Gina"));
     }
 
     #[test]

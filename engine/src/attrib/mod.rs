@@ -245,6 +245,7 @@ pub(crate) fn attribute_trace(
         }
         out.push(v);
     }
+    model.read_error()?;
     Ok(out)
 }
 
@@ -296,6 +297,7 @@ pub struct RecallReport {
 pub(crate) fn trace_cases(view: &TraceView<'_>) -> Result<(TraceModel, Vec<FailedCase>)> {
     let model = TraceModel::load(view)?;
     let cases = case::failed_cases(&model, &view.cases()?);
+    model.read_error()?;
     Ok((model, cases))
 }
 
@@ -520,7 +522,11 @@ impl Database {
             })
         });
         let width = client.config().concurrency.max(1);
-        rt.block_on(stream::iter(runs).buffered(width).try_collect())
+        let verdicts = rt.block_on(stream::iter(runs).buffered(width).try_collect())?;
+        for p in group {
+            p.model.read_error()?;
+        }
+        Ok(verdicts)
     }
 
     /// Appends verdicts to their traces as `author`, one batch per trace.

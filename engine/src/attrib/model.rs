@@ -1,11 +1,34 @@
-//! One trace read whole into memory for attribution: variables with their
-//! values, ops in execution order, and each op's inputs and outputs.
+//! One trace read into memory for attribution: variables, ops in execution
+//! order, and each op's inputs and outputs; values are read when first used.
 
 use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use memtrace_storage::records::ValueRef;
+use memtrace_storage::Store;
 
 use crate::db::TraceView;
-use crate::error::Result;
+use crate::error::{EngineError, Result};
 use crate::model::{Edge, Operation, TraceInfo, Variable};
+
+/// Values of a trace read from the store on first use: an analysis reads
+/// the values it looks at, not the megabytes of every version of a rolling
+/// memory.
+#[derive(Clone, Default)]
+struct Deferred {
+    store: Option<Arc<Store>>,
+    refs: Vec<Option<ValueRef>>,
+    values: Vec<OnceLock<String>>,
+    /// The first value that could not be read: its node id and why.
+    failed: Arc<Mutex<Option<(String, String)>>>,
+}
+
+impl std::fmt::Debug for Deferred {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let read = self.values.iter().filter(|v| v.get().is_some()).count();
+        write!(f, "Deferred {{ read: {read} of {} }}", self.refs.len())
+    }
+}
 
 /// A trace in memory, indexed for following information through its ops.
 #[derive(Debug, Clone)]
@@ -26,6 +49,7 @@ pub struct TraceModel {
     made_by: Vec<Vec<usize>>,
     read_by: Vec<Vec<usize>>,
     edges_from: Vec<Vec<(usize, usize)>>,
+    deferred: Deferred,
 }
 
 fn push_once(list: &mut Vec<usize>, x: usize) {
@@ -36,13 +60,41 @@ fn push_once(list: &mut Vec<usize>, x: usize) {
 
 impl TraceModel {
     /// Reads a whole trace.
+    /// Values are read from the store when first asked for
+    /// ([`TraceModel::value`]); a value that cannot be read then is reported
+    /// by [`TraceModel::read_error`].
     pub fn load(view: &TraceView<'_>) -> Result<TraceModel> {
-        Ok(TraceModel::new(
-            view.info(),
-            view.variables()?,
-            view.ops()?,
-            view.edges()?,
-        ))
+        let (vars, refs): (Vec<Variable>, Vec<Option<ValueRef>>) =
+            view.variables_deferred()?.into_iter().unzip();
+        let mut model = TraceModel::new(view.info(), vars, view.ops()?, view.edges()?);
+        model.deferred = Deferred {
+            store: Some(view.shared_store()),
+            values: (0..refs.len()).map(|_| OnceLock::new()).collect(),
+            refs,
+            failed: Arc::default(),
+        };
+        Ok(model)
+    }
+
+    /// The error of the first value that could not be read from the store
+    /// (its variable then read as empty), if any. Analyses check it before
+    /// they report, so that a verdict never rests on a value that was not
+    /// there.
+    pub fn read_error(&self) -> Result<()> {
+        let failed = self
+            .deferred
+            .failed
+            .lock()
+            .map(|f| f.clone())
+            .unwrap_or_else(|p| p.into_inner().clone());
+        match failed {
+            None => Ok(()),
+            Some((node, reason)) => Err(EngineError::ValueUnreadable {
+                trace: self.info.graph_id.clone(),
+                node,
+                reason,
+            }),
+        }
     }
 
     /// Indexes records already read.
@@ -106,6 +158,7 @@ impl TraceModel {
             made_by,
             read_by,
             edges_from,
+            deferred: Deferred::default(),
         }
     }
 
@@ -150,7 +203,24 @@ impl TraceModel {
 
     /// A variable's value, as recorded (the repr of a Python value).
     pub fn value(&self, var: usize) -> &str {
-        self.vars[var].value.as_deref().unwrap_or("")
+        if let Some(v) = self.vars[var].value.as_deref() {
+            return v;
+        }
+        let d = &self.deferred;
+        let (Some(store), Some(Some(r))) = (&d.store, d.refs.get(var)) else {
+            return "";
+        };
+        d.values[var].get_or_init(|| match store.value(r) {
+            Ok(v) => v,
+            Err(e) => {
+                if let Ok(mut failed) = d.failed.lock() {
+                    failed.get_or_insert_with(|| {
+                        (self.vars[var].full_node_id.clone(), e.to_string())
+                    });
+                }
+                String::new()
+            }
+        })
     }
 
     /// A variable's class name, or else its name up to the first `:`.

@@ -25,30 +25,48 @@ fn read_literal(s: &str) -> Option<(String, &str)> {
         _ => (false, s),
     };
     let quote = s.chars().next().filter(|c| *c == '\'' || *c == '"')?;
-    let mut out = String::new();
-    let mut chars = s[1..].char_indices();
-    while let Some((i, c)) = chars.next() {
-        match c {
-            '\\' if !raw => match chars.next() {
-                Some((_, 'n')) => out.push('\n'),
-                Some((_, 't')) => out.push('\t'),
-                Some((_, 'r')) => out.push('\r'),
-                Some((_, d @ ('x' | 'u' | 'U'))) => {
-                    let n = match d {
-                        'x' => 2,
-                        'u' => 4,
-                        _ => 8,
-                    };
-                    let hex: String = (0..n).filter_map(|_| chars.next().map(|x| x.1)).collect();
-                    let code = u32::from_str_radix(&hex, 16).ok()?;
-                    out.push(char::from_u32(code).unwrap_or('\u{fffd}'));
-                }
-                Some((_, other)) => out.push(other),
-                None => return None,
-            },
-            c if c == quote => return Some((out, &s[1 + i + 1..])),
-            c => out.push(c),
+    let q = quote as u8;
+    let body = &s[1..];
+    let bytes = body.as_bytes();
+    let mut out = String::with_capacity(body.len().min(256));
+    // Runs without an escape or the closing quote are copied whole; both
+    // are ASCII, so every cut falls on a character boundary.
+    let mut run = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        let next = if raw {
+            memchr::memchr(q, &bytes[i..])
+        } else {
+            memchr::memchr2(q, b'\\', &bytes[i..])
+        };
+        i += next?;
+        if bytes[i] == q {
+            out.push_str(&body[run..i]);
+            return Some((out, &body[i + 1..]));
         }
+        out.push_str(&body[run..i]);
+        let mut rest = body[i + 1..].chars();
+        let c = rest.next()?;
+        let mut used = 1 + c.len_utf8();
+        match c {
+            'n' => out.push('\n'),
+            't' => out.push('\t'),
+            'r' => out.push('\r'),
+            'x' | 'u' | 'U' => {
+                let n = match c {
+                    'x' => 2,
+                    'u' => 4,
+                    _ => 8,
+                };
+                let hex: String = rest.by_ref().take(n).collect();
+                used += hex.len();
+                let code = u32::from_str_radix(&hex, 16).ok()?;
+                out.push(char::from_u32(code).unwrap_or('\u{fffd}'));
+            }
+            other => out.push(other),
+        }
+        i += used;
+        run = i;
     }
     None
 }

@@ -151,6 +151,9 @@ const FILLER: &[&str] = &[
     "say", "these", "those", "who", "whom", "whose", "why", "well", "again", "even", "still",
     "only", "own", "other", "such", "each", "both", "after", "before", "while", "until", "because",
     "through", "during", "off", "down", "let", "lets", "make", "made", "be", "am",
+    // What is left of a negative contraction once its "'t" is cut off.
+    "won", "didn", "doesn", "isn", "wasn", "aren", "weren", "hasn", "haven", "hadn", "couldn",
+    "shouldn", "wouldn", "ain",
 ];
 
 /// A light stem of a token: plural, `-ing`, `-ed` and `-ly` endings cut,
