@@ -444,35 +444,24 @@ impl<'m> Flow<'m> {
         run
     }
 
-    /// The last position of a run of versions (see [`Flow::version_run`])
-    /// whose value holds the item, the first (`var`, known to hold it)
-    /// counting as 0. A version made from one that lost the item does not
-    /// hold it again unless it got it from elsewhere, so holding is read as
-    /// a prefix of the run: found by galloping, then bisecting.
-    fn last_holding(&self, run: &[(usize, usize)], item: &Item) -> usize {
-        let holds = |i: usize| self.holds(run[i].0, item);
-        let n = run.len();
-        // `good` holds; `bad` is the first position known not to, or `n`.
-        let (mut good, mut bad) = (0, n);
-        let mut step = 1;
-        while good + step < n {
-            if holds(good + step) {
-                good += step;
-                step *= 2;
-            } else {
-                bad = good + step;
-                break;
-            }
+    /// How many versions of a run (see [`Flow::version_run`]) after the
+    /// first hold the item, one after the other.
+    fn held_along(&self, run: &[(usize, usize)], item: &Item) -> usize {
+        let mut leaf = run
+            .first()
+            .and_then(|&(v, _)| self.matcher.holding_leaf(v, item));
+        for (i, &(var, _)) in run.iter().enumerate().skip(1) {
+            let kept = leaf.filter(|&l| self.matcher.carries_leaf(var, l));
+            leaf = match kept {
+                Some(l) => Some(l),
+                None => match self.matcher.holding_leaf(var, item) {
+                    Some(l) => Some(l),
+                    None if var == item.message => None,
+                    None => return i - 1,
+                },
+            };
         }
-        while good + 1 < bad {
-            let mid = good + (bad - good) / 2;
-            if holds(mid) {
-                good = mid;
-            } else {
-                bad = mid;
-            }
-        }
-        good
+        run.len().saturating_sub(1)
     }
 
     /// The op that deleted `var`, if any.
@@ -522,17 +511,12 @@ impl<'m> Flow<'m> {
                         continue;
                     }
                     // A run of versions, each made from the one before,
-                    // holds the item up to the version that lost it: find
-                    // that one by galloping instead of reading every
-                    // version of a rolling memory.
+                    // holds the item up to the version that lost it. A
+                    // version that kept, verbatim, the line that held it in
+                    // the version before still holds it, seen without
+                    // decoding it.
                     let run = self.version_run(c, o, until);
-                    let held = if run.len() > 2 {
-                        self.last_holding(&run, item)
-                    } else if self.holds(o, item) {
-                        1
-                    } else {
-                        0
-                    };
+                    let held = self.held_along(&run, item);
                     let mut prev = from;
                     for (i, &(var, made)) in run.iter().enumerate().take(held + 1).skip(1) {
                         if i > 1 && index.contains_key(&var) {

@@ -36,6 +36,10 @@ const NONE: u32 = 0;
 /// Items with fewer stems than this use the whole message.
 const MIN_STEMS: usize = 3;
 
+/// Shortest leaf text that [`Matcher::carries_leaf`] looks for verbatim
+/// (a short one could sit inside other words).
+const MIN_CARRIED: usize = 12;
+
 /// Content words a sentence may have and still be an aside ("It still
 /// feels a bit unreal.").
 const ASIDE_STEMS: usize = 3;
@@ -87,19 +91,20 @@ pub struct Item {
 /// One string leaf of a value: the stem id of each token, and where each
 /// stem occurs (so that matching an item touches only its own words).
 struct Leaf {
+    text: Rc<str>,
     stems: Vec<u32>,
     at: HashMap<u32, Vec<usize>>,
 }
 
 impl Leaf {
-    fn new(stems: Vec<u32>) -> Leaf {
+    fn new(text: Rc<str>, stems: Vec<u32>) -> Leaf {
         let mut at: HashMap<u32, Vec<usize>> = HashMap::new();
         for (p, &s) in stems.iter().enumerate() {
             if s != NONE {
                 at.entry(s).or_default().push(p);
             }
         }
-        Leaf { stems, at }
+        Leaf { text, stems, at }
     }
 
     fn positions(&self, s: u32) -> &[usize] {
@@ -274,7 +279,7 @@ impl<'m> Matcher<'m> {
         if let Some(&id) = self.table.borrow().by_text.get(&text) {
             return id;
         }
-        let leaf = Leaf::new(self.stems(&text));
+        let leaf = Leaf::new(Rc::from(text.as_str()), self.stems(&text));
         let mut table = self.table.borrow_mut();
         let id = table.leaves.len() as u32;
         for &s in leaf.at.keys() {
@@ -422,21 +427,49 @@ impl<'m> Matcher<'m> {
         if var == item.message {
             return true;
         }
+        self.holding_leaf(var, item).is_some()
+    }
+
+    /// A string leaf of `var`'s value that holds the item, if any (a
+    /// message holds only its own item, and as a whole, so never by a
+    /// leaf).
+    pub fn holding_leaf(&self, var: usize, item: &Item) -> Option<u32> {
         if self.messages.body(var).is_some() {
             // Another message never holds this one's item.
-            return false;
+            return None;
         }
         let ids = self.leaves(var);
         let key = ItemKey::of(item);
         let mut holders = self.holders.borrow_mut().remove(&key).unwrap_or_default();
         self.update_holders(item, &mut holders);
         let found = if holders.hold.len() < ids.len() {
-            holders.hold.iter().any(|l| ids.binary_search(l).is_ok())
+            holders
+                .hold
+                .iter()
+                .copied()
+                .find(|l| ids.binary_search(l).is_ok())
         } else {
-            ids.iter().any(|l| holders.hold.binary_search(l).is_ok())
+            ids.iter()
+                .copied()
+                .find(|l| holders.hold.binary_search(l).is_ok())
         };
         self.holders.borrow_mut().insert(key, holders);
         found
+    }
+
+    /// Whether `var`'s value, as recorded, contains the text of a leaf
+    /// verbatim: a newer version of a rolling memory that kept the line
+    /// which held an item still holds it, seen without decoding it.
+    pub fn carries_leaf(&self, var: usize, leaf: u32) -> bool {
+        if self.messages.body(var).is_some() {
+            return false;
+        }
+        let text = match self.table.borrow().leaves.get(leaf as usize) {
+            Some(l) => Rc::clone(&l.text),
+            None => return false,
+        };
+        text.len() >= MIN_CARRIED
+            && memchr::memmem::find(self.model.value(var).as_bytes(), text.as_bytes()).is_some()
     }
 
     fn window_holds(&self, cell: &Leaf, item: &Item) -> bool {
