@@ -227,13 +227,30 @@ fn create_new(path: &Path) -> Result<()> {
 
 /// Bytes of all files under a folder (a database's size on disk).
 pub fn dir_bytes(dir: &Path) -> Result<u64> {
+    // RocksDB deletes obsolete files (old logs, compacted tables) in the
+    // background: one gone between listing and reading it counts as 0.
+    fn gone(e: &std::io::Error) -> bool {
+        e.kind() == std::io::ErrorKind::NotFound
+    }
     fn walk(dir: &Path) -> std::io::Result<u64> {
         let mut total = 0;
         for entry in std::fs::read_dir(dir)? {
-            let entry = entry?;
-            let meta = entry.metadata()?;
+            let entry = match entry {
+                Ok(e) => e,
+                Err(e) if gone(&e) => continue,
+                Err(e) => return Err(e),
+            };
+            let meta = match entry.metadata() {
+                Ok(m) => m,
+                Err(e) if gone(&e) => continue,
+                Err(e) => return Err(e),
+            };
             total += if meta.is_dir() {
-                walk(&entry.path())?
+                match walk(&entry.path()) {
+                    Ok(n) => n,
+                    Err(e) if gone(&e) => 0,
+                    Err(e) => return Err(e),
+                }
             } else {
                 meta.len()
             };

@@ -594,7 +594,7 @@ impl<'m> Matcher<'m> {
         // larger one must be explained by this message at least as well as
         // by any other.
         let states = |w: &[u32], small: bool| {
-            if item.speaker.is_some_and(|s| !w.contains(&s)) {
+            if small && item.speaker.is_some_and(|s| !w.contains(&s)) {
                 return false;
             }
             if !item.must.iter().all(|s| w.contains(s)) {
@@ -629,14 +629,26 @@ impl<'m> Matcher<'m> {
                 if !states(&leaf[from..=to], false) {
                     return false;
                 }
+                // In a larger text the speaker is named before what they
+                // said (up to a window's width before): a name after it
+                // starts someone's next line.
+                let speaker_at = match item.speaker {
+                    Some(s) => match nearest(p, p.saturating_sub(width), p, s) {
+                        Some(i) => Some(i),
+                        None => return false,
+                    },
+                    None => None,
+                };
                 // The tight span of what was needed, judged without the
                 // question's own words (every statement of an answer has them).
                 let needed = item
-                    .speaker
+                    .must
                     .iter()
-                    .chain(&item.must)
                     .chain(item.value.iter().filter(|v| leaf[from..=to].contains(v)));
-                let at: Vec<usize> = needed.filter_map(|&x| nearest(p, from, to, x)).collect();
+                let at: Vec<usize> = needed
+                    .filter_map(|&x| nearest(p, from, to, x))
+                    .chain(speaker_at)
+                    .collect();
                 let lo = at.iter().copied().min().unwrap_or(p).min(p);
                 let hi = at.iter().copied().max().unwrap_or(p).max(p);
                 let span: Vec<u32> = leaf[lo..=hi]
@@ -934,6 +946,64 @@ mod tests {
         assert!(climb.whole);
         assert!(m.holds(3, &climb), "{climb:?}");
         assert!(!m.holds(2, &climb));
+    }
+
+    #[test]
+    fn a_name_that_starts_the_next_line_does_not_claim_an_answer_word() {
+        let line = |who: &str, text: &str| format!("{who}: {text}");
+        let said = [
+            (
+                "Caroline",
+                "Thanks for asking! I spend most weekends birdwatching.",
+            ),
+            (
+                "Evan",
+                "Funny, a friend from school has birdwatching as hobby too... or was it?",
+            ),
+            ("Caroline", "Ugh, Mondays."),
+            ("Caroline", "Haha, that sounds great!"),
+            (
+                "Evan",
+                "The weather has been wild this week, storms every night.",
+            ),
+        ];
+        let filler = [said[4], said[4], said[4]]
+            .map(|(w, t)| line(w, t))
+            .join("\n");
+        let lost = format!(
+            "'{filler}\n{}\n{}\n{}\n{filler}'",
+            line(said[2].0, said[2].1),
+            line(said[1].0, said[1].1),
+            line(said[3].0, said[3].1)
+        );
+        let kept = format!("'{filler}\n{}\n{filler}'", line(said[0].0, said[0].1));
+        let mut vars: Vec<(String, &str, String, serde_json::Value)> = said
+            .iter()
+            .enumerate()
+            .map(|(i, (w, t))| {
+                (
+                    format!("message:D1:{i}"),
+                    "message",
+                    format!("'{}'", line(w, t)),
+                    json!({ "speaker": w }),
+                )
+            })
+            .collect();
+        vars.push(("memory:context".into(), "memory_entry", lost, json!({})));
+        vars.push(("memory:kept".into(), "memory_entry", kept, json!({})));
+        let refs: Vec<(&str, &str, &str, serde_json::Value)> = vars
+            .iter()
+            .map(|(n, c, v, m)| (n.as_str(), *c, v.as_str(), m.clone()))
+            .collect();
+        let model = test_model(&refs);
+        let m = Matcher::new(&model);
+        let mut it = m
+            .item(0, &asked(&m, "What is Caroline's main hobby? birdwatching"))
+            .expect("an item");
+        it.value = m.content("birdwatching");
+        it.asked = m.content("What is Caroline's main hobby?");
+        assert!(!m.holds(5, &it), "{it:?}");
+        assert!(m.holds(6, &it), "{it:?}");
     }
 
     #[test]
