@@ -25,6 +25,24 @@ fn evaluate(db: &Database) -> Evaluation {
         .expect("an evaluation")
 }
 
+/// A database in a temp folder (kept while the folder lives) holding the
+/// traces of `spec`.
+fn generated(spec: &GenSpec) -> (tempfile::TempDir, Database) {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let db = Database::open(dir.path().join("gen.db")).expect("a database");
+    for i in 0..spec.traces {
+        let t = generate_trace(spec, i);
+        db.import_reader(
+            t.document.to_string().as_bytes(),
+            InputFormat::Json,
+            "gen",
+            &ImportOptions::default(),
+        )
+        .expect("the trace imports");
+    }
+    (dir, db)
+}
+
 fn show(e: &Evaluation) -> String {
     let mut s = format!(
         "type {:.3} op {:.3} over {}\n",
@@ -69,8 +87,6 @@ fn the_dev_split_of_an_independent_benchmark_is_attributed() {
 
 #[test]
 fn generated_traces_of_every_system_stay_attributed() {
-    let dir = tempfile::tempdir().expect("a temp dir");
-    let db = Database::open(dir.path().join("gen.db")).expect("a database");
     let spec = GenSpec {
         system: None,
         traces: 8,
@@ -80,16 +96,7 @@ fn generated_traces_of_every_system_stay_attributed() {
         questions: 30,
         ..GenSpec::default()
     };
-    for i in 0..spec.traces {
-        let t = generate_trace(&spec, i);
-        db.import_reader(
-            t.document.to_string().as_bytes(),
-            InputFormat::Json,
-            "gen",
-            &ImportOptions::default(),
-        )
-        .expect("the trace imports");
-    }
+    let (_dir, db) = generated(&spec);
     let e = evaluate(&db);
     assert!(e.cases >= 40, "{}", show(&e));
     assert!(e.error_type_accuracy >= 0.9, "{}", show(&e));
@@ -101,8 +108,6 @@ fn every_generator_style_stays_attributed() {
     // Styles vary what real recorders vary (templates, third-person
     // rewrites, shared units, budgets): a rule that only fits one of them
     // fails here.
-    let dir = tempfile::tempdir().expect("a temp dir");
-    let db = Database::open(dir.path().join("styles.db")).expect("a database");
     let spec = GenSpec {
         system: None,
         style: None,
@@ -113,16 +118,7 @@ fn every_generator_style_stays_attributed() {
         questions: 40,
         ..GenSpec::default()
     };
-    for i in 0..spec.traces {
-        let t = generate_trace(&spec, i);
-        db.import_reader(
-            t.document.to_string().as_bytes(),
-            InputFormat::Json,
-            "gen",
-            &ImportOptions::default(),
-        )
-        .expect("the trace imports");
-    }
+    let (_dir, db) = generated(&spec);
     let e = evaluate(&db);
     assert_eq!(e.by_style.len(), 4, "{}", show(&e));
     for (style, sc) in &e.by_style {

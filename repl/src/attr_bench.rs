@@ -118,25 +118,31 @@ pub fn run(args: &AttrBenchArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// A database named `name` in `tmp` holding the traces of `spec`.
+fn generated(tmp: &Path, name: &str, spec: &GenSpec) -> Result<Database> {
+    let db = open_temp(tmp, name)?;
+    for i in 0..spec.traces {
+        let t = generate_trace(spec, i);
+        db.import_reader(
+            t.document.to_string().as_bytes(),
+            memtrace_engine::InputFormat::Json,
+            &t.graph_id,
+            &ImportOptions::default(),
+        )?;
+    }
+    Ok(db)
+}
+
 fn measure(args: &AttrBenchArgs, tmp: &Path) -> Result<Vec<Row>> {
     let mut rows = Vec::new();
     for system in System::ALL {
-        let db = open_temp(tmp, &format!("gen-{}", system.name()))?;
         let spec = GenSpec {
             system: Some(system),
             traces: args.traces,
             seed: args.seed,
             ..GenSpec::default()
         };
-        for i in 0..spec.traces {
-            let t = generate_trace(&spec, i);
-            db.import_reader(
-                t.document.to_string().as_bytes(),
-                memtrace_engine::InputFormat::Json,
-                &t.graph_id,
-                &ImportOptions::default(),
-            )?;
-        }
+        let db = generated(tmp, &format!("gen-{}", system.name()), &spec)?;
         rows.push(Row {
             set: format!("generated {}", system.name()),
             eval: evaluate(&db, args.runs)?,
@@ -145,7 +151,6 @@ fn measure(args: &AttrBenchArgs, tmp: &Path) -> Result<Vec<Row>> {
     // The other recording styles, each over every system in turn: what
     // real recorders vary (templates, rewrites, shared units, budgets).
     for style in Style::ALL.into_iter().filter(|s| *s != Style::Classic) {
-        let db = open_temp(tmp, &format!("style-{}", style.name()))?;
         let spec = GenSpec {
             system: None,
             style: Some(style),
@@ -153,15 +158,7 @@ fn measure(args: &AttrBenchArgs, tmp: &Path) -> Result<Vec<Row>> {
             seed: args.seed,
             ..GenSpec::default()
         };
-        for i in 0..spec.traces {
-            let t = generate_trace(&spec, i);
-            db.import_reader(
-                t.document.to_string().as_bytes(),
-                memtrace_engine::InputFormat::Json,
-                &t.graph_id,
-                &ImportOptions::default(),
-            )?;
-        }
+        let db = generated(tmp, &format!("style-{}", style.name()), &spec)?;
         rows.push(Row {
             set: format!("generated {} style (all systems)", style.name()),
             eval: evaluate(&db, args.runs)?,

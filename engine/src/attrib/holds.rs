@@ -754,6 +754,15 @@ mod tests {
         format!("Speaker {who} says: {text}{WRAP}")
     }
 
+    /// A model of rows built at run time (name, category, value, metadata).
+    fn owned_model(vars: &[(String, &str, String, serde_json::Value)]) -> TraceModel {
+        let refs: Vec<(&str, &str, &str, serde_json::Value)> = vars
+            .iter()
+            .map(|(n, c, v, m)| (n.as_str(), *c, v.as_str(), m.clone()))
+            .collect();
+        test_model(&refs)
+    }
+
     /// A trace of three messages and the values to test against them.
     fn trace(values: &[&str]) -> TraceModel {
         let a = msg(
@@ -782,11 +791,7 @@ mod tests {
                 json!({}),
             ));
         }
-        let refs: Vec<(&str, &str, &str, serde_json::Value)> = vars
-            .iter()
-            .map(|(n, c, v, m)| (n.as_str(), *c, v.as_str(), m.clone()))
-            .collect();
-        test_model(&refs)
+        owned_model(&vars)
     }
 
     fn asked(m: &Matcher<'_>, q: &str) -> Vec<u32> {
@@ -991,11 +996,7 @@ mod tests {
             .collect();
         vars.push(("memory:context".into(), "memory_entry", lost, json!({})));
         vars.push(("memory:kept".into(), "memory_entry", kept, json!({})));
-        let refs: Vec<(&str, &str, &str, serde_json::Value)> = vars
-            .iter()
-            .map(|(n, c, v, m)| (n.as_str(), *c, v.as_str(), m.clone()))
-            .collect();
-        let model = test_model(&refs);
+        let model = owned_model(&vars);
         let m = Matcher::new(&model);
         let mut it = m
             .item(0, &asked(&m, "What is Caroline's main hobby? birdwatching"))
