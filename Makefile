@@ -16,19 +16,20 @@ test: deps
 deps:
 	@bash scripts/deps.sh
 
-# Formatting and lints, as CI checks them.
+# Formatting, lints and the import graph (no cycle of crates or files), as CI checks them.
 check: deps
 	cargo fmt --all --check
+	python3 scripts/imports.py
 	cargo clippy --locked --all-targets -- -D warnings
 
 # The import benchmark (release build): memtrace beside raw RocksDB puts.
 bench: deps
-	cargo run --locked --release -p memtrace-repl -- bench import
+	cargo run --locked --release -p memtrace-bench -- import
 
 # The benchmark suite (release build): generated sets of 10, 100 and 1,000 traces; import beside
 # raw RocksDB puts; TRACE, MATCH and FIND beside SQLite recursive CTEs and joins.
 bench-suite: deps
-	cargo run --locked --release -p memtrace-repl -- bench suite
+	cargo run --locked --release -p memtrace-bench -- suite
 
 # Fuzz the query parser and its round trip (cargo-fuzz, nightly toolchain) for FUZZ_SECONDS;
 # new inputs go to fuzz/corpus/parse, a crashing input to fuzz/artifacts/parse.

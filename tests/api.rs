@@ -1,5 +1,6 @@
 //! End-to-end tests of the embedding API (`memtrace::Database`).
 
+use memtrace::prelude::*;
 use memtrace::{Database, EngineError, ExportFormat, ImportOptions, InputFormat, Node};
 use serde_json::{json, Value};
 

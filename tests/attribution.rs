@@ -8,6 +8,7 @@
 use memtrace::attrib::eval::Evaluation;
 use memtrace::attrib::Method;
 use memtrace::gen::set::{generate_trace, GenSpec};
+use memtrace::prelude::*;
 use memtrace::{Cancel, Database, ImportOptions, InputFormat};
 
 const SYSTEMS: [&str; 4] = ["long_context", "rag", "mem0", "evermemos"];

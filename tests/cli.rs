@@ -18,7 +18,6 @@ fn help_shows_examples_for_every_subcommand() {
         "drop",
         "log",
         "demo",
-        "bench",
         "query",
         "attribute",
         "eval",

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use memtrace_engine::Database;
+use memtrace::Database;
 
 const TRACES: usize = 4;
 const VARIABLES: u32 = 1_000;

@@ -9,8 +9,8 @@ use std::path::Path;
 use std::process::Output;
 
 use common_cli::*;
-use memtrace_engine::attrib::agent::walker;
-use memtrace_engine::llm::scripted::{Reply, ScriptedServer};
+use memtrace::attrib::agent::walker;
+use memtrace::llm::scripted::{Reply, ScriptedServer};
 
 /// Variables that could point the binary at a real endpoint or config file.
 const LLM_VARS: &[&str] = &[

@@ -1,9 +1,11 @@
-//! The trace cache: per-trace graphs, catalogs and edge records, kept while
+//! The trace cache: per-trace graphs, catalogs, edge records and what
+//! extensions compute per trace ([`TraceState`]), kept while
 //! they fit in a budget of bytes, least recently used evicted first.
 //!
 //! Traces never change after import and their ids are never reused, so an
 //! entry stays valid until its trace is dropped; dropping evicts it.
 
+use std::any::{Any, TypeId};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -12,7 +14,6 @@ use memtrace_storage::TraceId;
 use crate::catalog::{TraceCatalog, TraceEdges, TraceOps};
 use crate::error::Result;
 use crate::graph::TraceGraph;
-use crate::patterns::TraceFindings;
 
 /// The default budget: 256 MiB.
 pub(crate) const DEFAULT_BUDGET: usize = 256 << 20;
@@ -34,129 +35,41 @@ pub struct CacheStats {
     pub budget: usize,
 }
 
-/// Which per-trace structure an entry is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) enum Kind {
-    /// A [`TraceGraph`].
-    Graph,
-    /// A [`TraceCatalog`].
-    Catalog,
-    /// A [`TraceOps`].
-    Ops,
-    /// A [`TraceEdges`].
-    Edges,
-    /// The evidence-flow findings of a trace's failed cases ([`TraceFindings`]).
-    Findings,
+/// What an extension computes for one trace and keeps in the trace cache.
+pub trait TraceState: Any + Send + Sync {
+    /// Approximate heap bytes, counted against the cache's budget.
+    fn bytes(&self) -> usize;
 }
 
-/// A cached structure.
-#[derive(Debug, Clone)]
-pub(crate) enum Entry {
-    /// A trace's graph.
-    Graph(Arc<TraceGraph>),
-    /// A trace's variables.
-    Catalog(Arc<TraceCatalog>),
-    /// A trace's sessions and ops.
-    Ops(Arc<TraceOps>),
-    /// A trace's edge records.
-    Edges(Arc<TraceEdges>),
-    /// A trace's evidence-flow findings.
-    Findings(Arc<TraceFindings>),
-}
-
-/// A structure the cache can hold.
-pub(crate) trait Cached: Sized {
-    /// Its kind.
-    const KIND: Kind;
-    /// Approximate heap bytes.
-    fn size(&self) -> usize;
-    /// Wraps it as an entry.
-    fn wrap(this: Arc<Self>) -> Entry;
-    /// Unwraps an entry of its kind.
-    fn unwrap(entry: &Entry) -> Option<Arc<Self>>;
-}
-
-impl Cached for TraceGraph {
-    const KIND: Kind = Kind::Graph;
-    fn size(&self) -> usize {
-        self.bytes()
-    }
-    fn wrap(this: Arc<Self>) -> Entry {
-        Entry::Graph(this)
-    }
-    fn unwrap(entry: &Entry) -> Option<Arc<Self>> {
-        match entry {
-            Entry::Graph(g) => Some(g.clone()),
-            _ => None,
-        }
+impl TraceState for TraceGraph {
+    fn bytes(&self) -> usize {
+        TraceGraph::bytes(self)
     }
 }
 
-impl Cached for TraceCatalog {
-    const KIND: Kind = Kind::Catalog;
-    fn size(&self) -> usize {
-        self.bytes()
-    }
-    fn wrap(this: Arc<Self>) -> Entry {
-        Entry::Catalog(this)
-    }
-    fn unwrap(entry: &Entry) -> Option<Arc<Self>> {
-        match entry {
-            Entry::Catalog(c) => Some(c.clone()),
-            _ => None,
-        }
+impl TraceState for TraceCatalog {
+    fn bytes(&self) -> usize {
+        TraceCatalog::bytes(self)
     }
 }
 
-impl Cached for TraceOps {
-    const KIND: Kind = Kind::Ops;
-    fn size(&self) -> usize {
-        self.bytes()
-    }
-    fn wrap(this: Arc<Self>) -> Entry {
-        Entry::Ops(this)
-    }
-    fn unwrap(entry: &Entry) -> Option<Arc<Self>> {
-        match entry {
-            Entry::Ops(o) => Some(o.clone()),
-            _ => None,
-        }
+impl TraceState for TraceOps {
+    fn bytes(&self) -> usize {
+        TraceOps::bytes(self)
     }
 }
 
-impl Cached for TraceEdges {
-    const KIND: Kind = Kind::Edges;
-    fn size(&self) -> usize {
-        self.bytes()
-    }
-    fn wrap(this: Arc<Self>) -> Entry {
-        Entry::Edges(this)
-    }
-    fn unwrap(entry: &Entry) -> Option<Arc<Self>> {
-        match entry {
-            Entry::Edges(e) => Some(e.clone()),
-            _ => None,
-        }
+impl TraceState for TraceEdges {
+    fn bytes(&self) -> usize {
+        TraceEdges::bytes(self)
     }
 }
 
-impl Cached for TraceFindings {
-    const KIND: Kind = Kind::Findings;
-    fn size(&self) -> usize {
-        self.bytes()
-    }
-    fn wrap(this: Arc<Self>) -> Entry {
-        Entry::Findings(this)
-    }
-    fn unwrap(entry: &Entry) -> Option<Arc<Self>> {
-        match entry {
-            Entry::Findings(f) => Some(f.clone()),
-            _ => None,
-        }
-    }
-}
+/// An entry: one per trace and type of structure.
+type Key = (TraceId, TypeId);
 
-type Key = (TraceId, Kind);
+/// A cached structure, of the type its key names.
+type Entry = Arc<dyn Any + Send + Sync>;
 
 struct Slot {
     entry: Entry,
@@ -244,21 +157,21 @@ impl TraceCache {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The cached structure of `T`'s kind for `trace`, or what `load`
+    /// The cached structure of type `T` for `trace`, or what `load`
     /// returns (kept when it fits the budget). `load` runs without the lock
     /// held, so a slow load does not hold up other traces.
-    pub(crate) fn get_or_load<T: Cached>(
+    pub(crate) fn get_or_load<T: TraceState, E>(
         &self,
         trace: TraceId,
-        load: impl FnOnce() -> Result<T>,
-    ) -> Result<Arc<T>> {
-        let key = (trace, T::KIND);
+        load: impl FnOnce() -> Result<T, E>,
+    ) -> Result<Arc<T>, E> {
+        let key = (trace, TypeId::of::<T>());
         {
             let mut guard = self.lock();
             let tick = guard.next_tick();
             let inner = &mut *guard;
             if let Some(slot) = inner.slots.get_mut(&key) {
-                if let Some(found) = T::unwrap(&slot.entry) {
+                if let Ok(found) = Arc::clone(&slot.entry).downcast::<T>() {
                     let old = std::mem::replace(&mut slot.tick, tick);
                     inner.lru.remove(&old);
                     inner.lru.insert(tick, key);
@@ -269,7 +182,7 @@ impl TraceCache {
             inner.misses += 1;
         }
         let value = Arc::new(load()?);
-        let bytes = value.size();
+        let bytes = value.bytes();
         let mut inner = self.lock();
         if bytes > inner.budget || inner.dropped.contains(&trace) {
             return Ok(value);
@@ -283,7 +196,7 @@ impl TraceCache {
         inner.slots.insert(
             key,
             Slot {
-                entry: T::wrap(value.clone()),
+                entry: value.clone(),
                 bytes,
                 tick,
             },
@@ -295,14 +208,14 @@ impl TraceCache {
     pub(crate) fn evict_trace(&self, trace: TraceId) {
         let mut inner = self.lock();
         inner.dropped.insert(trace);
-        for kind in [
-            Kind::Graph,
-            Kind::Catalog,
-            Kind::Ops,
-            Kind::Edges,
-            Kind::Findings,
-        ] {
-            inner.remove(&(trace, kind));
+        let keys: Vec<Key> = inner
+            .slots
+            .keys()
+            .filter(|(t, _)| *t == trace)
+            .copied()
+            .collect();
+        for key in keys {
+            inner.remove(&key);
         }
     }
 
@@ -336,8 +249,8 @@ impl TraceCache {
 
     /// Whether an entry is held (for tests).
     #[cfg(test)]
-    fn holds(&self, trace: TraceId, kind: Kind) -> bool {
-        self.lock().slots.contains_key(&(trace, kind))
+    fn holds<T: TraceState>(&self, trace: TraceId) -> bool {
+        self.lock().slots.contains_key(&(trace, TypeId::of::<T>()))
     }
 }
 
@@ -353,7 +266,9 @@ mod tests {
     }
 
     fn load_graph(cache: &TraceCache, trace: TraceId, n: u32) -> Arc<TraceGraph> {
-        cache.get_or_load(trace, || Ok(chain(n))).unwrap()
+        cache
+            .get_or_load(trace, || Ok::<_, EngineError>(chain(n)))
+            .unwrap()
     }
 
     #[test]
@@ -372,24 +287,24 @@ mod tests {
         );
         // A hit returns the same value and makes trace 1 the most recent.
         let again = cache
-            .get_or_load::<TraceGraph>(1, || panic!("must not load"))
+            .get_or_load::<TraceGraph, EngineError>(1, || panic!("must not load"))
             .unwrap();
         assert!(Arc::ptr_eq(&a, &again));
         assert_eq!(cache.stats().hits, 1);
         // A third does not fit: trace 2, the least recently used, goes.
         load_graph(&cache, 3, 100);
-        assert!(cache.holds(1, Kind::Graph) && cache.holds(3, Kind::Graph));
-        assert!(!cache.holds(2, Kind::Graph));
+        assert!(cache.holds::<TraceGraph>(1) && cache.holds::<TraceGraph>(3));
+        assert!(!cache.holds::<TraceGraph>(2));
         let s = cache.stats();
         assert_eq!((s.entries, s.evictions, s.bytes), (2, 1, 2 * size));
         assert!(s.bytes <= s.budget);
         // Kinds of one trace are separate entries.
-        assert!(!cache.holds(1, Kind::Catalog));
+        assert!(!cache.holds::<TraceCatalog>(1));
         let c = cache
-            .get_or_load(1, || Ok(TraceCatalog::new(vec![])))
+            .get_or_load(1, || Ok::<_, EngineError>(TraceCatalog::new(vec![])))
             .unwrap();
         assert!(c.variables().is_empty());
-        assert!(cache.holds(1, Kind::Catalog));
+        assert!(cache.holds::<TraceCatalog>(1));
         assert!(cache.stats().bytes <= cache.stats().budget);
     }
 
@@ -399,8 +314,8 @@ mod tests {
         load_graph(&cache, 1, 10);
         let big = load_graph(&cache, 2, 1000);
         assert_eq!(big.edge_count(), 1000);
-        assert!(!cache.holds(2, Kind::Graph));
-        assert!(cache.holds(1, Kind::Graph), "nothing evicted for it");
+        assert!(!cache.holds::<TraceGraph>(2));
+        assert!(cache.holds::<TraceGraph>(1), "nothing evicted for it");
         load_graph(&cache, 2, 1000);
         assert_eq!(cache.stats().misses, 3);
     }
@@ -409,7 +324,7 @@ mod tests {
     fn load_errors_pass_through_and_are_not_kept() {
         let cache = TraceCache::default();
         assert_eq!(cache.stats().budget, DEFAULT_BUDGET);
-        let r = cache.get_or_load::<TraceGraph>(1, || Err(EngineError::Cancelled));
+        let r = cache.get_or_load::<TraceGraph, EngineError>(1, || Err(EngineError::Cancelled));
         assert!(matches!(r, Err(EngineError::Cancelled)));
         assert_eq!(cache.stats().entries, 0);
     }
@@ -420,10 +335,10 @@ mod tests {
         load_graph(&cache, 1, 10);
         load_graph(&cache, 2, 10);
         cache.evict_trace(1);
-        assert!(!cache.holds(1, Kind::Graph));
+        assert!(!cache.holds::<TraceGraph>(1));
         // A load for a dropped trace (racing with the drop) is not kept.
         load_graph(&cache, 1, 10);
-        assert!(!cache.holds(1, Kind::Graph));
+        assert!(!cache.holds::<TraceGraph>(1));
         cache.set_budget(0);
         let s = cache.stats();
         assert_eq!((s.entries, s.bytes, s.budget, s.evictions), (0, 0, 0, 1));

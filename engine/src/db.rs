@@ -1,47 +1,101 @@
-//! The embedding API: [`Database`] and the per-trace [`TraceView`].
+//! The embedding API: the [`Database`], its consistent [`Snapshot`]s, and the
+//! extension point through which analyses run statements ([`Extension`]).
+//!
+//! The engine plans every statement of the query language, but runs only
+//! those about stored records (TRACE, FORWARD, FIND, MATCH, DESCRIBE, SHOW
+//! TRACES). A statement that runs an analysis (ATTRIBUTE, the pattern
+//! statements) is handed to the [`Extension`] registered for it, the way a
+//! database calls a stored procedure: the extension gets the planned
+//! statement, a [`Snapshot`] of the database and a sink for its rows. An
+//! extension also supplies two kinds of rows that `FIND` reads: cases a
+//! trace records without an annotation (its own judge ops, for example) and
+//! the results an analysis stored on a trace (`FIND attributions`).
+//!
+//! An extension keeps what it stores in the engine's append-only records
+//! ([`Database::append_trace_results`], [`Database::append_definition`],
+//! [`Database::put_memo`]), whose content is JSON text or bytes the engine
+//! does not interpret, and what it computes per trace in the trace cache
+//! ([`Snapshot::trace_state`]), under the same memory budget as the graphs.
+//!
+//! A database opened with [`Database::open`] has no extensions: the
+//! statements they run are refused with [`EngineError::NoExtension`].
+//! Register them with [`Database::with_extension`].
+//!
+//! The database and the extension point are one layer: a database holds its
+//! extensions, and an extension is handed the database. Running statements
+//! (the query API, `impl Database { fn query .. }`) is the layer above, in
+//! `exec/`.
 
-use std::io::{BufRead, Read, Write};
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::io::{BufRead, Read};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use memtrace_query::{parse_node_ref, NodeRef};
-use memtrace_storage::keys::IdKind;
-use memtrace_storage::records::{
-    CaseRecord, EdgeRecord, OpRecord, SessionRecord, TraceRecord, ValueRef, VarRecord,
-};
-use memtrace_storage::{LocalId, ReadView, Store, StoreOptions, TraceId};
-use serde_json::Value;
+use memtrace_query::Plan;
+use memtrace_storage::records::{AttributionRecord, PatternRecord, TraceRecord, ValueRef};
+use memtrace_storage::{ReadView, Store, StoreOptions, TraceId};
 
-use crate::cache::{CacheStats, Cached, TraceCache};
+use crate::cache::{CacheStats, TraceCache, TraceState};
 use crate::catalog::{TraceCatalog, TraceEdges, TraceOps};
 use crate::error::{EngineError, Result};
-use crate::export::{self, ExportFormat};
-use crate::graph::TraceGraph;
+use crate::exec::value::Sink;
+use crate::extension::{DerivedCase, ResultRow};
+use crate::graph::{Cancel, TraceGraph};
 use crate::import::{self, FileReport, ImportOptions, ImportedTrace, InputFormat, Progress};
-use crate::model::{
-    metadata, Case, Edge, LogEntry, Node, Operation, Session, Stats, TraceInfo, Variable,
-};
+use crate::model::{LogEntry, Stats, TraceInfo};
+use crate::timestamp::now_ms;
+use crate::view::TraceView;
 
 /// An open memtrace database.
 ///
 /// Opening takes RocksDB's lock on the folder: one process at a time.
 /// Within the process a `Database` is shared freely (`&self` everywhere);
 /// readers see consistent snapshots while imports run.
+///
+/// The statements that run an analysis (ATTRIBUTE, the pattern statements)
+/// are run by the [`Extension`]s registered with [`Database::with_extension`];
+/// the facade crate `memtrace` opens databases with the analyses registered.
 #[derive(Debug)]
 pub struct Database {
     store: Arc<Store>,
     cache: TraceCache,
-    llm: std::sync::Mutex<Option<memtrace_llm::Config>>,
+    extensions: Registry,
+    shared: std::sync::Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
+}
+
+/// A record that an analysis appended to a trace (for example a verdict):
+/// its sequence number, when it was stored and its content, JSON text whose
+/// shape the engine does not know.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TraceResult {
+    /// Its sequence number in the trace, from 1.
+    pub seq: u64,
+    /// When it was stored, in milliseconds since the Unix epoch.
+    pub at_ms: u64,
+    /// Its content.
+    pub json: String,
+}
+
+/// A named definition that an analysis appended (for example a saved
+/// pattern or its drop): sequence number, time, name and JSON content.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Definition {
+    /// Its sequence number in the database, from 1.
+    pub seq: u64,
+    /// When it was stored, in milliseconds since the Unix epoch.
+    pub at_ms: u64,
+    /// The name it defines.
+    pub name: String,
+    /// Its content.
+    pub json: String,
 }
 
 impl Database {
-    /// Opens the database at `path`, creating it when the path does not exist.
+    /// Opens the database at `path`, creating it when the path does not
+    /// exist. No extension is registered.
     pub fn open(path: impl AsRef<Path>) -> Result<Database> {
-        Ok(Database {
-            store: Arc::new(Store::open(path.as_ref(), &StoreOptions::default())?),
-            cache: TraceCache::default(),
-            llm: std::sync::Mutex::new(None),
-        })
+        Database::open_with(path.as_ref(), &StoreOptions::default())
     }
 
     /// Opens the database at `path`; fails when there is none.
@@ -50,63 +104,113 @@ impl Database {
             create: false,
             ..StoreOptions::default()
         };
+        Database::open_with(path.as_ref(), &opts)
+    }
+
+    fn open_with(path: &Path, opts: &StoreOptions) -> Result<Database> {
         Ok(Database {
-            store: Arc::new(Store::open(path.as_ref(), &opts)?),
+            store: Arc::new(Store::open(path, opts)?),
             cache: TraceCache::default(),
-            llm: std::sync::Mutex::new(None),
+            extensions: Registry::default(),
+            shared: std::sync::Mutex::default(),
         })
     }
 
-    /// A consistent snapshot of the store, for queries.
-    pub(crate) fn read_view(&self) -> ReadView<'_> {
-        self.store.read()
+    /// Registers an extension: the statements it names are run by it from
+    /// now on (a later registration for the same statement wins).
+    pub fn with_extension(mut self, extension: Arc<dyn Extension>) -> Database {
+        self.extensions.add(extension);
+        self
     }
 
-    /// Appends attribution records to a trace.
-    pub(crate) fn append_attributions(
-        &self,
-        trace: TraceId,
-        records: &[memtrace_storage::records::AttributionRecord],
-    ) -> Result<Vec<u64>> {
-        Ok(self.store.append_attributions(trace, records)?)
+    /// The one value of type `T` that extensions share for as long as the
+    /// database is open (for example settings made through the API),
+    /// created with `T::default()` on first use.
+    pub fn shared<T: Any + Send + Sync + Default>(&self) -> Arc<T> {
+        let mut map = self.shared.lock().unwrap_or_else(|p| p.into_inner());
+        let entry = map
+            .entry(TypeId::of::<T>())
+            .or_insert_with(|| Arc::new(T::default()));
+        match Arc::clone(entry).downcast::<T>() {
+            Ok(t) => t,
+            // The map is keyed by the type, so the entry is a `T`; were it
+            // not, a fresh one replaces it.
+            Err(_) => {
+                let t = Arc::new(T::default());
+                *entry = t.clone();
+                t
+            }
+        }
     }
 
-    /// Appends a pattern record; returns its sequence number.
-    pub(crate) fn append_pattern_record(
-        &self,
-        record: &memtrace_storage::records::PatternRecord,
-    ) -> Result<u64> {
-        Ok(self.store.append_pattern(record)?)
+    pub(crate) fn extensions(&self) -> &Registry {
+        &self.extensions
     }
 
-    /// A cached LLM answer, by its key.
-    pub(crate) fn cached_answer(&self, key: &[u8; 32]) -> Result<Option<Vec<u8>>> {
+    /// A consistent read of the whole database, for work that spans
+    /// several traces and queries.
+    pub fn snapshot(&self) -> Snapshot<'_> {
+        Snapshot {
+            db: self,
+            view: self.store.read(),
+        }
+    }
+
+    /// Appends records to a trace, in one write, after the ones it already
+    /// has; returns their sequence numbers. Records are never rewritten.
+    pub fn append_trace_results(&self, trace: TraceId, jsons: &[String]) -> Result<Vec<u64>> {
+        let at_ms = now_ms();
+        let records: Vec<AttributionRecord> = jsons
+            .iter()
+            .map(|json| AttributionRecord {
+                at_ms,
+                json: json.clone(),
+            })
+            .collect();
+        Ok(self.store.append_attributions(trace, &records)?)
+    }
+
+    /// The records appended to a trace, oldest first.
+    pub fn trace_results(&self, trace: TraceId) -> Result<Vec<TraceResult>> {
+        self.snapshot().trace_results(trace)
+    }
+
+    /// Appends a named definition after every earlier one; returns its
+    /// sequence number.
+    pub fn append_definition(&self, name: &str, json: String) -> Result<u64> {
+        Ok(self.store.append_pattern(&PatternRecord {
+            at_ms: now_ms(),
+            name: name.to_string(),
+            json,
+        })?)
+    }
+
+    /// Every named definition, oldest first.
+    pub fn definitions(&self) -> Result<Vec<Definition>> {
+        self.store
+            .read()
+            .pattern_records()
+            .map(|r| {
+                let (seq, p) = r?;
+                Ok(Definition {
+                    seq,
+                    at_ms: p.at_ms,
+                    name: p.name,
+                    json: p.json,
+                })
+            })
+            .collect()
+    }
+
+    /// A memo stored under a 32-byte key (for example a hash of an LLM
+    /// request), if any.
+    pub fn memo(&self, key: &[u8; 32]) -> Result<Option<Vec<u8>>> {
         Ok(self.store.cached_answer(key)?)
     }
 
-    /// Caches an LLM answer under its key.
-    pub(crate) fn cache_answer(&self, key: &[u8; 32], body: &[u8]) -> Result<()> {
+    /// Stores a memo under its key; storing the same key again keeps one.
+    pub fn put_memo(&self, key: &[u8; 32], body: &[u8]) -> Result<()> {
         Ok(self.store.cache_answer(key, body)?)
-    }
-
-    /// Sets the LLM endpoint that `USING llm`, `USING hybrid`, the written
-    /// report summary and prompt feedback use, instead of the one the
-    /// environment describes.
-    pub fn set_llm_config(&self, config: memtrace_llm::Config) {
-        *self.llm.lock().unwrap_or_else(|p| p.into_inner()) = Some(config);
-    }
-
-    /// The LLM settings in use: those set by [`Database::set_llm_config`],
-    /// else read from the environment and the config file
-    /// ([`memtrace_llm::Config::from_env`]) and kept.
-    pub fn llm_config(&self) -> Result<memtrace_llm::Config> {
-        let mut slot = self.llm.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(c) = slot.as_ref() {
-            return Ok(c.clone());
-        }
-        let c = memtrace_llm::Config::from_env()?;
-        *slot = Some(c.clone());
-        Ok(c)
     }
 
     /// Where the database lives.
@@ -233,12 +337,7 @@ impl Database {
         let record = view
             .trace(id)?
             .ok_or(memtrace_storage::StorageError::NoSuchTrace(id))?;
-        Ok(TraceView {
-            view,
-            store: &self.store,
-            id,
-            record,
-        })
+        Ok(TraceView::new(view, &self.store, id, record))
     }
 
     /// Totals over the database.
@@ -275,16 +374,17 @@ impl Database {
 
     /// The cached structure of `T`'s kind for `trace`, loaded through `view`
     /// on a miss with the trace record's counts.
-    fn cached<T: Cached>(
+    fn cached<T: TraceState, E: From<EngineError>>(
         &self,
         view: &ReadView,
         trace: TraceId,
-        load: impl FnOnce(&ReadView, TraceId, &memtrace_storage::records::Counts) -> Result<T>,
-    ) -> Result<Arc<T>> {
+        load: impl FnOnce(&ReadView, TraceId, &memtrace_storage::records::Counts) -> Result<T, E>,
+    ) -> Result<Arc<T>, E> {
         // The record is read even on a hit: a view that does not see the
         // trace (dropped, or imported after it) must not see its entries.
         let record = view
-            .trace(trace)?
+            .trace(trace)
+            .map_err(EngineError::from)?
             .ok_or_else(|| EngineError::UnknownTrace(format!("#{trace}")))?;
         self.cache
             .get_or_load(trace, || load(view, trace, &record.counts))
@@ -312,19 +412,6 @@ impl Database {
     /// A trace's edge records, from the cache or by one prefix scan.
     pub(crate) fn trace_edges(&self, view: &ReadView, trace: TraceId) -> Result<Arc<TraceEdges>> {
         self.cached(view, trace, TraceEdges::load)
-    }
-
-    /// The evidence-flow findings of a trace's failed cases, from the cache
-    /// or by reading the trace whole and attributing every case.
-    pub(crate) fn trace_findings(
-        &self,
-        view: &ReadView,
-        trace: TraceId,
-        cancel: &crate::graph::Cancel,
-    ) -> Result<Arc<crate::patterns::TraceFindings>> {
-        self.cached(view, trace, |_, t, _| {
-            crate::patterns::TraceFindings::load(self, t, cancel)
-        })
     }
 
     /// Sets the trace cache's budget in bytes (256 MiB by default), evicting
@@ -369,404 +456,186 @@ impl Database {
     }
 }
 
-/// String ids of a trace's records, indexed by local id.
-pub(crate) struct Names {
-    /// Full node ids of the variables.
-    pub node_ids: Vec<String>,
-    /// Op ids.
-    pub op_ids: Vec<String>,
-    /// Session ids.
-    pub session_ids: Vec<String>,
-}
-
-/// One trace, read from a consistent snapshot.
-pub struct TraceView<'db> {
+/// A consistent read of the whole database: what was committed when it was
+/// taken, whatever imports or drops run meanwhile. Analyses that span
+/// several traces and queries work on one snapshot.
+pub struct Snapshot<'db> {
+    db: &'db Database,
     view: ReadView<'db>,
-    store: &'db Arc<Store>,
-    id: TraceId,
-    record: TraceRecord,
 }
 
-fn split_node_id(id: &str) -> Option<(&str, u32)> {
-    let (name, version) = id.rsplit_once('@')?;
-    Some((name, version.parse().ok()?))
-}
-
-impl<'db> TraceView<'db> {
-    /// The trace id.
-    pub fn id(&self) -> TraceId {
-        self.id
+impl<'db> Snapshot<'db> {
+    /// The database it reads.
+    pub fn database(&self) -> &'db Database {
+        self.db
     }
 
-    /// The trace's summary.
-    pub fn info(&self) -> TraceInfo {
-        TraceInfo::from_record(self.id, self.record.clone())
-    }
-
-    pub(crate) fn record(&self) -> &TraceRecord {
-        &self.record
-    }
-
-    pub(crate) fn store(&self) -> &ReadView<'db> {
+    pub(crate) fn view(&self) -> &ReadView<'db> {
         &self.view
     }
 
-    pub(crate) fn to_variable(&self, id: LocalId, v: VarRecord) -> Result<Variable> {
-        let value = v.value.as_ref().map(|r| self.view.value(r)).transpose()?;
-        Ok(self.variable_of(id, v, value))
-    }
-
-    /// The store, for reading values after this view is gone (values are
-    /// immutable).
-    pub(crate) fn shared_store(&self) -> Arc<Store> {
-        Arc::clone(self.store)
-    }
-
-    /// Every variable version in insertion order, with the reference of its
-    /// value instead of the value (read it with [`Store::value`] when it is
-    /// needed).
-    pub(crate) fn variables_deferred(&self) -> Result<Vec<(Variable, Option<ValueRef>)>> {
+    /// Every trace it sees, by id, with its record.
+    pub fn traces(&self) -> Result<Vec<(TraceId, TraceRecord)>> {
         self.view
-            .variables(self.id)
+            .traces()
+            .map(|r| r.map_err(EngineError::from))
+            .collect()
+    }
+
+    /// One trace, by id.
+    pub fn trace(&self, id: TraceId) -> Result<TraceView<'db>> {
+        self.db.trace_by_id(id)
+    }
+
+    /// A trace's adjacency (CSR), from the trace cache or by one prefix scan.
+    pub fn graph(&self, trace: TraceId) -> Result<Arc<TraceGraph>> {
+        self.db.trace_graph(&self.view, trace)
+    }
+
+    /// A trace's variables with their lookups, from the cache or by one prefix scan.
+    pub fn catalog(&self, trace: TraceId) -> Result<Arc<TraceCatalog>> {
+        self.db.trace_catalog(&self.view, trace)
+    }
+
+    /// A trace's sessions and ops, from the cache or by one prefix scan each.
+    pub fn ops(&self, trace: TraceId) -> Result<Arc<TraceOps>> {
+        self.db.trace_ops(&self.view, trace)
+    }
+
+    /// A trace's edge records, from the cache or by one prefix scan.
+    pub fn edges(&self, trace: TraceId) -> Result<Arc<TraceEdges>> {
+        self.db.trace_edges(&self.view, trace)
+    }
+
+    /// A stored value, by the reference a variable record holds.
+    pub fn value(&self, r: &ValueRef) -> Result<String> {
+        Ok(self.view.value(r)?)
+    }
+
+    /// The records an analysis appended to a trace, oldest first.
+    pub fn trace_results(&self, trace: TraceId) -> Result<Vec<TraceResult>> {
+        self.view
+            .attributions(trace)
             .map(|r| {
-                let (id, v) = r?;
-                let value = v.value;
-                Ok((self.variable_of(id, v, None), value))
+                let (seq, a) = r?;
+                Ok(TraceResult {
+                    seq,
+                    at_ms: a.at_ms,
+                    json: a.json,
+                })
             })
             .collect()
     }
 
-    fn variable_of(&self, id: LocalId, v: VarRecord, value: Option<String>) -> Variable {
-        let full_name = v.full_name();
-        let full_node_id = v.full_node_id();
-        let metadata = metadata(&v.common);
-        Variable {
-            trace: self.id,
-            id,
-            name: v.name,
-            class_name: v.class_name,
-            version: v.version,
-            value,
-            comment: v.comment,
-            category: v.category,
-            session_id: v.session_id,
-            created_at: v.common.created_at,
-            filename: v.common.filename,
-            lineno: v.common.lineno,
-            metadata,
-            full_name,
-            full_node_id,
-        }
-    }
-
-    fn to_op(&self, id: LocalId, o: OpRecord) -> Operation {
-        let metadata = metadata(&o.common);
-        Operation {
-            trace: self.id,
-            id,
-            op_id: o.op_id,
-            op_name: o.op_name,
-            category: o.category,
-            comment: o.comment,
-            session_id: o.session_id,
-            created_at: o.common.created_at,
-            metadata,
-        }
-    }
-
-    fn to_edge(
+    /// What an extension computed for a trace, from the trace cache, or
+    /// computed by `load` and cached (under the cache's byte budget; a
+    /// dropped trace's entries go with it). An error of `load` is returned
+    /// as it is, and nothing is cached.
+    pub fn trace_state<T: TraceState, E: From<EngineError>>(
         &self,
-        id: LocalId,
-        e: EdgeRecord,
-        op_id: String,
-        source: String,
-        target: String,
-        session_id: String,
-    ) -> Edge {
-        let metadata = metadata(&e.common);
-        Edge {
-            trace: self.id,
-            id,
-            edge_id: e.edge_id,
-            op: e.op,
-            op_id,
-            source: e.source,
-            target: e.target,
-            source_full_node_id: source,
-            target_full_node_id: target,
-            category: e.category,
-            comment: e.comment,
-            session_id,
-            metadata,
-        }
+        trace: TraceId,
+        load: impl FnOnce() -> Result<T, E>,
+    ) -> Result<Arc<T>, E> {
+        self.db.cached(&self.view, trace, |_, _, _| load())
+    }
+}
+
+/// What an extension is handed when the database calls it.
+pub struct Call<'c, 'db> {
+    /// The consistent read the statement runs on.
+    pub snapshot: &'c Snapshot<'db>,
+    /// The statement's cancellation token.
+    pub cancel: &'c Cancel,
+}
+
+impl<'db> Call<'_, 'db> {
+    /// The database.
+    pub fn db(&self) -> &'db Database {
+        self.snapshot.database()
+    }
+}
+
+/// An analysis that runs statements of the query language and supplies rows
+/// that the engine does not produce itself. Every method but
+/// [`Extension::statements`] and [`Extension::run`] has a default that
+/// supplies nothing.
+pub trait Extension: Send + Sync + 'static {
+    /// The statements it runs, by the names of
+    /// [`statement_name`](crate::statement_name) (e.g. `"ATTRIBUTE"`). A
+    /// statement is run by the last extension registered for it.
+    fn statements(&self) -> &[&'static str];
+
+    /// Checks and completes a planned statement it runs, before it runs
+    /// (also inside EXPLAIN). An error about a part of the statement names
+    /// its place in `text`, the statement as written.
+    fn prepare(&self, db: &Database, plan: &mut Plan, text: &str) -> Result<()> {
+        let _ = (db, plan, text);
+        Ok(())
     }
 
-    fn to_session(id: LocalId, s: SessionRecord) -> Session {
-        let metadata = metadata(&s.common);
-        Session {
-            id,
-            session_id: s.session_id,
-            session_name: s.session_name,
-            category: s.category,
-            comment: s.comment,
-            created_at: s.common.created_at,
-            metadata,
-        }
+    /// Runs a planned statement, handing each row to `sink` (which returns
+    /// `false` to stop early). Its columns are those [`columns_of`](crate::columns_of) names.
+    fn run(&self, call: &Call<'_, '_>, plan: &Plan, sink: &mut Sink<'_>) -> Result<()>;
+
+    /// Whether a trace whose op names are these may record cases of its
+    /// own (read before [`Extension::derived_cases`], which may read the
+    /// whole trace).
+    fn may_derive_cases(&self, op_names: &mut dyn Iterator<Item = &str>) -> bool {
+        let _ = op_names;
+        false
     }
 
-    /// All sessions, in recorded order.
-    pub fn sessions(&self) -> Result<Vec<Session>> {
-        self.view
-            .sessions(self.id)
-            .map(|r| Ok(r.map(|(id, s)| Self::to_session(id, s))?))
-            .collect()
+    /// The failed cases a trace records without annotations, in order.
+    /// Asked only of traces that have no case annotation.
+    fn derived_cases(&self, call: &Call<'_, '_>, trace: TraceId) -> Result<Vec<DerivedCase>> {
+        let _ = (call, trace);
+        Ok(Vec::new())
     }
 
-    /// All variable versions, in recorded order, with their values.
-    pub fn variables(&self) -> Result<Vec<Variable>> {
-        self.view
-            .variables(self.id)
-            .map(|r| {
-                r.map_err(EngineError::from)
-                    .and_then(|(id, v)| self.to_variable(id, v))
-            })
-            .collect()
+    /// The results stored on a trace, as rows of `FIND attributions`,
+    /// oldest first.
+    fn result_rows(&self, call: &Call<'_, '_>, trace: TraceId) -> Result<Vec<Box<dyn ResultRow>>> {
+        let _ = (call, trace);
+        Ok(Vec::new())
+    }
+}
+
+/// The extensions registered with a database.
+#[derive(Clone, Default)]
+pub(crate) struct Registry {
+    all: Vec<Arc<dyn Extension>>,
+}
+
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self
+            .all
+            .iter()
+            .flat_map(|e| e.statements().iter().copied())
+            .collect();
+        f.debug_struct("Registry")
+            .field("statements", &names)
+            .finish()
+    }
+}
+
+impl Registry {
+    pub(crate) fn add(&mut self, ext: Arc<dyn Extension>) {
+        self.all.push(ext);
     }
 
-    /// A variable version by local id.
-    pub fn variable_by_id(&self, id: LocalId) -> Result<Option<Variable>> {
-        self.view
-            .variable(self.id, id)?
-            .map(|v| self.to_variable(id, v))
-            .transpose()
+    /// The extension that runs a statement.
+    pub(crate) fn for_statement(&self, name: &'static str) -> Result<&dyn Extension> {
+        self.all
+            .iter()
+            .rev()
+            .find(|e| e.statements().contains(&name))
+            .map(|e| e.as_ref())
+            .ok_or(EngineError::NoExtension(name))
     }
 
-    /// Every version of a full name, oldest first.
-    pub fn variable_versions(&self, full_name: &str) -> Result<Vec<Variable>> {
-        let mut out = Vec::new();
-        for (_, _, local) in self.view.versions(full_name, Some(self.id))? {
-            if let Some(v) = self.variable_by_id(local)? {
-                out.push(v);
-            }
-        }
-        Ok(out)
-    }
-
-    /// The latest version of a full name.
-    pub fn latest(&self, full_name: &str) -> Result<Option<Variable>> {
-        match self.view.versions(full_name, Some(self.id))?.last() {
-            Some((_, _, local)) => self.variable_by_id(*local),
-            None => Ok(None),
-        }
-    }
-
-    /// A variable by its full node id (`full_name@version`).
-    pub fn variable(&self, full_node_id: &str) -> Result<Option<Variable>> {
-        let Some((name, version)) = split_node_id(full_node_id) else {
-            return Ok(None);
-        };
-        let found = self
-            .view
-            .versions(name, Some(self.id))?
-            .into_iter()
-            .find(|(_, v, _)| *v == version);
-        match found {
-            Some((_, _, local)) => self.variable_by_id(local),
-            None => Ok(None),
-        }
-    }
-
-    /// All operations, in recorded order.
-    pub fn ops(&self) -> Result<Vec<Operation>> {
-        self.view
-            .ops(self.id)
-            .map(|r| Ok(r.map(|(id, o)| self.to_op(id, o))?))
-            .collect()
-    }
-
-    /// An operation by its op id.
-    pub fn op(&self, op_id: &str) -> Result<Option<Operation>> {
-        let hit = self
-            .view
-            .string_id(IdKind::Op, op_id)?
-            .into_iter()
-            .find(|(t, _)| *t == self.id);
-        match hit {
-            Some((_, local)) => Ok(self.view.op(self.id, local)?.map(|o| self.to_op(local, o))),
-            None => Ok(None),
-        }
-    }
-
-    /// Resolves a reference (`answer:42`, `answer:42@2`, `'full node id'`, an op id).
-    pub fn resolve(&self, reference: &str) -> Result<Node> {
-        let unknown = || EngineError::UnknownNode {
-            trace: self.record.graph_id.clone(),
-            reference: reference.to_string(),
-        };
-        let found = match parse_node_ref(reference)? {
-            NodeRef::Name {
-                full_name,
-                version: Some(v),
-            } => self
-                .variable(&format!("{full_name}@{v}"))?
-                .map(Node::Variable),
-            NodeRef::Name {
-                full_name,
-                version: None,
-            } => match self.latest(&full_name)? {
-                Some(v) => Some(Node::Variable(v)),
-                None => self.op(&full_name)?.map(Node::Operation),
-            },
-            NodeRef::Quoted(id) => match self.variable(&id)? {
-                Some(v) => Some(Node::Variable(v)),
-                None => match self.latest(&id)? {
-                    Some(v) => Some(Node::Variable(v)),
-                    None => self.op(&id)?.map(Node::Operation),
-                },
-            },
-        };
-        found.ok_or_else(unknown)
-    }
-
-    fn full_node_id(&self, local: LocalId) -> Result<String> {
-        Ok(self
-            .view
-            .variable(self.id, local)?
-            .map(|v| v.full_node_id())
-            .unwrap_or_default())
-    }
-
-    fn edge_with_lookups(&self, id: LocalId, e: EdgeRecord) -> Result<Edge> {
-        let op_id = self
-            .view
-            .op(self.id, e.op)?
-            .map(|o| o.op_id)
-            .unwrap_or_default();
-        let session = self
-            .view
-            .session(self.id, e.session)?
-            .map(|s| s.session_id)
-            .unwrap_or_default();
-        let (s, t) = (self.full_node_id(e.source)?, self.full_node_id(e.target)?);
-        Ok(self.to_edge(id, e, op_id, s, t, session))
-    }
-
-    /// The string ids of the trace's variables, ops and sessions, indexed by local id.
-    pub(crate) fn names(&self) -> Result<Names> {
-        fn collect<T>(
-            it: impl Iterator<Item = memtrace_storage::Result<(LocalId, T)>>,
-            f: impl Fn(T) -> String,
-        ) -> Result<Vec<String>> {
-            it.map(|r| r.map(|(_, x)| f(x)).map_err(EngineError::from))
-                .collect()
-        }
-        Ok(Names {
-            node_ids: collect(self.view.variables(self.id), |v| v.full_node_id())?,
-            op_ids: collect(self.view.ops(self.id), |o| o.op_id)?,
-            session_ids: collect(self.view.sessions(self.id), |s| s.session_id)?,
-        })
-    }
-
-    /// All edges, in recorded order.
-    pub fn edges(&self) -> Result<Vec<Edge>> {
-        let Names {
-            node_ids: names,
-            op_ids: ops,
-            session_ids: sessions,
-        } = self.names()?;
-        let get = |v: &Vec<String>, i: LocalId| v.get(i as usize).cloned().unwrap_or_default();
-        self.view
-            .edges(self.id)
-            .map(|r| {
-                let (id, e) = r?;
-                let (o, s, t, ss) = (
-                    get(&ops, e.op),
-                    get(&names, e.source),
-                    get(&names, e.target),
-                    get(&sessions, e.session),
-                );
-                Ok(self.to_edge(id, e, o, s, t, ss))
-            })
-            .collect()
-    }
-
-    fn adjacent(&self, var: &Variable, outgoing: bool) -> Result<Vec<Edge>> {
-        self.view
-            .adjacent(self.id, var.id, outgoing)?
-            .into_iter()
-            .filter_map(|(edge, _, _)| self.view.edge(self.id, edge).transpose().map(|r| (edge, r)))
-            .map(|(edge, r)| self.edge_with_lookups(edge, r?))
-            .collect()
-    }
-
-    /// Local ids of every variable the given one depends on, at any depth
-    /// (breadth-first along incoming edges through the adjacency index; the
-    /// start is left out, cycles are followed once). One index scan per
-    /// visited variable: the query language's cached adjacency is faster.
-    pub fn ancestors(&self, start: LocalId) -> Result<Vec<LocalId>> {
-        let mut seen = std::collections::HashSet::from([start]);
-        let mut queue = std::collections::VecDeque::from([start]);
-        let mut out = Vec::new();
-        while let Some(v) = queue.pop_front() {
-            for (_, source, _) in self.view.adjacent(self.id, v, false)? {
-                if seen.insert(source) {
-                    out.push(source);
-                    queue.push_back(source);
-                }
-            }
-        }
-        Ok(out)
-    }
-
-    /// Edges into a variable (its dependencies), in recorded order.
-    pub fn edges_in(&self, var: &Variable) -> Result<Vec<Edge>> {
-        self.adjacent(var, false)
-    }
-
-    /// Edges out of a variable (what depends on it), in recorded order.
-    pub fn edges_out(&self, var: &Variable) -> Result<Vec<Edge>> {
-        self.adjacent(var, true)
-    }
-
-    pub(crate) fn to_case(&self, id: LocalId, c: CaseRecord) -> Result<Case> {
-        let raw: Value = serde_json::from_str(&c.json)?;
-        let s = |k: &str| raw.get(k).and_then(Value::as_str).map(str::to_string);
-        let evidence = raw
-            .get("source_evidence_ids")
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(|v| v.as_str().map(str::to_string))
-                    .collect()
-            })
-            .unwrap_or_default();
-        Ok(Case {
-            trace: self.id,
-            id,
-            query_id: s("query_id"),
-            query: s("query"),
-            golden_answers: raw.get("golden_answers").cloned().unwrap_or(Value::Null),
-            prediction: s("prediction"),
-            source_evidence_ids: evidence,
-            final_error_type: s("final_error_type"),
-            final_op_id: s("final_op_id"),
-            raw,
-        })
-    }
-
-    /// The trace's cases (MemTraceBench annotations), in recorded order.
-    pub fn cases(&self) -> Result<Vec<Case>> {
-        self.view
-            .cases(self.id)
-            .map(|r| {
-                r.map_err(EngineError::from)
-                    .and_then(|(id, c)| self.to_case(id, c))
-            })
-            .collect()
-    }
-
-    /// Writes the trace in `format` (smartcomment JSON, DOT or Mermaid).
-    pub fn export(&self, format: ExportFormat, out: &mut dyn Write) -> Result<()> {
-        export::write(self, format, out)
+    /// Every registered extension, latest first.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &dyn Extension> {
+        self.all.iter().rev().map(|e| e.as_ref())
     }
 }

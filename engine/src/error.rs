@@ -1,4 +1,4 @@
-//! The engine error type; every other crate's error converts into it.
+//! The engine's error type: what the database reports.
 
 use thiserror::Error;
 
@@ -58,28 +58,12 @@ pub enum EngineError {
         /// The reference as given.
         reference: String,
     },
-    /// No failed case of a trace matches a reference.
-    #[error("trace {trace}: no failed case {case} (see `FIND cases IN TRACE '{trace}'`)")]
-    UnknownCase {
-        /// The trace's graph id.
-        trace: String,
-        /// The reference as given.
-        case: String,
-    },
-    /// A stored value that an analysis needed could not be read (the trace
-    /// was dropped meanwhile, or the store failed); no verdict was kept.
-    #[error("trace {trace}: the value of {node} could not be read: {reason}")]
-    ValueUnreadable {
-        /// The trace's graph id.
-        trace: String,
-        /// The variable (`name@version`).
-        node: String,
-        /// What the store said.
-        reason: String,
-    },
-    /// An LLM endpoint failed, or its configuration is wrong.
+    /// A statement is run by an analysis, and none is registered for it.
+    #[error("{0} is run by an analysis, and none is registered with this database (open it through the `memtrace` crate, or register one with Database::with_extension)")]
+    NoExtension(&'static str),
+    /// An extension (an analysis the database called) failed.
     #[error(transparent)]
-    Llm(#[from] memtrace_llm::LlmError),
+    Extension(Box<dyn std::error::Error + Send + Sync>),
     /// A request that cannot be carried out as given.
     #[error("{0}")]
     BadRequest(String),

@@ -11,9 +11,9 @@ use serde_json::{Map, Value};
 
 use memtrace_storage::records::{Common, EdgeRecord, OpRecord, SessionRecord, VarRecord};
 
-use crate::db::{Names, TraceView};
 use crate::error::{EngineError, Result};
 use crate::parse::trigger_point;
+use crate::view::{Names, TraceView};
 
 /// Output formats of `export`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -327,7 +327,14 @@ fn op_label(o: &OpRecord) -> String {
     }
 }
 
-pub(crate) fn write(t: &TraceView<'_>, format: ExportFormat, out: &mut dyn Write) -> Result<()> {
+impl TraceView<'_> {
+    /// Writes the trace in `format` (smartcomment JSON, DOT or Mermaid).
+    pub fn export(&self, format: ExportFormat, out: &mut dyn Write) -> Result<()> {
+        write(self, format, out)
+    }
+}
+
+fn write(t: &TraceView<'_>, format: ExportFormat, out: &mut dyn Write) -> Result<()> {
     let io = |e: std::io::Error| EngineError::Io {
         path: "output".into(),
         source: e,

@@ -19,6 +19,10 @@ use memtrace_storage::{Store, TraceId};
 use crate::error::{EngineError, Result};
 use crate::parse::{self, Ctx, InCommon, Invalid, ParsedTrace, Resolved, TopSeed, Tri};
 
+/// The name of a generated set's manifest: a file of this name in a folder
+/// describes the set and is not a trace, so importing the folder skips it.
+pub const SET_MANIFEST: &str = "manifest.json";
+
 /// How to import.
 #[derive(Debug, Clone, Default)]
 pub struct ImportOptions {
@@ -459,8 +463,7 @@ pub(crate) fn collect_files(
         };
         entries.sort();
         for p in entries {
-            let manifest =
-                p.file_name().and_then(|n| n.to_str()) == Some(crate::gen::set::MANIFEST);
+            let manifest = p.file_name().and_then(|n| n.to_str()) == Some(SET_MANIFEST);
             if p.is_dir() {
                 walk(&p, out);
             } else if !manifest

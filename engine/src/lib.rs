@@ -1,4 +1,4 @@
-//! Answers questions over the stored traces: the memtrace [`Database`], import and export of traces.
+//! What is stored, and what do queries over it return? The memtrace database: the [`Database`], import and export of traces, the trace cache, the query executor, and the extension point through which analyses run their statements.
 //!
 //! ```no_run
 //! let db = memtrace_engine::Database::open("memtrace.db")?;
@@ -10,47 +10,41 @@
 
 #![deny(missing_docs)]
 
-pub mod attrib;
 mod cache;
 mod catalog;
 mod db;
 mod error;
 mod exec;
 mod export;
-pub mod gen;
+mod extension;
 mod graph;
 mod import;
 mod model;
 mod parse;
-pub mod patterns;
-pub mod report;
-pub mod synth;
-pub mod text;
 mod timestamp;
+mod view;
 
-pub use cache::CacheStats;
+pub use cache::{CacheStats, TraceState};
 pub use catalog::{TraceCatalog, TraceEdges, TraceOps};
-pub use db::{Database, TraceView};
+pub use db::{Call, Database, Definition, Extension, Snapshot, TraceResult};
 pub use error::{EngineError, Result};
-pub use exec::{columns_of, to_json, QueryResult, Sink};
+pub use exec::ctx::lazy;
+pub use exec::run::columns_of;
+pub use exec::value::{from_json, to_json, QueryResult, Sink};
 pub use export::{dot_escape, mermaid_escape, ExportFormat};
+pub use extension::{statement_name, CaseOrigin, CasePick, DerivedCase, ResultRow};
 pub use graph::{Admit, Cancel, Direction, TraceGraph, Visit};
-pub use import::{FileReport, ImportOptions, ImportedTrace, InputFormat, Progress};
-/// The LLM client: its configuration, errors and wire types.
-pub use memtrace_llm as llm;
+pub use import::{FileReport, ImportOptions, ImportedTrace, InputFormat, Progress, SET_MANIFEST};
+/// The query language: its parser, plans and values.
+pub use memtrace_query as query;
 pub use memtrace_query::ast::{Direction as WalkDirection, Output};
 pub use memtrace_query::plan::traverse_columns;
 pub use memtrace_query::{
     field_names, Params, Plan, Statement, Value, FIND_KINDS, KEYWORDS, OUTPUTS, SUBJECTS,
 };
-pub use memtrace_storage::records::Counts;
+pub use memtrace_storage::records::{Counts, TraceRecord, ValueRef, VarRecord};
 pub use memtrace_storage::{LocalId, StorageError, TraceId};
 pub use model::{Case, Edge, LogEntry, Node, Operation, Session, Stats, TraceInfo, Variable};
 pub use parse::json_kind;
-pub use timestamp::iso_utc;
-
-/// Raw RocksDB batched puts: the ceiling that import benchmarks compare against.
-pub mod peer {
-    pub use memtrace_storage::dir_bytes;
-    pub use memtrace_storage::peer::RawPeer;
-}
+pub use timestamp::{check as check_timestamp, civil_from_days, iso_utc, now_ms};
+pub use view::{LazyValues, TraceView};

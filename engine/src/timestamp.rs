@@ -11,12 +11,35 @@ pub fn iso_utc(ms: u64) -> String {
     let rest = ms.rem_euclid(86_400_000);
     format!(
         "{}T{:02}:{:02}:{:02}.{:03}Z",
-        crate::gen::world::civil_from_days(day),
+        civil_from_days(day),
         rest / 3_600_000,
         rest / 60_000 % 60,
         rest / 1000 % 60,
         rest % 1000
     )
+}
+
+/// The civil date (proleptic Gregorian, `YYYY-MM-DD`) of a day counted
+/// from 1970-01-01.
+pub fn civil_from_days(z: i64) -> String {
+    let z = z + 719468;
+    let era = if z >= 0 { z } else { z - 146096 } / 146097;
+    let doe = z - era * 146097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = if m <= 2 { y + 1 } else { y };
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+/// Now, in milliseconds since the Unix epoch (0 if the clock is before it).
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// Checks that `s` is a valid timestamp; returns why not.

@@ -580,6 +580,17 @@ pub fn value_literal(v: &Value) -> String {
     }
 }
 
+/// The value a literal stands for.
+pub(crate) fn literal_value(l: &Literal) -> Value {
+    match l {
+        Literal::Str(s) => Value::Str(s.clone()),
+        Literal::Int(n) => Value::Int(*n),
+        Literal::Float(x) => Value::Float(*x),
+        Literal::Bool(b) => Value::Bool(*b),
+        Literal::Null => Value::Null,
+    }
+}
+
 /// Writes ` WITH $a = v, $b = w`, or nothing for no parameters.
 fn write_params(f: &mut Formatter<'_>, params: &[(String, Value)]) -> fmt::Result {
     for (i, (name, v)) in params.iter().enumerate() {

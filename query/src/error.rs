@@ -2,6 +2,7 @@
 
 use thiserror::Error;
 
+use crate::grammar::Rule;
 use crate::keywords::{nearest, KEYWORDS};
 
 /// Why a text is not a valid query.
@@ -81,7 +82,7 @@ impl QueryError {
         }
     }
 
-    pub(crate) fn from_pest(text: &str, e: pest::error::Error<crate::Rule>) -> QueryError {
+    pub(crate) fn from_pest(text: &str, e: pest::error::Error<Rule>) -> QueryError {
         let offset = match e.location {
             pest::error::InputLocation::Pos(p) => p,
             pest::error::InputLocation::Span((p, _)) => p,
@@ -96,14 +97,14 @@ impl QueryError {
         let mut message = match &e.variant {
             pest::error::ErrorVariant::ParsingError { positives, .. } if !positives.is_empty() => {
                 let mut names: Vec<String> = Vec::new();
-                let mut ordered: Vec<crate::Rule> = positives.clone();
+                let mut ordered: Vec<Rule> = positives.clone();
                 // The end of input reads best last.
-                ordered.sort_by_key(|r| *r == crate::Rule::EOI);
+                ordered.sort_by_key(|r| *r == Rule::EOI);
                 for r in &ordered {
                     // A direction is one of two keywords: listed as such, the
                     // choice reads "..., TRACE or FORWARD", not "... or TRACE or FORWARD".
                     let ds = match r {
-                        crate::Rule::direction => vec!["TRACE".to_string(), "FORWARD".to_string()],
+                        Rule::direction => vec!["TRACE".to_string(), "FORWARD".to_string()],
                         r => vec![describe(*r)],
                     };
                     for d in ds {
@@ -135,14 +136,14 @@ impl QueryError {
                     positives.iter().filter_map(|r| keyword_of(*r)).collect();
                 for r in positives {
                     match r {
-                        crate::Rule::output => expected_kw.extend(crate::keywords::OUTPUTS),
-                        crate::Rule::find_kind => expected_kw.extend(crate::keywords::FIND_KINDS),
-                        crate::Rule::statement => {
+                        Rule::output => expected_kw.extend(crate::keywords::OUTPUTS),
+                        Rule::find_kind => expected_kw.extend(crate::keywords::FIND_KINDS),
+                        Rule::statement => {
                             expected_kw.extend(STATEMENTS);
                             expected_kw.extend(PATTERN_STATEMENTS);
                         }
-                        crate::Rule::explain => expected_kw.extend(STATEMENTS),
-                        crate::Rule::pattern_body => {
+                        Rule::explain => expected_kw.extend(STATEMENTS),
+                        Rule::pattern_body => {
                             expected_kw.extend(["TRACE", "FORWARD", "MATCH", "FIND"])
                         }
                         _ => {}
@@ -231,8 +232,7 @@ const PATTERN_STATEMENTS: [&str; 3] = ["SAVE", "RUN", "DROP"];
 /// Why `word`, found after the text `before`, cannot stand where a pattern
 /// statement's part was expected: a keyword as a pattern's name, a pattern
 /// statement after EXPLAIN.
-fn pattern_note(before: &str, word: &str, positives: &[crate::Rule]) -> Option<&'static str> {
-    use crate::Rule;
+fn pattern_note(before: &str, word: &str, positives: &[Rule]) -> Option<&'static str> {
     let is = |k: &str| word.eq_ignore_ascii_case(k);
     if positives.contains(&Rule::pattern_name) && crate::keywords::is_reserved(word) {
         return Some("a keyword cannot name a pattern");
@@ -259,8 +259,7 @@ fn pattern_note(before: &str, word: &str, positives: &[crate::Rule]) -> Option<&
 
 /// Why what was found cannot start a subquery of ATTRIBUTE: only a FIND
 /// or a RUN PATTERN may follow its opening parenthesis.
-fn subquery_note(before: &str, positives: &[crate::Rule]) -> Option<&'static str> {
-    use crate::Rule;
+fn subquery_note(before: &str, positives: &[Rule]) -> Option<&'static str> {
     (positives.contains(&Rule::kw_find)
         && positives.contains(&Rule::kw_run)
         && before.trim_end().ends_with('('))
@@ -270,7 +269,7 @@ fn subquery_note(before: &str, positives: &[crate::Rule]) -> Option<&'static str
 /// A FIND or RUN PATTERN written after ATTRIBUTE without parentheses: its
 /// first word reads as a case named `FIND`, after which only IN, USING or
 /// `,` may follow.
-fn unparenthesised_note(before: &str, positives: &[crate::Rule]) -> Option<&'static str> {
+fn unparenthesised_note(before: &str, positives: &[Rule]) -> Option<&'static str> {
     let words: Vec<&str> = before
         .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
         .filter(|w| !w.is_empty())
@@ -280,13 +279,13 @@ fn unparenthesised_note(before: &str, positives: &[crate::Rule]) -> Option<&'sta
     };
     (a.eq_ignore_ascii_case("ATTRIBUTE")
         && (b.eq_ignore_ascii_case("FIND") || b.eq_ignore_ascii_case("RUN"))
-        && positives.contains(&crate::Rule::kw_using))
+        && positives.contains(&Rule::kw_using))
     .then_some("a subquery goes in parentheses: ATTRIBUTE (FIND cases ...) USING method")
 }
 
 /// The keyword a keyword rule matches.
-fn keyword_of(rule: crate::Rule) -> Option<&'static str> {
-    use crate::Rule::*;
+fn keyword_of(rule: Rule) -> Option<&'static str> {
+    use Rule::*;
     Some(match rule {
         kw_trace => "TRACE",
         kw_forward => "FORWARD",
@@ -334,8 +333,7 @@ fn keyword_of(rule: crate::Rule) -> Option<&'static str> {
     })
 }
 
-fn describe(rule: crate::Rule) -> String {
-    use crate::Rule;
+fn describe(rule: Rule) -> String {
     if let Some(k) = keyword_of(rule) {
         return k.to_string();
     }
@@ -424,7 +422,7 @@ mod tests {
     #[test]
     fn every_keyword_rule_is_a_listed_keyword() {
         let mut rules = 0;
-        for rule in crate::Rule::all_rules() {
+        for rule in Rule::all_rules() {
             let name = format!("{rule:?}");
             let Some(word) = name.strip_prefix("kw_") else {
                 continue;

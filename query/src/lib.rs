@@ -12,6 +12,7 @@
 pub mod ast;
 mod error;
 pub mod eval;
+mod grammar;
 mod keywords;
 mod node_ref;
 mod parse;
@@ -31,13 +32,3 @@ pub use plan::{
     Subject, SUBJECTS,
 };
 pub use value::Value;
-
-mod grammar {
-    #![allow(missing_docs)]
-    /// The pest parser generated from the one grammar file.
-    #[derive(pest_derive::Parser)]
-    #[grammar = "../../grammar/memtrace.pest"]
-    pub struct MemtraceParser;
-}
-
-pub(crate) use grammar::{MemtraceParser, Rule};

@@ -5,7 +5,8 @@ use std::fmt;
 use pest::iterators::Pair;
 use pest::Parser;
 
-use crate::{MemtraceParser, QueryError, Rule};
+use crate::error::QueryError;
+use crate::grammar::{MemtraceParser, Rule};
 
 /// A reference to a variable (or, quoted, to a full node id or op id).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -6,10 +6,9 @@ use pest::Token;
 
 use crate::ast::*;
 use crate::error::QueryError;
+use crate::grammar::{MemtraceParser, Rule};
 use crate::node_ref::{from_pair as reference_from_pair, unquote};
-use crate::plan::literal_value;
 use crate::value::Value;
-use crate::{MemtraceParser, Rule};
 
 type Result<T> = std::result::Result<T, QueryError>;
 

@@ -53,7 +53,6 @@ use proptest::prelude::*;
 use crate::ast::*;
 use crate::keywords::KEYWORDS;
 use crate::node_ref::NodeRef;
-use crate::plan::literal_value;
 use crate::value::Value;
 use crate::{parse_script, parse_statement};
 

@@ -5,13 +5,14 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use memtrace_engine::attrib::eval::{Evaluation, Score};
-use memtrace_engine::attrib::{AttributeRequest, ErrorType, Method, Verdict};
-use memtrace_engine::{Cancel, Database};
+use memtrace::attrib::eval::{Evaluation, Score};
+use memtrace::attrib::{AttributeRequest, ErrorType, Method, Verdict};
+use memtrace::prelude::*;
+use memtrace::{Cancel, Database};
 
-use crate::cli::Listing;
 use crate::error::Result;
-use crate::table;
+use crate::formats::Listing;
+use memtrace_table as table;
 
 /// Who verdicts stored by the command line are from.
 pub const AUTHOR: &str = "memtrace attribute";
@@ -44,14 +45,13 @@ fn cancel_token(method: Method) -> Cancel {
 }
 
 /// The error of an LLM run: a cancellation says that nothing is lost.
-fn llm_run_error(
-    method: Method,
-) -> impl Fn(memtrace_engine::EngineError) -> crate::error::CliError {
-    move |e| match e {
-        memtrace_engine::EngineError::Cancelled if method.needs_llm() => {
+fn llm_run_error(method: Method) -> impl Fn(memtrace::AnalysisError) -> crate::error::CliError {
+    move |e| {
+        if e.is_cancelled() && method.needs_llm() {
             crate::error::CliError::LlmCancelled
+        } else {
+            e.into()
         }
-        other => other.into(),
     }
 }
 
@@ -307,7 +307,7 @@ pub fn render_evaluation(e: &Evaluation, misses: usize) -> String {
 }
 
 /// The cost columns of an evaluation table.
-fn cost_cells(c: Option<&memtrace_engine::attrib::Cost>) -> Vec<String> {
+fn cost_cells(c: Option<&memtrace::attrib::Cost>) -> Vec<String> {
     match c {
         Some(c) => vec![
             c.calls.to_string(),
@@ -368,7 +368,7 @@ fn announce_llm(db: &Database) -> Result<()> {
 }
 
 /// A one-line account of what LLM calls cost.
-pub fn cost_line(c: &memtrace_engine::attrib::Cost) -> String {
+pub fn cost_line(c: &memtrace::attrib::Cost) -> String {
     format!(
         "{} call(s) sent, {} answered from the cache, {} tokens in, {} out{}, {:.1} s",
         c.calls,

@@ -6,16 +6,16 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use memtrace_engine::gen::set::{generate_set, GenSpec, MANIFEST};
-use memtrace_engine::gen::sim::{ErrorType, SimParams, System};
-use memtrace_engine::gen::style::Style;
-use memtrace_engine::{Database, ExportFormat, ImportOptions, Progress, TraceInfo};
+use memtrace::gen::set::{generate_set, GenSpec, MANIFEST};
+use memtrace::gen::sim::{ErrorType, SimParams, System};
+use memtrace::gen::style::Style;
+use memtrace::prelude::*;
+use memtrace::{Database, TraceInfo};
 
 use crate::error::{io, CliError, Result};
-use crate::table;
-
-/// The sample export bundled with memtrace (a real smartcomment 0.1.2 recording).
-pub const SAMPLE: &str = include_str!("../../tests/fixtures/sample_export.json");
+use crate::formats::{ExportAs, Listing};
+use crate::transfer::{export_to, import_into};
+use memtrace_table as table;
 
 const AFTER_HELP: &str = "\
 Without a subcommand memtrace opens its shell on the database: statements end with ';',
@@ -46,26 +46,6 @@ pub struct Cli {
     /// What to do; without a subcommand, the interactive shell opens.
     #[command(subcommand)]
     pub command: Option<Command>,
-}
-
-/// Output format of listings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Listing {
-    /// Aligned columns.
-    Table,
-    /// JSON.
-    Json,
-}
-
-/// Export formats.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ExportAs {
-    /// The smartcomment export object (with `data.annotations` when present).
-    Smartcomment,
-    /// Graphviz DOT.
-    Dot,
-    /// Mermaid flowchart.
-    Mermaid,
 }
 
 /// The subcommands.
@@ -139,7 +119,7 @@ pub enum Command {
         format: crate::query::QueryFormat,
         /// A parameter for `$name` in the statement, as NAME=VALUE (repeatable).
         #[arg(long = "param", value_parser = crate::query::parse_param)]
-        params: Vec<(String, memtrace_engine::Value)>,
+        params: Vec<(String, memtrace::Value)>,
     },
     /// Recall@k of BM25 pseudo-evidence against the known source evidence of failed cases.
     #[command(
@@ -147,7 +127,7 @@ pub enum Command {
     )]
     EvidenceRecall {
         /// Messages pseudo-evidence takes per case.
-        #[arg(long, default_value_t = memtrace_engine::attrib::DEFAULT_K)]
+        #[arg(long, default_value_t = memtrace::attrib::DEFAULT_K)]
         k: usize,
         /// Output format.
         #[arg(long, value_enum, default_value_t = Listing::Table)]
@@ -163,7 +143,7 @@ pub enum Command {
         trace: Option<String>,
         /// The attribution method.
         #[arg(long = "using", default_value = "evidence", value_parser = crate::attribute::parse_method)]
-        method: memtrace_engine::attrib::Method,
+        method: memtrace::attrib::Method,
         /// Output format: a summary table, or every verdict as JSON.
         #[arg(long, value_enum, default_value_t = Listing::Table)]
         format: Listing,
@@ -175,7 +155,7 @@ pub enum Command {
     Eval {
         /// The attribution method.
         #[arg(long, default_value = "evidence", value_parser = crate::attribute::parse_method)]
-        method: memtrace_engine::attrib::Method,
+        method: memtrace::attrib::Method,
         /// Only this trace (graph id or #ID).
         #[arg(long)]
         trace: Option<String>,
@@ -203,7 +183,7 @@ pub enum Command {
         trace: Option<String>,
         /// Whose verdicts to report.
         #[arg(long, default_value = "evidence", value_parser = crate::attribute::parse_method)]
-        method: memtrace_engine::attrib::Method,
+        method: memtrace::attrib::Method,
         /// Add a summary of each system's failure patterns written by the configured LLM
         /// (see the README's section on LLM endpoints).
         #[arg(long)]
@@ -242,7 +222,7 @@ pub enum Command {
         over: Option<String>,
         /// A parameter value for the patterns that take it, as NAME=VALUE (repeatable).
         #[arg(long = "param", value_parser = crate::query::parse_param)]
-        params: Vec<(String, memtrace_engine::Value)>,
+        params: Vec<(String, memtrace::Value)>,
         /// Example hits kept per pattern.
         #[arg(long, default_value_t = 3)]
         examples: usize,
@@ -281,7 +261,7 @@ pub enum Command {
     Feedback {
         /// Whose verdicts to read.
         #[arg(long, default_value = "evidence", value_parser = crate::attribute::parse_method)]
-        method: memtrace_engine::attrib::Method,
+        method: memtrace::attrib::Method,
         /// Only this trace (graph id or #ID).
         #[arg(long)]
         trace: Option<String>,
@@ -342,15 +322,6 @@ pub enum Command {
         /// Replace a set already in the output folder.
         #[arg(long)]
         force: bool,
-    },
-    /// Benchmarks; build with --release.
-    #[command(
-        after_help = "Example:\n  cargo run --release -p memtrace-repl -- bench import --variables 100000 --edges 200000"
-    )]
-    Bench {
-        /// Which benchmark.
-        #[command(subcommand)]
-        which: crate::bench::BenchCommand,
     },
     /// Write a synthetic export of a given size (for benchmarks and tests).
     #[command(hide = true)]
@@ -486,7 +457,6 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             crate::query::run(&cli.db, &source, format, &params)
         }
         Command::Demo => crate::demo::run(&cli.db),
-        Command::Bench { which } => crate::bench::run(which),
         Command::Gen {
             system,
             style,
@@ -662,17 +632,6 @@ fn gen(spec: &GenSpec, out: &std::path::Path, force: bool) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn progress_bar() -> ProgressBar {
-    let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
-    bar.set_style(
-        ProgressStyle::with_template(
-            "{spinner} [{elapsed_precise}] {wide_bar} {bytes}/{total_bytes} {msg}",
-        )
-        .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
-    bar
-}
-
 fn import(db: &std::path::Path, paths: &[PathBuf], force: bool) -> Result<ExitCode> {
     let db = Database::open(db)?;
     let (_, failed) = import_into(&db, paths, force, &mut std::io::stdout())?;
@@ -683,61 +642,6 @@ fn import(db: &std::path::Path, paths: &[PathBuf], force: bool) -> Result<ExitCo
     })
 }
 
-/// Imports `paths` into `db` with a progress bar on standard error, writing
-/// a line per stored trace and a summary to `out` and each failure to
-/// standard error. Returns (traces stored, files failed).
-pub fn import_into(
-    db: &Database,
-    paths: &[PathBuf],
-    force: bool,
-    out: &mut dyn Write,
-) -> Result<(usize, usize)> {
-    let bar = progress_bar();
-    let mut done_before = 0u64;
-    let mut current = 0u64;
-    let mut name = String::new();
-    let reports = db.import_paths(paths, &ImportOptions { force }, &mut |p| match p {
-        Progress::Planned { bytes, .. } => bar.set_length(bytes),
-        Progress::File { path, bytes } => {
-            done_before += current;
-            current = bytes;
-            bar.set_position(done_before);
-            name = path.display().to_string();
-            bar.set_message(name.clone());
-        }
-        Progress::Storing => bar.set_message(format!("{name} (validated, writing)")),
-        Progress::Read(n) => bar.set_position(done_before + n.min(current)),
-        Progress::FileDone => bar.set_position(done_before + current),
-    });
-    bar.finish_and_clear();
-    let (mut stored, mut failed) = (0usize, 0usize);
-    for r in &reports {
-        match &r.result {
-            Ok(traces) => {
-                for t in traces {
-                    stored += 1;
-                    writeln!(
-                        out,
-                        "imported {}: trace #{} {} ({} sessions, {} variables, {} ops, {} edges, {} cases)",
-                        r.path.display(), t.trace, t.graph_id, t.counts.sessions, t.counts.variables, t.counts.ops, t.counts.edges, t.counts.cases
-                    ).map_err(io("standard output"))?;
-                }
-            }
-            Err(e) => {
-                failed += 1;
-                eprintln!("error: {e}");
-            }
-        }
-    }
-    writeln!(
-        out,
-        "{stored} trace(s) stored from {} file(s); {failed} file(s) failed",
-        reports.len() - failed
-    )
-    .map_err(io("standard output"))?;
-    Ok((stored, failed))
-}
-
 fn export(
     db: &std::path::Path,
     trace: &str,
@@ -746,48 +650,6 @@ fn export(
 ) -> Result<ExitCode> {
     export_to(&Database::open_existing(db)?, trace, format, output)?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// Writes a trace of `db` to `output` (beside it first, then renamed) or to
-/// standard output.
-pub fn export_to(
-    db: &Database,
-    trace: &str,
-    format: ExportAs,
-    output: Option<PathBuf>,
-) -> Result<()> {
-    let view = db.trace(trace)?;
-    let format = match format {
-        ExportAs::Smartcomment => ExportFormat::Smartcomment,
-        ExportAs::Dot => ExportFormat::Dot,
-        ExportAs::Mermaid => ExportFormat::Mermaid,
-    };
-    match output {
-        Some(path) => {
-            // Write beside the target and rename, so a failed export leaves no half file.
-            let mut tmp = path.clone().into_os_string();
-            tmp.push(".partial");
-            let tmp = PathBuf::from(tmp);
-            let written = (|| -> Result<()> {
-                let file = std::fs::File::create(&tmp).map_err(io(tmp.display()))?;
-                let mut w = std::io::BufWriter::new(file);
-                view.export(format, &mut w)?;
-                w.flush().map_err(io(tmp.display()))?;
-                std::fs::rename(&tmp, &path).map_err(io(path.display()))
-            })();
-            if written.is_err() {
-                let _ = std::fs::remove_file(&tmp);
-            }
-            written?;
-        }
-        None => {
-            let stdout = std::io::stdout();
-            let mut w = std::io::BufWriter::new(stdout.lock());
-            view.export(format, &mut w)?;
-            w.flush().map_err(io("standard output"))?;
-        }
-    }
-    Ok(())
 }
 
 fn stats(db: &Database, format: Listing) -> Result<ExitCode> {
@@ -890,7 +752,7 @@ fn evidence_recall(db: &Database, k: usize, format: Listing) -> Result<ExitCode>
         return Err(CliError::Usage("--k must be at least 1".into()));
     }
     let report = db.evidence_recall(k)?;
-    let json_of = |r: &memtrace_engine::attrib::Recall| {
+    let json_of = |r: &memtrace::attrib::Recall| {
         serde_json::json!({
             "cases": r.cases, "items": r.items, "found": r.found, "complete": r.complete,
             "recall": r.micro(), "complete_share": r.complete_share(),
@@ -907,7 +769,7 @@ fn evidence_recall(db: &Database, k: usize, format: Listing) -> Result<ExitCode>
             println!("{}", serde_json::to_string_pretty(&v)?);
         }
         Listing::Table => {
-            let row = |name: &str, r: &memtrace_engine::attrib::Recall| {
+            let row = |name: &str, r: &memtrace::attrib::Recall| {
                 vec![
                     name.to_string(),
                     r.cases.to_string(),
@@ -993,14 +855,14 @@ fn synth(
     let file = std::fs::File::create(output).map_err(io(output.display()))?;
     let mut w = std::io::BufWriter::new(file);
     for i in 0..traces {
-        let spec = memtrace_engine::synth::SynthSpec {
+        let spec = memtrace::synth::SynthSpec {
             graph_id: format!("synth-{seed}-{i}"),
             variables,
             edges,
             sessions,
             seed: seed.wrapping_add(i as u64),
         };
-        memtrace_engine::synth::write_export(&spec, &mut w).map_err(io(output.display()))?;
+        memtrace::synth::write_export(&spec, &mut w).map_err(io(output.display()))?;
         w.write_all(b"\n").map_err(io(output.display()))?;
     }
     w.flush().map_err(io(output.display()))?;

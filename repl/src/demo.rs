@@ -7,15 +7,16 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
-use memtrace_engine::attrib::{ErrorType, Method};
-use memtrace_engine::gen::set::{generate_set, GenSpec};
-use memtrace_engine::{Cancel, Database, ImportOptions, InputFormat, Params};
+use memtrace::attrib::{ErrorType, Method};
+use memtrace::gen::set::{generate_set, GenSpec};
+use memtrace::prelude::*;
+use memtrace::{Cancel, Database, ImportOptions, InputFormat, Params};
 
 use crate::attribute::{attribute_all, render_evaluation, split_rows, trace_bar, SPLIT_HEADER};
-use crate::cli::SAMPLE;
 use crate::error::{io, Result};
 use crate::query::QueryFormat;
-use crate::table;
+use crate::transfer::SAMPLE;
+use memtrace_table as table;
 
 /// The demo's generated set: one trace of each system, small conversations.
 fn demo_spec() -> GenSpec {

@@ -5,9 +5,15 @@ use thiserror::Error;
 /// What can end a command with an error.
 #[derive(Debug, Error)]
 pub enum CliError {
-    /// The engine failed.
+    /// The database failed.
     #[error(transparent)]
-    Engine(#[from] memtrace_engine::EngineError),
+    Engine(#[from] memtrace::EngineError),
+    /// An analysis failed.
+    #[error(transparent)]
+    Analysis(#[from] memtrace::AnalysisError),
+    /// Generating a set failed.
+    #[error(transparent)]
+    Gen(#[from] memtrace::gen::GenError),
     /// A file could not be read or written.
     #[error("{path}: {source}")]
     Io {
@@ -25,9 +31,6 @@ pub enum CliError {
     /// An LLM run was stopped with Ctrl-C.
     #[error("cancelled; the answers received so far are cached in the database, so running the same command again resumes at no cost")]
     LlmCancelled,
-    /// A benchmark step failed.
-    #[error("benchmark: {0}")]
-    Bench(String),
 }
 
 /// Result type of the tool.

@@ -1,19 +1,15 @@
 //! The `memtrace` command-line tool and shell: import, query, export and inspect traces of LLM memory systems.
 
-mod attr_bench;
 mod attribute;
-mod bench;
 mod cli;
 mod demo;
 mod error;
-mod llm_bench;
-mod pattern_bench;
+mod formats;
 mod patterns;
 mod query;
 mod serve;
 mod shell;
-mod suite;
-mod table;
+mod transfer;
 mod tree;
 
 use std::process::ExitCode;

@@ -7,14 +7,15 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use clap::ValueEnum;
-use memtrace_engine::patterns::{PatternOutcome, PatternReport, PatternSpec, RunOptions};
-use memtrace_engine::{to_json, Cancel, Database, Value};
+use memtrace::patterns::{PatternOutcome, PatternReport, PatternSpec, RunOptions};
+use memtrace::prelude::*;
+use memtrace::{to_json, Cancel, Database, Value};
 use serde::Deserialize;
 use serde_json::json;
 
 use crate::attribute::trace_bar;
 use crate::error::{io, CliError, Result};
-use crate::table;
+use memtrace_table as table;
 
 /// Output formats of `memtrace patterns` and `memtrace check`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

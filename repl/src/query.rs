@@ -7,13 +7,13 @@ use std::process::ExitCode;
 use clap::ValueEnum;
 use std::collections::HashMap;
 
-use memtrace_engine::{
+use memtrace::{
     columns_of, to_json, traverse_columns, Cancel, Database, EngineError, Output, Params, Plan,
     Value,
 };
 
 use crate::error::{io, CliError, Result};
-use crate::table;
+use memtrace_table as table;
 
 /// Output formats of query results.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

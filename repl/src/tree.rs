@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use memtrace_engine::{dot_escape, mermaid_escape, Value};
+use memtrace::{dot_escape, mermaid_escape, Value};
 
 /// One node of the drawn tree: its children in the order first met.
 #[derive(Debug, Default)]

@@ -2,7 +2,7 @@
 //! order, and every variable-length string inside a key is length-prefixed so
 //! that no string is a prefix of another's encoding by accident.
 
-use crate::{LocalId, TraceId};
+use crate::ids::{LocalId, TraceId};
 
 /// Key of a trace record: the trace id.
 pub fn trace_key(trace: TraceId) -> [u8; 4] {

@@ -12,23 +12,16 @@
 #![deny(missing_docs)]
 
 pub mod error;
+mod ids;
 pub mod keys;
-pub mod peer;
 pub mod records;
 pub mod store;
 pub mod values;
 
 pub use error::StorageError;
+pub use ids::{LocalId, Result, TraceId};
 pub use records::{
     AttributionRecord, CaseRecord, EdgeRecord, LogEvent, OpRecord, PatternRecord, SessionRecord,
     Shared, TraceRecord, ValueRef, VarRecord,
 };
 pub use store::{cf, dir_bytes, ReadView, Store, StoreOptions, TraceWriter, SCHEMA_VERSION};
-
-/// A dense trace id, assigned at import, never reused.
-pub type TraceId = u32;
-/// A per-trace local id of a session, variable, op, edge or case, in insertion order.
-pub type LocalId = u32;
-
-/// Result type of this crate.
-pub type Result<T, E = StorageError> = std::result::Result<T, E>;

@@ -7,7 +7,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{LocalId, StorageError, TraceId};
+use crate::error::StorageError;
+use crate::ids::{LocalId, TraceId};
 
 /// A per-record copy of a trace-level string (`graph_id`, `user_id`, `project_id`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]

@@ -12,13 +12,14 @@ use rocksdb::{
 };
 use serde::de::DeserializeOwned;
 
+use crate::error::StorageError;
+use crate::ids::{LocalId, Result, TraceId};
 use crate::keys::{self, IdKind, RecordKind};
 use crate::records::{
     decode, encode, AttributionRecord, CaseRecord, Counts, EdgeRecord, LogEvent, OpRecord,
     PatternRecord, SessionRecord, TraceRecord, ValueRef, VarRecord,
 };
 use crate::values::{decode_value, encode_value, hex, value_ref};
-use crate::{LocalId, Result, StorageError, TraceId};
 
 /// The schema version this build writes and reads.
 pub const SCHEMA_VERSION: u32 = 1;

@@ -5,7 +5,8 @@
 //! once. The payload starts with one flag byte: 0 for raw UTF-8, 1 for LZ4
 //! with the uncompressed size prepended.
 
-use crate::{StorageError, ValueRef};
+use crate::error::StorageError;
+use crate::records::ValueRef;
 
 const RAW: u8 = 0;
 const LZ4: u8 = 1;

@@ -7,12 +7,11 @@ use std::io::Read;
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
-use memtrace_engine::attrib::evidence::{evidence, MessageIndex};
-use memtrace_engine::attrib::pyvalue::unrepr;
-use memtrace_engine::attrib::{
-    case, flow, ErrorType, LabelInput, StoredVerdict, TraceModel, HUMAN,
-};
-use memtrace_engine::{
+use memtrace::attrib::evidence::{evidence, MessageIndex};
+use memtrace::attrib::pyvalue::unrepr;
+use memtrace::attrib::{case, flow, ErrorType, LabelInput, StoredVerdict, TraceModel, HUMAN};
+use memtrace::prelude::*;
+use memtrace::{
     json_kind, traverse_columns, Cancel, Database, ImportOptions, InputFormat, Output, Params,
     Plan, TraceId, TraceInfo, TraceView, Value as QValue,
 };
@@ -170,7 +169,7 @@ fn verdict_json(s: &StoredVerdict) -> Value {
         "confidence": v.confidence,
         "reason": v.reason,
         "author": s.author,
-        "at": memtrace_engine::iso_utc(s.at_ms),
+        "at": memtrace::iso_utc(s.at_ms),
         "model": v.model,
         "chain": v.chain,
     })
@@ -576,7 +575,7 @@ impl Api {
         let ctx = self.db.failed_case(trace, case)?;
         let (m, c) = (&ctx.model, &ctx.case);
         let index = MessageIndex::new(m);
-        let ev = evidence(m, &index, c, memtrace_engine::attrib::DEFAULT_K);
+        let ev = evidence(m, &index, c, memtrace::attrib::DEFAULT_K);
         let origin = serde_json::to_value(ev.origin)?;
         let evidence_list: Vec<Value> = ev
             .items
@@ -747,8 +746,8 @@ impl Api {
                 Ok(nodes.len() <= MAX_GRAPH_NODES * 4)
             })?;
         let dir = match p.direction {
-            memtrace_engine::WalkDirection::Backward => "backward",
-            memtrace_engine::WalkDirection::Forward => "forward",
+            memtrace::WalkDirection::Backward => "backward",
+            memtrace::WalkDirection::Forward => "forward",
         };
         // The starts are the first node rows (the traversal emits them first).
         let starts: Vec<String> = nodes.iter().take(p.starts.len().max(1)).cloned().collect();
@@ -787,8 +786,8 @@ impl Api {
             .ok_or_else(|| ApiError::bad("node: missing (a full node id)"))?;
         let dir = direction(t)?;
         let var = match view.resolve(node)? {
-            memtrace_engine::Node::Variable(v) => v,
-            memtrace_engine::Node::Operation(o) => {
+            memtrace::Node::Variable(v) => v,
+            memtrace::Node::Operation(o) => {
                 return Err(ApiError::bad(format!(
                     "node: {} is an op; expand a variable",
                     o.op_id
@@ -827,8 +826,8 @@ impl Api {
     fn node(&self, trace: &str, node: &str) -> Result<Reply, ApiError> {
         let view = self.db.trace(trace)?;
         let var = match view.resolve(node)? {
-            memtrace_engine::Node::Variable(v) => v,
-            memtrace_engine::Node::Operation(o) => {
+            memtrace::Node::Variable(v) => v,
+            memtrace::Node::Operation(o) => {
                 let s = self.structure(&view)?;
                 return Ok(Reply::ok(&json!({"op": s.op_json(&o.op_id)})));
             }
@@ -837,7 +836,7 @@ impl Api {
         let value = var.value.clone().unwrap_or_default();
         let chars = value.chars().count();
         let shown: String = value.chars().take(MAX_VALUE_CHARS).collect();
-        let ops = |edges: Vec<memtrace_engine::Edge>| -> Vec<Value> {
+        let ops = |edges: Vec<memtrace::Edge>| -> Vec<Value> {
             let mut ids: Vec<String> = Vec::new();
             for e in edges {
                 if !ids.contains(&e.op_id) {
@@ -906,7 +905,7 @@ impl Api {
                     return Ok(false);
                 }
                 rows.push(Value::Array(
-                    row.iter().map(memtrace_engine::to_json).collect(),
+                    row.iter().map(memtrace::to_json).collect(),
                 ));
                 Ok(true)
             })?;
@@ -969,7 +968,7 @@ impl Api {
     }
 }
 
-fn label_json(l: &memtrace_engine::attrib::Label) -> Value {
+fn label_json(l: &memtrace::attrib::Label) -> Value {
     json!({
         "seq": l.seq,
         "trace": l.graph_id,
@@ -979,7 +978,7 @@ fn label_json(l: &memtrace_engine::attrib::Label) -> Value {
         "op_name": l.op_name,
         "reason": l.reason,
         "author": l.author,
-        "at": memtrace_engine::iso_utc(l.at_ms),
+        "at": memtrace::iso_utc(l.at_ms),
     })
 }
 

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use memtrace_engine::EngineError;
+use memtrace::{AnalysisError, EngineError};
 use serde_json::{json, Value};
 
 /// An answer to a request.
@@ -96,15 +96,18 @@ impl From<EngineError> for ApiError {
     fn from(e: EngineError) -> ApiError {
         let message = e.to_string();
         let (status, kind) = match &e {
-            EngineError::UnknownTrace(_)
-            | EngineError::UnknownNode { .. }
-            | EngineError::UnknownCase { .. } => (404, "not_found"),
+            EngineError::UnknownTrace(_) | EngineError::UnknownNode { .. } => (404, "not_found"),
             EngineError::Query(_) => (400, "query_error"),
             EngineError::BadRequest(_)
             | EngineError::AmbiguousTrace { .. }
             | EngineError::Invalid { .. } => (400, "bad_request"),
             EngineError::AlreadyStored { .. } => (409, "conflict"),
             EngineError::Cancelled => (503, "timeout"),
+            EngineError::Extension(inner) => match inner.downcast_ref::<AnalysisError>() {
+                Some(AnalysisError::UnknownCase { .. }) => (404, "not_found"),
+                Some(AnalysisError::BadRequest(_)) => (400, "bad_request"),
+                _ => (500, "internal"),
+            },
             _ => (500, "internal"),
         };
         ApiError {
@@ -112,6 +115,12 @@ impl From<EngineError> for ApiError {
             kind,
             message,
         }
+    }
+}
+
+impl From<AnalysisError> for ApiError {
+    fn from(e: AnalysisError) -> ApiError {
+        ApiError::from(EngineError::from(e))
     }
 }
 

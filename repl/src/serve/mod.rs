@@ -12,7 +12,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use memtrace_engine::Database;
+use memtrace::Database;
 
 pub use api::Api;
 use http::ApiError;
@@ -145,9 +145,7 @@ const SERVE_FILE: &str = "serve.json";
 /// When an error says another process holds the database and that process
 /// is `memtrace serve`, how to reach the data through it instead.
 pub fn busy_hint(db_path: &Path, err: &CliError) -> Option<String> {
-    let CliError::Engine(memtrace_engine::EngineError::Storage(
-        memtrace_engine::StorageError::InUse(_),
-    )) = err
+    let CliError::Engine(memtrace::EngineError::Storage(memtrace::StorageError::InUse(_))) = err
     else {
         return None;
     };

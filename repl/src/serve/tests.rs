@@ -3,10 +3,11 @@
 
 use std::time::Duration;
 
-use memtrace_engine::attrib::{AttributeRequest, Method};
-use memtrace_engine::gen::set::{generate_trace, GenSpec};
-use memtrace_engine::gen::sim::System;
-use memtrace_engine::{Cancel, Database, ImportOptions, InputFormat};
+use memtrace::attrib::{AttributeRequest, Method};
+use memtrace::gen::set::{generate_trace, GenSpec};
+use memtrace::gen::sim::System;
+use memtrace::prelude::*;
+use memtrace::{Cancel, Database, ImportOptions, InputFormat};
 use serde_json::{json, Value};
 
 use super::{loopback_host, Api};

@@ -1,6 +1,22 @@
 //! `:help` and `:help TOPIC`: every statement with an example, and the
 //! shell's own commands.
 
+/// The shell's commands with what they take (shown as a hint).
+pub const META: &[(&str, &str)] = &[
+    (":help", "[topic]"),
+    (":format", "table|json|csv|tree|dot|mermaid"),
+    (":timing", "on|off"),
+    (":open", "PATH"),
+    (":import", "PATH..."),
+    (":export", "TRACE FILE"),
+    (":param", "NAME=VALUE"),
+    (":unset", "NAME"),
+    (":quit", ""),
+];
+
+/// The names of the output formats, as `:format` takes them.
+pub const QUERY_FORMATS: &[&str] = &["table", "json", "csv", "tree", "dot", "mermaid"];
+
 /// The topics `:help` knows, with their text. The first line of each is its
 /// summary in the overview.
 const TOPICS: &[(&str, &str)] = &[
@@ -257,9 +273,9 @@ mod tests {
     #[test]
     fn every_example_parses_and_plans() {
         let dir = tempfile::tempdir().unwrap();
-        let db = memtrace_engine::Database::open(dir.path().join("db")).unwrap();
-        let params: memtrace_engine::Params =
-            [("start".to_string(), memtrace_engine::Value::Str("x".into()))].into();
+        let db = memtrace::Database::open(dir.path().join("db")).unwrap();
+        let params: memtrace::Params =
+            [("start".to_string(), memtrace::Value::Str("x".into()))].into();
         let mut seen = 0;
         for (name, body) in TOPICS {
             for line in body.lines().map(str::trim) {

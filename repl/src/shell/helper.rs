@@ -4,17 +4,17 @@
 use std::borrow::Cow;
 use std::sync::{Arc, RwLock};
 
-use memtrace_engine::attrib::Method;
-use memtrace_engine::{field_names, FIND_KINDS, KEYWORDS, OUTPUTS, SUBJECTS};
+use memtrace::attrib::Method;
+use memtrace::{field_names, FIND_KINDS, KEYWORDS, OUTPUTS, SUBJECTS};
 use rustyline::completion::{Completer, FilenameCompleter, Pair};
 use rustyline::highlight::{CmdKind, Highlighter};
 use rustyline::hint::{Hinter, HistoryHinter};
 use rustyline::validate::{ValidationContext, ValidationResult, Validator};
 use rustyline::{Context, Helper};
 
+use super::help::{META, QUERY_FORMATS};
 use super::lex::{self, Kind};
 use super::names::{List, Names};
-use super::{META, QUERY_FORMATS};
 
 /// What the helper knows of the session: the names in the open database
 /// and the parameters that are set.

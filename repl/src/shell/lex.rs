@@ -3,7 +3,7 @@
 //! completion and the "is this statement finished?" check agree with the
 //! grammar on strings and comments.
 
-use memtrace_engine::KEYWORDS;
+use memtrace::KEYWORDS;
 
 /// What a token is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -19,34 +19,19 @@ use std::thread::JoinHandle;
 use std::time::Instant;
 
 use clap::ValueEnum;
-use memtrace_engine::{Cancel, Database, EngineError, Params, Plan, Value};
+use memtrace::{Cancel, Database, EngineError, Params, Plan, Value};
 use rustyline::config::{ColorMode, CompletionType, Config};
 use rustyline::error::ReadlineError;
 use rustyline::history::FileHistory;
 use rustyline::Editor;
 
-use crate::cli::ExportAs;
 use crate::error::{CliError, Result};
+use crate::formats::ExportAs;
 use crate::query::{print_result, QueryFormat};
 
+use help::{META, QUERY_FORMATS};
 use helper::{Known, ShellHelper};
 use names::Names;
-
-/// The shell's commands with what they take (shown as a hint).
-pub const META: &[(&str, &str)] = &[
-    (":help", "[topic]"),
-    (":format", "table|json|csv|tree|dot|mermaid"),
-    (":timing", "on|off"),
-    (":open", "PATH"),
-    (":import", "PATH..."),
-    (":export", "TRACE FILE"),
-    (":param", "NAME=VALUE"),
-    (":unset", "NAME"),
-    (":quit", ""),
-];
-
-/// The names of the output formats, as `:format` takes them.
-pub const QUERY_FORMATS: &[&str] = &["table", "json", "csv", "tree", "dot", "mermaid"];
 
 const PROMPT: &str = "memtrace> ";
 
@@ -211,7 +196,7 @@ impl Session {
         self.path = path.to_path_buf();
         self.db = match Database::open_existing(path) {
             Ok(db) => Some(Arc::new(db)),
-            Err(EngineError::Storage(memtrace_engine::StorageError::Missing(_))) => None,
+            Err(EngineError::Storage(memtrace::StorageError::Missing(_))) => None,
             Err(e) => return Err(e.into()),
         };
         self.reload_names();
@@ -324,7 +309,7 @@ impl Session {
                 return false;
             }
         };
-        let width = crate::table::terminal_width();
+        let width = memtrace_table::terminal_width();
         for (i, stmt) in statements.iter().enumerate() {
             let cancel = Cancel::new();
             *self.running.lock().unwrap_or_else(|p| p.into_inner()) = Some(cancel.clone());
@@ -401,7 +386,7 @@ impl Session {
                         db
                     }
                 };
-                let (_, failed) = crate::cli::import_into(&db, &paths, false, out)?;
+                let (_, failed) = crate::transfer::import_into(&db, &paths, false, out)?;
                 self.reload_names();
                 if failed > 0 {
                     return Err(CliError::Usage(format!(
@@ -418,7 +403,7 @@ impl Session {
                     Some("mmd" | "mermaid") => ExportAs::Mermaid,
                     _ => ExportAs::Smartcomment,
                 };
-                crate::cli::export_to(&db, &trace, format, Some(file.clone()))?;
+                crate::transfer::export_to(&db, &trace, format, Some(file.clone()))?;
                 writeln!(out, "wrote {}", file.display()).map_err(w)?;
             }
             Meta::Param(None) => {
@@ -428,7 +413,7 @@ impl Session {
                     writeln!(out, "no parameters set (:param NAME=VALUE)").map_err(w)?;
                 }
                 for n in names {
-                    let v = memtrace_engine::to_json(&self.params[n]);
+                    let v = memtrace::to_json(&self.params[n]);
                     writeln!(out, "${n} = {v}").map_err(w)?;
                 }
             }
@@ -668,7 +653,7 @@ mod tests {
     fn a_session_imports_queries_and_survives_errors() {
         let dir = tempfile::tempdir().unwrap();
         let sample = dir.path().join("sample.json");
-        std::fs::write(&sample, crate::cli::SAMPLE).unwrap();
+        std::fs::write(&sample, crate::transfer::SAMPLE).unwrap();
         let mut s = Session::new(&dir.path().join("db")).unwrap();
         let (_, _, err) = run(&mut s, "SHOW TRACES;");
         assert!(err.contains("no database at"), "{err}");

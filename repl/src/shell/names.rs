@@ -4,8 +4,9 @@
 
 use std::collections::BTreeSet;
 
-use memtrace_engine::attrib::{ErrorType, Method};
-use memtrace_engine::{Cancel, Database, Params, Result};
+use memtrace::attrib::{ErrorType, Method};
+use memtrace::prelude::*;
+use memtrace::{Cancel, Database, Params, Result};
 
 /// Distinct names found in the database, each list sorted.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -136,8 +137,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let db = Database::open(dir.path().join("db")).unwrap();
         db.import_reader(
-            crate::cli::SAMPLE.as_bytes(),
-            memtrace_engine::InputFormat::Json,
+            crate::transfer::SAMPLE.as_bytes(),
+            memtrace::InputFormat::Json,
             "sample",
             &Default::default(),
         )

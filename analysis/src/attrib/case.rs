@@ -1,0 +1,223 @@
+//! Failed cases: from a trace's MemTraceBench annotations when it has them,
+//! otherwise from every `llm-judge` op whose `judge_score` is 0.
+//!
+//! A case carries what an attributor may read: the question, the gold
+//! answer, the prediction, the judge's response and the source evidence.
+//! Labels (`final_error_type`, `final_op_id`) are not part of it; only
+//! evaluation reads them, from [`crate::Case`].
+
+use memtrace_engine::CaseOrigin;
+use serde::Serialize;
+use serde_json::Value;
+
+use super::model::TraceModel;
+use super::pyvalue::{pieces, unrepr};
+use memtrace_engine::Case;
+use memtrace_engine::TraceId;
+
+/// A failed question, as the attributors see it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FailedCase {
+    /// The trace.
+    pub trace: TraceId,
+    /// The trace's graph id.
+    pub graph_id: String,
+    /// The memory system (the trace's `project_id`).
+    pub system: Option<String>,
+    /// The case's name: its query's full node id, or the judge op id.
+    pub id: String,
+    /// Full node id of the query variable, when found.
+    pub query_node: Option<String>,
+    /// The question.
+    pub query: String,
+    /// The gold answer(s).
+    pub gold: Vec<String>,
+    /// The system's answer.
+    pub prediction: String,
+    /// The judge's response, when recorded.
+    pub judge_response: Option<String>,
+    /// Full node ids of the source evidence (annotation, or the query's
+    /// `metadata.evidence`); empty when neither names any.
+    pub source_evidence: Vec<String>,
+    /// Where the case came from.
+    pub origin: CaseOrigin,
+}
+
+fn golds(v: &Value) -> Vec<String> {
+    match v {
+        Value::String(s) => vec![s.clone()],
+        Value::Array(a) => a
+            .iter()
+            .map(|x| match x {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            })
+            .collect(),
+        Value::Null => Vec::new(),
+        other => vec![other.to_string()],
+    }
+}
+
+/// The evidence a query variable's `metadata.evidence` names, as full node ids.
+fn query_evidence(model: &TraceModel, query: usize) -> Vec<String> {
+    let Some(list) = model.vars[query]
+        .metadata
+        .get("evidence")
+        .and_then(Value::as_array)
+    else {
+        return Vec::new();
+    };
+    list.iter()
+        .filter_map(Value::as_str)
+        .map(|name| match model.var(name) {
+            Some(v) => model.vars[v].full_node_id.clone(),
+            None => name.to_string(),
+        })
+        .collect()
+}
+
+/// The failed cases of a trace: its annotations (`cases`, as stored) when
+/// there are any, else the `llm-judge` ops that scored 0.
+pub fn failed_cases(model: &TraceModel, cases: &[Case]) -> Vec<FailedCase> {
+    if !cases.is_empty() {
+        return cases
+            .iter()
+            .enumerate()
+            .map(|(i, c)| from_annotation(model, i, c))
+            .collect();
+    }
+    (0..model.ops.len())
+        .filter_map(|op| from_judge(model, op))
+        .collect()
+}
+
+fn from_annotation(model: &TraceModel, i: usize, c: &Case) -> FailedCase {
+    let query_var = c.query_id.as_deref().and_then(|q| model.var(q));
+    let mut evidence: Vec<String> = c
+        .source_evidence_ids
+        .iter()
+        .map(|e| match model.var(e) {
+            Some(v) => model.vars[v].full_node_id.clone(),
+            None => e.clone(),
+        })
+        .collect();
+    if evidence.is_empty() {
+        if let Some(q) = query_var {
+            evidence = query_evidence(model, q);
+        }
+    }
+    let query = c
+        .query
+        .clone()
+        .or_else(|| query_var.map(|q| unrepr(model.value(q))))
+        .unwrap_or_default();
+    FailedCase {
+        trace: model.info.id,
+        graph_id: model.info.graph_id.clone(),
+        system: model.info.project_id.clone(),
+        id: c
+            .query_id
+            .clone()
+            .unwrap_or_else(|| format!("annotation {}", i + 1)),
+        query_node: query_var.map(|q| model.vars[q].full_node_id.clone()),
+        query,
+        gold: golds(&c.golden_answers),
+        prediction: c.prediction.clone().unwrap_or_default(),
+        judge_response: None,
+        source_evidence: evidence,
+        origin: CaseOrigin::Annotation(i),
+    }
+}
+
+/// Whether an op of this name is a judge op (`llm-judge`).
+pub fn is_judge_name(name: &str) -> bool {
+    name.eq_ignore_ascii_case("llm-judge") || name.eq_ignore_ascii_case("llm_judge")
+}
+
+/// Whether `op` is a judge op.
+fn is_judge(model: &TraceModel, op: usize) -> bool {
+    model.ops[op].op_name.as_deref().is_some_and(is_judge_name)
+}
+
+fn from_judge(model: &TraceModel, op: usize) -> Option<FailedCase> {
+    if !is_judge(model, op) {
+        return None;
+    }
+    let find =
+        |vars: &[usize], class: &str| vars.iter().copied().find(|&v| model.class(v) == class);
+    let (ins, outs) = (model.inputs(op), model.outputs(op));
+    let score = find(outs, "judge_score")?;
+    let score: f64 = unrepr(model.value(score)).trim().parse().ok()?;
+    if score != 0.0 {
+        return None;
+    }
+    let query = find(ins, "query").or_else(|| {
+        ins.iter()
+            .copied()
+            .find(|&v| model.vars[v].category.as_deref() == Some("message & query"))
+    });
+    let gold = find(ins, "golden_answers")
+        .map(|g| pieces(model.value(g)))
+        .unwrap_or_default();
+    let prediction = find(ins, "prediction")
+        .map(|p| unrepr(model.value(p)))
+        .unwrap_or_default();
+    let judge_response = find(outs, "judge_response")
+        .or_else(|| find(ins, "judge_response"))
+        .map(|r| unrepr(model.value(r)));
+    Some(FailedCase {
+        trace: model.info.id,
+        graph_id: model.info.graph_id.clone(),
+        system: model.info.project_id.clone(),
+        id: query.map_or_else(
+            || model.ops[op].op_id.clone(),
+            |q| model.vars[q].full_node_id.clone(),
+        ),
+        query_node: query.map(|q| model.vars[q].full_node_id.clone()),
+        query: query.map(|q| unrepr(model.value(q))).unwrap_or_default(),
+        gold,
+        prediction,
+        judge_response,
+        source_evidence: query.map(|q| query_evidence(model, q)).unwrap_or_default(),
+        origin: CaseOrigin::Judge(model.ops[op].op_id.clone()),
+    })
+}
+
+impl super::verdict::Verdict {
+    /// A verdict on `case` by `method` that names nothing yet: no error
+    /// type, no op, confidence 0, an empty reason and chain.
+    pub fn undecided(case: &FailedCase, method: super::verdict::Method, micros: u64) -> Self {
+        super::verdict::Verdict {
+            trace: case.trace,
+            graph_id: case.graph_id.clone(),
+            system: case.system.clone(),
+            case: case.id.clone(),
+            query: case.query.clone(),
+            error_type: None,
+            op_id: None,
+            op_name: None,
+            confidence: 0.0,
+            reason: String::new(),
+            chain: Vec::new(),
+            method: method.name().into(),
+            version: method.version().into(),
+            micros,
+            model: None,
+            cost: None,
+        }
+    }
+}
+
+/// Whether `reference` names `case` in `model`.
+pub(crate) fn names_case(model: &TraceModel, case: &FailedCase, reference: &str) -> bool {
+    if case.id == reference || case.query_node.as_deref() == Some(reference) {
+        return true;
+    }
+    if let CaseOrigin::Judge(op) = &case.origin {
+        if op == reference {
+            return true;
+        }
+    }
+    let resolved = model.var(reference).map(|v| &model.vars[v].full_node_id);
+    resolved.is_some() && resolved == case.query_node.as_ref()
+}

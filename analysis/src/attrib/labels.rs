@@ -1,0 +1,288 @@
+//! Labels: a person's verdict on a failed case (error type, faulty op,
+//! reason), appended with its author and time beside the attributors'
+//! verdicts, never overwriting an earlier one, and exported as MemTraceBench
+//! `data.annotations`.
+
+use serde_json::{json, Map, Value};
+
+use super::attribute::Attribute;
+use super::case::{names_case, FailedCase};
+use super::model::TraceModel;
+use super::stored::StoredVerdict;
+use super::traces::trace_cases;
+use super::verdict::{ErrorType, Verdict};
+use crate::error::{AnalysisError, Result};
+use memtrace_engine::iso_utc;
+use memtrace_engine::now_ms;
+use memtrace_engine::CaseOrigin;
+use memtrace_engine::TraceId;
+use memtrace_engine::{Database, TraceView};
+
+/// The method name under which labels are stored among the verdicts
+/// (`FIND attributions WHERE method = 'human'` lists them).
+pub const HUMAN: &str = "human";
+
+/// The longest author name a label takes, in characters.
+pub const MAX_AUTHOR: usize = 100;
+
+/// The longest reason a label takes, in characters.
+pub const MAX_REASON: usize = 10_000;
+
+/// What a person says about a failed case.
+#[derive(Debug, Clone, Copy)]
+pub struct LabelInput<'a> {
+    /// The error type.
+    pub error_type: ErrorType,
+    /// The earliest decisive faulty op (an op id of the trace).
+    pub op_id: &'a str,
+    /// Why (may be empty).
+    pub reason: &'a str,
+    /// Who says so.
+    pub author: &'a str,
+}
+
+/// A stored label.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Label {
+    /// Its place among the trace's stored verdicts and labels, from 1.
+    pub seq: u64,
+    /// When it was stored, in milliseconds since the Unix epoch.
+    pub at_ms: u64,
+    /// The trace.
+    pub trace: TraceId,
+    /// The trace's graph id.
+    pub graph_id: String,
+    /// The case's name (its query's full node id, or its judge op id).
+    pub case: String,
+    /// The error type.
+    pub error_type: ErrorType,
+    /// The faulty op.
+    pub op_id: String,
+    /// That op's name.
+    pub op_name: Option<String>,
+    /// Why.
+    pub reason: String,
+    /// Who labelled it.
+    pub author: String,
+}
+
+impl Label {
+    fn from_stored(s: &StoredVerdict) -> Option<Label> {
+        let v = &s.verdict;
+        if v.method != HUMAN {
+            return None;
+        }
+        Some(Label {
+            seq: s.seq,
+            at_ms: s.at_ms,
+            trace: v.trace,
+            graph_id: v.graph_id.clone(),
+            case: v.case.clone(),
+            error_type: v.error_type?,
+            op_id: v.op_id.clone()?,
+            op_name: v.op_name.clone(),
+            reason: v.reason.clone(),
+            author: s.author.clone(),
+        })
+    }
+}
+
+/// A failed case found by its reference, with its trace read whole.
+pub struct CaseContext<'db> {
+    /// The trace.
+    pub view: TraceView<'db>,
+    /// The trace in memory.
+    pub model: TraceModel,
+    /// The case.
+    pub case: FailedCase,
+}
+
+fn check_text(field: &str, text: &str, max: usize, required: bool) -> Result<()> {
+    if required && text.trim().is_empty() {
+        return Err(AnalysisError::BadRequest(format!(
+            "{field}: must not be empty"
+        )));
+    }
+    let n = text.chars().count();
+    if n > max {
+        return Err(AnalysisError::BadRequest(format!(
+            "{field}: {n} characters, at most {max} are allowed"
+        )));
+    }
+    if let Some(c) = text
+        .chars()
+        .find(|c| c.is_control() && !matches!(c, '\n' | '\t' | '\r'))
+    {
+        return Err(AnalysisError::BadRequest(format!(
+            "{field}: holds the control character {:?}",
+            c
+        )));
+    }
+    Ok(())
+}
+
+/// Labels that people add to failed cases, and export of labelled traces.
+pub trait Labels {
+    /// The failed case of a trace (graph id or `#ID`) that `reference` names:
+    /// its name, its query's full name or full node id, or its judge op id.
+    fn failed_case(&self, trace: &str, reference: &str) -> Result<CaseContext<'_>>;
+
+    /// Appends a label to a failed case: a new record with its author and
+    /// time; earlier labels of the case stay as they are. The op must be one
+    /// of the trace's ops, and the author must not be empty.
+    fn add_label(&self, trace: &str, case: &str, input: &LabelInput<'_>) -> Result<Label>;
+
+    /// Every label of one trace (graph id or `#ID`) or of every trace,
+    /// oldest first within a trace.
+    fn labels(&self, trace: Option<&str>) -> Result<Vec<Label>>;
+
+    /// A trace's labels as MemTraceBench `data.annotations`: one annotation
+    /// per labelled case, from its latest label, in the order of the
+    /// trace's failed cases. Each carries the case's query, gold answers,
+    /// prediction and source evidence, plus `reason`, `annotator` and
+    /// `annotated_at`.
+    fn label_annotations(&self, trace: &str) -> Result<Vec<Value>>;
+
+    /// A MemTraceBench file of one trace: its smartcomment export with
+    /// `data.annotations` holding its labels (see [`Database::label_annotations`]).
+    /// Importing it elsewhere gives the labelled cases as annotated cases.
+    fn export_labelled(&self, trace: &str) -> Result<Value>;
+}
+
+impl Labels for Database {
+    fn failed_case(&self, trace: &str, reference: &str) -> Result<CaseContext<'_>> {
+        let view = self.trace(trace)?;
+        let (model, cases) = trace_cases(&view)?;
+        let case = cases
+            .into_iter()
+            .find(|c| names_case(&model, c, reference))
+            .ok_or_else(|| AnalysisError::UnknownCase {
+                trace: view.info().graph_id,
+                case: reference.to_string(),
+            })?;
+        Ok(CaseContext { view, model, case })
+    }
+
+    fn add_label(&self, trace: &str, case: &str, input: &LabelInput<'_>) -> Result<Label> {
+        check_text("author", input.author, MAX_AUTHOR, true)?;
+        check_text("reason", input.reason, MAX_REASON, false)?;
+        let ctx = self.failed_case(trace, case)?;
+        let op = ctx.model.op(input.op_id).ok_or_else(|| {
+            AnalysisError::BadRequest(format!(
+                "op_id: no op {:?} in trace {}",
+                input.op_id, ctx.case.graph_id
+            ))
+        })?;
+        let c = &ctx.case;
+        let verdict = Verdict {
+            trace: c.trace,
+            graph_id: c.graph_id.clone(),
+            system: c.system.clone(),
+            case: c.id.clone(),
+            query: c.query.clone(),
+            error_type: Some(input.error_type),
+            op_id: Some(input.op_id.to_string()),
+            op_name: ctx.model.ops[op].op_name.clone(),
+            confidence: 1.0,
+            reason: input.reason.to_string(),
+            chain: Vec::new(),
+            method: HUMAN.to_string(),
+            version: "1".to_string(),
+            micros: 0,
+            model: None,
+            cost: None,
+        };
+        let at_ms = now_ms();
+        let stored = StoredVerdict {
+            seq: 0,
+            at_ms,
+            author: input.author.trim().to_string(),
+            verdict,
+        };
+        let json = serde_json::to_string(&stored)?;
+        let seqs = self.append_trace_results(c.trace, &[json])?;
+        let seq = seqs.first().copied().ok_or_else(|| {
+            AnalysisError::BadRequest("the label was not stored (no sequence number)".into())
+        })?;
+        let mut stored = stored;
+        stored.seq = seq;
+        Label::from_stored(&stored)
+            .ok_or_else(|| AnalysisError::BadRequest("the stored label does not read back".into()))
+    }
+
+    fn labels(&self, trace: Option<&str>) -> Result<Vec<Label>> {
+        Ok(self
+            .attributions(trace)?
+            .iter()
+            .filter_map(Label::from_stored)
+            .collect())
+    }
+
+    fn label_annotations(&self, trace: &str) -> Result<Vec<Value>> {
+        let view = self.trace(trace)?;
+        let labels = self.labels(Some(trace))?;
+        if labels.is_empty() {
+            return Ok(Vec::new());
+        }
+        let (model, cases) = trace_cases(&view)?;
+        let mut out = Vec::new();
+        for c in &cases {
+            let Some(l) = labels.iter().rev().find(|l| l.case == c.id) else {
+                continue;
+            };
+            out.push(annotation(&model, c, l));
+        }
+        Ok(out)
+    }
+
+    fn export_labelled(&self, trace: &str) -> Result<Value> {
+        let view = self.trace(trace)?;
+        let mut bytes = Vec::new();
+        view.export(memtrace_engine::ExportFormat::Smartcomment, &mut bytes)?;
+        let mut doc: Value = serde_json::from_slice(&bytes)?;
+        let annotations = Value::Array(self.label_annotations(trace)?);
+        let root = doc.as_object_mut().ok_or_else(|| {
+            AnalysisError::BadRequest("the trace's export is not a JSON object".into())
+        })?;
+        let data = root
+            .entry("data")
+            .or_insert_with(|| Value::Object(Map::new()));
+        match data.as_object_mut() {
+            Some(d) => {
+                d.insert("annotations".into(), annotations);
+            }
+            None => {
+                return Err(AnalysisError::BadRequest(
+                    "the trace's export has a `data` that is not an object".into(),
+                ))
+            }
+        }
+        Ok(doc)
+    }
+}
+
+fn annotation(model: &TraceModel, c: &FailedCase, l: &Label) -> Value {
+    let query_id = c
+        .query_node
+        .clone()
+        .or_else(|| match &c.origin {
+            CaseOrigin::Annotation(_) => Some(c.id.clone()),
+            CaseOrigin::Judge(_) => None,
+        })
+        .filter(|q| model.var(q).is_some());
+    json!({
+        "query_id": query_id,
+        "query": c.query,
+        "golden_answers": c.gold,
+        "prediction": c.prediction,
+        "source_evidence_ids": c.source_evidence.iter().filter(|e| model.var(e).is_some()).collect::<Vec<_>>(),
+        "final_error_type": l.error_type.name(),
+        "final_op_id": l.op_id,
+        "reason": l.reason,
+        "annotator": l.author,
+        "annotated_at": iso_utc(l.at_ms),
+    })
+}
+
+#[cfg(test)]
+mod tests;

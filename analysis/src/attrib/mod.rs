@@ -1,0 +1,33 @@
+//! Why a memory system answered wrongly: failed cases, their evidence, the
+//! attributors that name the earliest decisive faulty op, and the verdicts
+//! they append to the database.
+
+pub mod advice;
+pub mod agent;
+mod attribute;
+pub mod case;
+pub mod eval;
+pub mod evidence;
+pub mod flow;
+pub mod holds;
+pub mod labels;
+pub mod message;
+pub mod model;
+pub mod pyvalue;
+mod stored;
+pub mod text;
+mod traces;
+pub mod verdict;
+
+pub use advice::{Feedback, FeedbackCase, PromptFeedback};
+pub(crate) use attribute::attribute_trace;
+pub use attribute::{Attribute, AttributeRequest, RecallReport};
+pub use case::FailedCase;
+pub use evidence::{Evidence, EvidenceOrigin, MessageIndex, Recall, DEFAULT_K};
+pub use labels::{CaseContext, Label, LabelInput, HUMAN};
+pub use memtrace_engine::{CaseOrigin, CasePick};
+pub use model::TraceModel;
+pub use stored::StoredVerdict;
+pub(crate) use stored::{read_verdicts, stored_verdicts};
+pub(crate) use traces::trace_cases;
+pub use verdict::{Cost, ErrorType, Method, Step, Verdict};

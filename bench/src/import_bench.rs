@@ -1,0 +1,182 @@
+//! Import beside raw RocksDB batched puts of the same bytes: measured figures beside a peer measured in the same run.
+//! Each measured step runs in a child process so that its peak resident
+//! memory is its own.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command as Process, ExitCode};
+use std::time::Instant;
+
+use crate::peer::RawPeer;
+use memtrace::gen::synth::{write_export, SynthSpec};
+use memtrace::{Database, ImportOptions, InputFormat};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{io, CliError, Result};
+use crate::measure::peak_rss_kib;
+use memtrace_table as table;
+
+/// What one step measured.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StepResult {
+    seconds: f64,
+    peak_rss_kib: u64,
+    disk_bytes: u64,
+    records: u64,
+}
+
+fn step(which: &str, file: &Path, db: &Path, records: u64) -> Result<StepResult> {
+    match which {
+        "memtrace" => {
+            let start = Instant::now();
+            let database = Database::open(db)?;
+            let f = std::fs::File::open(file).map_err(io(file.display()))?;
+            let t = database.import_reader(
+                std::io::BufReader::with_capacity(1 << 16, f),
+                InputFormat::Json,
+                &file.display().to_string(),
+                &ImportOptions::default(),
+            )?;
+            let seconds = start.elapsed().as_secs_f64();
+            let c = t[0].counts;
+            database.flush()?;
+            drop(database);
+            Ok(StepResult {
+                seconds,
+                peak_rss_kib: peak_rss_kib(),
+                disk_bytes: memtrace_storage::dir_bytes(db).map_err(memtrace::EngineError::from)?,
+                records: (c.sessions + c.variables + c.ops + c.edges) as u64,
+            })
+        }
+        "raw" => {
+            let start = Instant::now();
+            let bytes = std::fs::read(file).map_err(io(file.display()))?;
+            let per = (bytes.len() as u64 / records.max(1)).max(1) as usize;
+            let peer = RawPeer::open(db).map_err(memtrace::EngineError::from)?;
+            let n = peer
+                .put_all(bytes.chunks(per), usize::MAX)
+                .map_err(memtrace::EngineError::from)?;
+            let seconds = start.elapsed().as_secs_f64();
+            peer.flush().map_err(memtrace::EngineError::from)?;
+            drop(peer);
+            Ok(StepResult {
+                seconds,
+                peak_rss_kib: peak_rss_kib(),
+                disk_bytes: memtrace_storage::dir_bytes(db).map_err(memtrace::EngineError::from)?,
+                records: n,
+            })
+        }
+        other => Err(CliError::Bench(format!("unknown step {other}"))),
+    }
+}
+
+fn child(which: &str, file: &Path, db: &Path, records: u64) -> Result<StepResult> {
+    let exe = std::env::current_exe().map_err(io("current executable"))?;
+    let out = Process::new(exe)
+        .args(["step", which])
+        .arg(file)
+        .arg(db)
+        .args(["--records", &records.to_string()])
+        .output()
+        .map_err(io("benchmark child"))?;
+    if !out.status.success() {
+        return Err(CliError::Bench(format!(
+            "{which} step failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )));
+    }
+    Ok(serde_json::from_slice(&out.stdout)?)
+}
+
+fn median(mut v: Vec<StepResult>) -> StepResult {
+    v.sort_by(|a, b| a.seconds.total_cmp(&b.seconds));
+    v[v.len() / 2].clone()
+}
+
+/// Imports a generated export of the given size, beside raw RocksDB batched
+/// puts of the same bytes, each step in a child process; prints the medians.
+pub fn run(
+    variables: usize,
+    edges: usize,
+    sessions: usize,
+    runs: usize,
+    dir: Option<PathBuf>,
+) -> Result<ExitCode> {
+    if cfg!(debug_assertions) {
+        eprintln!("warning: this is a debug build; figures mean little (use cargo run --release)");
+    }
+    let dir = dir.unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("memtrace-bench-{}", std::process::id()))
+    });
+    std::fs::create_dir_all(&dir).map_err(io(dir.display()))?;
+    let file = dir.join("export.json");
+    let spec = SynthSpec {
+        graph_id: "bench".into(),
+        variables,
+        edges,
+        sessions,
+        seed: 42,
+    };
+    let mut w = std::io::BufWriter::new(std::fs::File::create(&file).map_err(io(file.display()))?);
+    let counts = write_export(&spec, &mut w).map_err(io(file.display()))?;
+    std::io::Write::flush(&mut w).map_err(io(file.display()))?;
+    drop(w);
+    let size = std::fs::metadata(&file).map_err(io(file.display()))?.len();
+    let records = (counts.sessions + counts.variables + counts.ops + counts.edges) as u64;
+    eprintln!(
+        "generated {} ({}): {} variables, {} edges, {} ops, {} sessions",
+        file.display(),
+        table::bytes(size),
+        counts.variables,
+        counts.edges,
+        counts.ops,
+        counts.sessions
+    );
+    let (mut ours, mut raw) = (Vec::new(), Vec::new());
+    for i in 0..runs.max(1) {
+        for (which, out) in [("memtrace", &mut ours), ("raw", &mut raw)] {
+            let db = dir.join(format!("{which}-{i}.db"));
+            let _ = std::fs::remove_dir_all(&db);
+            let r = child(which, &file, &db, records)?;
+            eprintln!("run {}: {which} {:.2} s", i + 1, r.seconds);
+            out.push(r);
+            let _ = std::fs::remove_dir_all(&db);
+        }
+    }
+    let (ours, raw) = (median(ours), median(raw));
+    let mb = size as f64 / 1e6;
+    let row = |name: &str, r: &StepResult| {
+        vec![
+            name.to_string(),
+            format!("{:.2}", r.seconds),
+            format!("{:.0}", records as f64 / r.seconds),
+            format!("{:.1}", mb / r.seconds),
+            table::bytes(r.peak_rss_kib * 1024),
+            table::bytes(r.disk_bytes),
+        ]
+    };
+    println!("import of a generated export: {} variables, {} edges, {} ops, {} sessions, {} of JSON; median of {} runs", counts.variables, counts.edges, counts.ops, counts.sessions, table::bytes(size), runs.max(1));
+    println!();
+    println!("| step | seconds | records/s | MB/s | peak RSS | on disk |");
+    println!("|---|---:|---:|---:|---:|---:|");
+    for r in [
+        row("memtrace import (parse, validate, index, one batch)", &ours),
+        row("raw RocksDB batched puts of the same bytes", &raw),
+    ] {
+        println!("| {} |", r.join(" | "));
+    }
+    println!();
+    println!(
+        "memtrace import takes {:.2}x the time of the raw puts",
+        ours.seconds / raw.seconds
+    );
+    let _ = std::fs::remove_file(&file);
+    let _ = std::fs::remove_dir(&dir);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One measured step, in this (child) process: prints what it measured as JSON.
+pub fn run_step(which: &str, file: &Path, db: &Path, records: u64) -> Result<ExitCode> {
+    let r = step(which, file, db, records)?;
+    println!("{}", serde_json::to_string(&r)?);
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,130 @@
+//! How fast is memtrace, beside the peers a user would reach for? The `memtrace-bench` binary: import beside raw RocksDB puts, queries and patterns beside SQLite, attribution accuracy and time, LLM token use; build it with --release.
+
+mod attr_bench;
+mod error;
+mod import_bench;
+mod llm_bench;
+mod measure;
+mod pattern_bench;
+mod peer;
+mod suite;
+
+use std::process::ExitCode;
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+use crate::error::Result;
+
+/// memtrace's benchmarks: each figure beside a peer measured in the same run.
+#[derive(Debug, Parser)]
+#[command(
+    name = "memtrace-bench",
+    version,
+    after_help = "Examples:\n  cargo run --release -p memtrace-bench -- import --variables 100000 --edges 200000\n  cargo run --release -p memtrace-bench -- suite\n  cargo run --release -p memtrace-bench -- attribution --traces 2 --runs 5"
+)]
+struct Cli {
+    /// Which benchmark.
+    #[command(subcommand)]
+    which: BenchCommand,
+}
+
+fn main() -> ExitCode {
+    let args = Cli::parse();
+    match run(args.which) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// Benchmarks.
+#[derive(Debug, Subcommand)]
+enum BenchCommand {
+    /// Import a generated export, beside raw RocksDB batched puts of the same bytes.
+    Import {
+        /// Variables in the generated export.
+        #[arg(long, default_value_t = 100_000)]
+        variables: usize,
+        /// Edges in the generated export.
+        #[arg(long, default_value_t = 200_000)]
+        edges: usize,
+        /// Sessions in the generated export.
+        #[arg(long, default_value_t = 100)]
+        sessions: usize,
+        /// Runs of each step; the median is reported.
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+        /// Working folder (default: a new folder under the system's temp folder).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
+    /// Generated sets at several scales: generation; import beside raw RocksDB puts;
+    /// backward provenance beside SQLite recursive CTEs.
+    Suite(crate::suite::SuiteArgs),
+    /// Token use of LLM attribution per case against a scripted local server, beside a full
+    /// dump of the trace.
+    Llm(crate::llm_bench::LlmBenchArgs),
+    /// The evidence-flow attributor's accuracy and time per case on generated traces of each
+    /// system, beside MemTraceBench files recorded by someone else (default: the repository's
+    /// dev split).
+    Attribution(crate::attr_bench::AttrBenchArgs),
+    /// The built-in failure-pattern library over a generated set, cold and warm, beside the
+    /// same questions in SQLite.
+    Patterns(crate::pattern_bench::PatternBenchArgs),
+    /// One measured step of the pattern benchmark (internal).
+    #[command(hide = true)]
+    PatternStep(crate::pattern_bench::PatternStepArgs),
+    /// One measured step of the suite (internal).
+    #[command(hide = true)]
+    SuiteStep(crate::suite::SuiteStepArgs),
+    /// One measured step (internal).
+    #[command(hide = true)]
+    Step {
+        /// `memtrace` or `raw`.
+        which: String,
+        /// The export file.
+        file: PathBuf,
+        /// The database folder to create.
+        db: PathBuf,
+        /// Number of records to split the bytes into (for `raw`).
+        #[arg(long, default_value_t = 1)]
+        records: u64,
+    },
+}
+
+/// Runs a benchmark command.
+fn run(cmd: BenchCommand) -> Result<ExitCode> {
+    match cmd {
+        BenchCommand::Suite(a) => suite::suite(&a),
+        BenchCommand::Llm(a) => llm_bench::run(&a),
+        BenchCommand::Patterns(a) => pattern_bench::run(&a),
+        BenchCommand::Attribution(a) => attr_bench::run(&a),
+        BenchCommand::PatternStep(a) => {
+            let r = pattern_bench::step(&a)?;
+            println!("{}", serde_json::to_string(&r)?);
+            Ok(ExitCode::SUCCESS)
+        }
+        BenchCommand::SuiteStep(a) => {
+            let r = suite::step(&a)?;
+            println!("{}", serde_json::to_string(&r)?);
+            Ok(ExitCode::SUCCESS)
+        }
+        BenchCommand::Step {
+            which,
+            file,
+            db,
+            records,
+        } => import_bench::run_step(&which, &file, &db, records),
+        BenchCommand::Import {
+            variables,
+            edges,
+            sessions,
+            runs,
+            dir,
+        } => import_bench::run(variables, edges, sessions, runs, dir),
+    }
+}

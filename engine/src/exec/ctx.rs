@@ -1,0 +1,247 @@
+//! One trace as a query sees it ([`TraceCtx`]): its record and its cached
+//! parts, loaded on first use, with the readers of its records' fields.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
+
+use memtrace_query::{Field, Value};
+use memtrace_storage::records::TraceRecord;
+use memtrace_storage::{LocalId, ReadView, TraceId};
+
+use super::value::meta_path;
+use crate::catalog::{TraceCatalog, TraceEdges, TraceOps};
+use crate::db::Database;
+use crate::error::Result;
+use crate::graph::TraceGraph;
+
+/// The value in `cell`, loaded (from the trace cache) on first use.
+pub fn lazy<T>(cell: &OnceLock<Arc<T>>, load: impl FnOnce() -> Result<Arc<T>>) -> Result<&T> {
+    if let Some(x) = cell.get() {
+        return Ok(x);
+    }
+    let x = load()?;
+    Ok(cell.get_or_init(|| x))
+}
+
+/// One trace as a query sees it: its record and lazily loaded cached parts.
+pub(super) struct TraceCtx<'a> {
+    db: &'a Database,
+    view: &'a ReadView<'a>,
+    id: TraceId,
+    record: TraceRecord,
+    catalog: OnceLock<Arc<TraceCatalog>>,
+    ops: OnceLock<Arc<TraceOps>>,
+    graph: OnceLock<Arc<TraceGraph>>,
+    edges: OnceLock<Arc<TraceEdges>>,
+    values: RefCell<HashMap<u32, Value>>,
+}
+
+impl<'a> TraceCtx<'a> {
+    pub(super) fn new(
+        db: &'a Database,
+        view: &'a ReadView<'a>,
+        id: TraceId,
+        record: TraceRecord,
+    ) -> Self {
+        TraceCtx {
+            db,
+            view,
+            id,
+            record,
+            catalog: OnceLock::new(),
+            ops: OnceLock::new(),
+            graph: OnceLock::new(),
+            edges: OnceLock::new(),
+            values: RefCell::new(HashMap::new()),
+        }
+    }
+
+    pub(super) fn catalog(&self) -> Result<&TraceCatalog> {
+        lazy(&self.catalog, || self.db.trace_catalog(self.view, self.id))
+    }
+
+    pub(super) fn ops(&self) -> Result<&TraceOps> {
+        lazy(&self.ops, || self.db.trace_ops(self.view, self.id))
+    }
+
+    pub(super) fn graph(&self) -> Result<&TraceGraph> {
+        lazy(&self.graph, || self.db.trace_graph(self.view, self.id))
+    }
+
+    pub(super) fn edges(&self) -> Result<&TraceEdges> {
+        lazy(&self.edges, || self.db.trace_edges(self.view, self.id))
+    }
+
+    pub(super) fn gid(&self) -> Value {
+        Value::Str(self.record.graph_id.clone())
+    }
+
+    pub(super) fn node_id(&self, v: u32) -> Result<String> {
+        Ok(self
+            .catalog()?
+            .variable(v)
+            .map(|r| r.full_node_id())
+            .unwrap_or_default())
+    }
+
+    pub(super) fn op_id(&self, o: u32) -> Result<String> {
+        Ok(self
+            .ops()?
+            .op(o)
+            .map(|r| r.op_id.clone())
+            .unwrap_or_default())
+    }
+
+    fn session_id(&self, s: Option<LocalId>) -> Result<Value> {
+        Ok(match s {
+            Some(s) => self
+                .ops()?
+                .session(s)
+                .map_or(Value::Null, |r| Value::Str(r.session_id.clone())),
+            None => Value::Null,
+        })
+    }
+
+    pub(super) fn var_field(&self, v: u32, f: &Field) -> Result<Value> {
+        let c = self.catalog()?;
+        let Some(r) = c.variable(v) else {
+            return Ok(Value::Null);
+        };
+        Ok(match f {
+            Field::FullName => Value::Str(r.full_name()),
+            Field::Name => Value::Str(r.name.clone()),
+            Field::Class => r.class_name.clone().into(),
+            Field::Version => Value::from(r.version),
+            Field::Category => r.category.clone().into(),
+            Field::Comment => r.comment.clone().into(),
+            Field::Value => {
+                if let Some(v) = self.values.borrow().get(&v) {
+                    return Ok(v.clone());
+                }
+                let val = match &r.value {
+                    Some(vr) => Value::Str(self.view.value(vr)?),
+                    None => Value::Null,
+                };
+                self.values.borrow_mut().insert(v, val.clone());
+                val
+            }
+            Field::CreatedAt => r.common.created_at.clone().into(),
+            Field::Session => r.session_id.clone().into(),
+            Field::NodeId => Value::Str(r.full_node_id()),
+            Field::Filename => r.common.filename.clone().into(),
+            Field::Lineno => r.common.lineno.map_or(Value::Null, Value::Int),
+            Field::Meta(path) => meta_path(r.common.metadata.as_deref(), path),
+            _ => Value::Null,
+        })
+    }
+
+    /// A variable's text field, borrowed: `Some(value)` for the plain text
+    /// fields, `None` for the others (which need [`var_field`](Self::var_field)).
+    pub(super) fn var_str(&self, v: u32, f: &Field) -> Result<Option<Option<&str>>> {
+        let Some(r) = self.catalog()?.variable(v) else {
+            return Ok(Some(None));
+        };
+        Ok(match f {
+            Field::Name => Some(Some(r.name.as_str())),
+            Field::Class => Some(r.class_name.as_deref()),
+            Field::Category => Some(r.category.as_deref()),
+            Field::Comment => Some(r.comment.as_deref()),
+            Field::Session => Some(r.session_id.as_deref()),
+            Field::CreatedAt => Some(r.common.created_at.as_deref()),
+            _ => None,
+        })
+    }
+
+    pub(super) fn op_field(&self, o: u32, f: &Field) -> Result<Value> {
+        let c = self.ops()?;
+        let Some(r) = c.op(o) else {
+            return Ok(Value::Null);
+        };
+        Ok(match f {
+            Field::Id => Value::Str(r.op_id.clone()),
+            Field::OpName => r.op_name.clone().into(),
+            Field::Category => r.category.clone().into(),
+            Field::Comment => r.comment.clone().into(),
+            Field::Session => r.session_id.clone().into(),
+            Field::CreatedAt => r.common.created_at.clone().into(),
+            Field::Meta(path) => meta_path(r.common.metadata.as_deref(), path),
+            _ => Value::Null,
+        })
+    }
+
+    pub(super) fn edge_field(&self, e: u32, f: &Field) -> Result<Value> {
+        let g = self.graph()?;
+        Ok(match f {
+            Field::Source => match g.source(e) {
+                Some(v) => Value::Str(self.node_id(v)?),
+                None => Value::Null,
+            },
+            Field::Target => match g.target(e) {
+                Some(v) => Value::Str(self.node_id(v)?),
+                None => Value::Null,
+            },
+            Field::Op => match g.op(e) {
+                Some(o) => Value::Str(self.op_id(o)?),
+                None => Value::Null,
+            },
+            Field::OpName => match g.op(e) {
+                Some(o) => self.op_field(o, &Field::OpName)?,
+                None => Value::Null,
+            },
+            Field::Kind => match g.op(e) {
+                Some(o) => self.op_field(o, &Field::Category)?,
+                None => Value::Null,
+            },
+            _ => {
+                let edges = self.edges()?;
+                let Some(r) = edges.get(e) else {
+                    return Ok(Value::Null);
+                };
+                match f {
+                    Field::Id => Value::Str(r.edge_id.clone()),
+                    Field::Category => r.category.clone().into(),
+                    Field::Comment => r.comment.clone().into(),
+                    Field::Session => self.session_id(Some(r.session))?,
+                    Field::CreatedAt => r.common.created_at.clone().into(),
+                    Field::Meta(path) => meta_path(r.common.metadata.as_deref(), path),
+                    _ => Value::Null,
+                }
+            }
+        })
+    }
+
+    pub(super) fn session_field(&self, s: u32, f: &Field) -> Result<Value> {
+        let c = self.ops()?;
+        let Some(r) = c.session(s) else {
+            return Ok(Value::Null);
+        };
+        Ok(match f {
+            Field::Id => Value::Str(r.session_id.clone()),
+            Field::Name => r.session_name.clone().into(),
+            Field::Category => r.category.clone().into(),
+            Field::Comment => r.comment.clone().into(),
+            Field::CreatedAt => r.common.created_at.clone().into(),
+            Field::Meta(path) => meta_path(r.common.metadata.as_deref(), path),
+            _ => Value::Null,
+        })
+    }
+
+    pub(super) fn trace_field(&self, f: &Field) -> Value {
+        let r = &self.record;
+        match f {
+            Field::Id => self.gid(),
+            Field::UserId => r.user_id.clone().into(),
+            Field::ProjectId => r.project_id.clone().into(),
+            Field::CreatedAt => r.created_at.clone().into(),
+            Field::Source => Value::Str(r.source.clone()),
+            Field::Key => Value::Int(i64::from(self.id)),
+            Field::Meta(path) => {
+                let mut p = vec!["metadata".to_string()];
+                p.extend(path.iter().cloned());
+                meta_path(Some(&r.header_json), &p)
+            }
+            _ => Value::Null,
+        }
+    }
+}

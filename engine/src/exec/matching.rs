@@ -1,0 +1,250 @@
+//! MATCH: binds the pattern's variables by backtracking over the cached
+//! adjacency ([`Matcher`]), a row per binding.
+
+use std::collections::HashMap;
+
+use memtrace_query::ast::Direction as QDir;
+use memtrace_query::plan::{Constraint, MatchPlan, MatchStep};
+use memtrace_query::{Collector, Field, Value};
+
+use super::ctx::TraceCtx;
+use super::row::{MatchRow, UNBOUND};
+use super::run::{qerr, Exec};
+use super::value::Sink;
+use crate::error::Result;
+
+impl<'a> Exec<'a> {
+    pub(super) fn match_(&self, p: &MatchPlan, sink: &mut Sink<'_>) -> Result<()> {
+        let mut col = Collector::new(&p.projection);
+        for (tid, record) in self.traces(&p.scope)? {
+            self.cancel.check()?;
+            let t = TraceCtx::new(self.db, self.view, tid, record);
+            let mut binding = vec![UNBOUND; p.vars.len()];
+            let mut m = Matcher {
+                exec: self,
+                t: &t,
+                plan: p,
+                col: &mut col,
+                sink,
+                steps: 0,
+                stop: false,
+            };
+            m.step(0, &mut binding)?;
+            if m.stop {
+                break;
+            }
+        }
+        for row in col.finish().map_err(qerr)? {
+            if !sink(row)? {
+                break;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The search for one trace's bindings: it hands each complete binding to
+/// the collector and stops when the sink or the collector wants no more.
+struct Matcher<'m, 'a, 's, 'p> {
+    exec: &'m Exec<'a>,
+    t: &'m TraceCtx<'a>,
+    plan: &'m MatchPlan,
+    col: &'m mut Collector<'p>,
+    sink: &'m mut Sink<'s>,
+    steps: u64,
+    stop: bool,
+}
+
+impl Matcher<'_, '_, '_, '_> {
+    fn fits_node(&self, v: u32, cs: &[Constraint]) -> Result<bool> {
+        for c in cs {
+            // Text fields compare in place, without building a value.
+            if let (Value::Str(want), Some(got)) = (&c.value, self.t.var_str(v, &c.field)?) {
+                if got != Some(want.as_str()) {
+                    return Ok(false);
+                }
+                continue;
+            }
+            let got = self.t.var_field(v, &c.field)?;
+            if got.compare(&c.value) != Some(std::cmp::Ordering::Equal) {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    fn fits_edge(&self, e: u32, cs: &[Constraint]) -> Result<bool> {
+        for c in cs {
+            if let (Value::Str(want), Field::Kind) = (&c.value, &c.field) {
+                let op = self.t.graph()?.op(e);
+                let kind = match op {
+                    Some(o) => self.t.ops()?.op(o).and_then(|r| r.category.as_deref()),
+                    None => None,
+                };
+                if kind != Some(want.as_str()) {
+                    return Ok(false);
+                }
+                continue;
+            }
+            let got = self.t.edge_field(e, &c.field)?;
+            if got.compare(&c.value) != Some(std::cmp::Ordering::Equal) {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    fn tick(&mut self) -> Result<()> {
+        self.steps += 1;
+        if self.steps.is_multiple_of(4096) {
+            self.exec.cancel.check()?;
+        }
+        Ok(())
+    }
+
+    fn step(&mut self, i: usize, binding: &mut Vec<u32>) -> Result<()> {
+        if self.stop {
+            return Ok(());
+        }
+        self.tick()?;
+        let Some(step) = self.plan.steps.get(i) else {
+            let row = MatchRow {
+                t: self.t,
+                vars: &self.plan.vars,
+                binding,
+            };
+            if let Some(out) = self.col.push(&row).map_err(qerr)? {
+                if !(self.sink)(out)? {
+                    self.stop = true;
+                }
+            }
+            if self.col.done() {
+                self.stop = true;
+            }
+            return Ok(());
+        };
+        match step {
+            MatchStep::Filter(p) => {
+                let row = MatchRow {
+                    t: self.t,
+                    vars: &self.plan.vars,
+                    binding,
+                };
+                if p.expr.test(&row).map_err(qerr)? {
+                    self.step(i + 1, binding)?;
+                }
+            }
+            MatchStep::Scan { var, constraints } => {
+                let n = self.t.catalog()?.variables().len() as u32;
+                for v in 0..n {
+                    if self.stop {
+                        break;
+                    }
+                    if self.fits_node(v, constraints)? {
+                        binding[*var] = v;
+                        self.step(i + 1, binding)?;
+                    }
+                }
+                binding[*var] = UNBOUND;
+            }
+            MatchStep::Expand {
+                from,
+                to,
+                rel,
+                direction,
+                edge_constraints,
+                min_hops,
+                max_hops,
+                constraints,
+                check,
+            } => {
+                let g = self.t.graph()?;
+                let start = binding[*from];
+                let forward = *direction == QDir::Forward;
+                let next = |e: u32| {
+                    if forward {
+                        g.target(e)
+                    } else {
+                        g.source(e)
+                    }
+                };
+                let list = |n: u32| {
+                    if forward {
+                        g.outgoing(n)
+                    } else {
+                        g.incoming(n)
+                    }
+                };
+                let saved = binding[*to];
+                if *min_hops == 1 && *max_hops == Some(1) {
+                    for &e in list(start) {
+                        if self.stop {
+                            break;
+                        }
+                        let Some(n) = next(e) else { continue };
+                        if *check && n != saved {
+                            continue;
+                        }
+                        if !self.fits_edge(e, edge_constraints)?
+                            || !self.fits_node(n, constraints)?
+                        {
+                            continue;
+                        }
+                        binding[*to] = n;
+                        if let Some(r) = rel {
+                            binding[*r] = e;
+                        }
+                        self.step(i + 1, binding)?;
+                    }
+                    if let Some(r) = rel {
+                        binding[*r] = UNBOUND;
+                    }
+                } else {
+                    // Variable length: every node within min..max hops
+                    // (breadth-first, each node once), crossing only fitting edges.
+                    let mut dist: HashMap<u32, u32> = HashMap::from([(start, 0)]);
+                    let mut frontier = vec![start];
+                    let mut reached: Vec<u32> = Vec::new();
+                    if *min_hops == 0 {
+                        reached.push(start);
+                    }
+                    let mut d = 0;
+                    while !frontier.is_empty() && max_hops.is_none_or(|m| d < m) {
+                        d += 1;
+                        let mut nextf = Vec::new();
+                        for &u in &frontier {
+                            for &e in list(u) {
+                                self.tick()?;
+                                let Some(n) = next(e) else { continue };
+                                if dist.contains_key(&n) || !self.fits_edge(e, edge_constraints)? {
+                                    continue;
+                                }
+                                dist.insert(n, d);
+                                nextf.push(n);
+                                if d >= *min_hops {
+                                    reached.push(n);
+                                }
+                            }
+                        }
+                        frontier = nextf;
+                    }
+                    for n in reached {
+                        if self.stop {
+                            break;
+                        }
+                        if *check && n != saved {
+                            continue;
+                        }
+                        if !self.fits_node(n, constraints)? {
+                            continue;
+                        }
+                        binding[*to] = n;
+                        self.step(i + 1, binding)?;
+                    }
+                }
+                binding[*to] = saved;
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,20 @@
+//! The query executor: runs query plans over the stored traces, traversals
+//! and MATCH on the cached CSR adjacency, FIND over the cached catalogs, rows
+//! streamed to a sink.
+//!
+//! From the bottom up: `value` (row values, their JSON form, the sink rows go
+//! to), `ctx` (one trace as a query reads it, and its records' fields), `row`
+//! (the rows conditions and projections read), `run` (the executor and its
+//! dispatch per statement), the statements `traverse` (TRACE, FORWARD),
+//! `find` (FIND), `matching` (MATCH) and `describe` (DESCRIBE), and `api`
+//! (the query API of the database and its snapshots).
+
+mod api;
+pub(crate) mod ctx;
+mod describe;
+mod find;
+mod matching;
+mod row;
+pub(crate) mod run;
+mod traverse;
+pub(crate) mod value;

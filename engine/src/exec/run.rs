@@ -1,0 +1,250 @@
+//! The executor of one planned statement ([`Exec`]): the columns it returns,
+//! its dispatch to the statement's runner or extension, and the traces and
+//! start nodes a statement names.
+
+use std::collections::HashMap;
+
+use memtrace_query::{NodeRef, Plan, QueryError, Value};
+use memtrace_storage::keys::IdKind;
+use memtrace_storage::records::TraceRecord;
+use memtrace_storage::{ReadView, TraceId};
+
+use super::value::Sink;
+use crate::db::{Call, Database, Snapshot};
+use crate::error::{EngineError, Result};
+use crate::extension::statement_name;
+use crate::graph::Cancel;
+
+/// The column names a planned statement returns.
+pub fn columns_of(plan: &Plan) -> Vec<String> {
+    Exec::columns(plan)
+}
+
+/// A start resolved in one trace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum StartNode {
+    /// A variable version, by local id.
+    Var(u32),
+    /// An op, by local id.
+    Op(u32),
+}
+
+/// Runs a plan, handing rows to `sink`; returns the column names first through `columns`.
+pub(super) struct Exec<'a> {
+    pub db: &'a Database,
+    pub view: &'a ReadView<'a>,
+    pub snapshot: &'a Snapshot<'a>,
+    pub cancel: &'a Cancel,
+}
+
+/// A query error as the engine's error.
+pub(super) fn qerr(e: QueryError) -> EngineError {
+    EngineError::Query(e)
+}
+
+impl<'a> Exec<'a> {
+    /// The columns a plan returns.
+    pub fn columns(plan: &Plan) -> Vec<String> {
+        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect();
+        match plan {
+            Plan::Traverse(t) => t.columns.clone(),
+            Plan::Match(m) => m.projection.columns.clone(),
+            Plan::Find(f) => f.projection.columns.clone(),
+            Plan::ShowTraces => s(&[
+                "trace",
+                "user_id",
+                "project_id",
+                "created_at",
+                "vars",
+                "ops",
+                "edges",
+                "cases",
+                "source",
+            ]),
+            Plan::Describe(_) => s(&[
+                "trace",
+                "node",
+                "edge_category",
+                "op_id",
+                "op_name",
+                "kind",
+                "input",
+                "output",
+            ]),
+            Plan::Attribute(a) => a.columns.clone(),
+            Plan::Explain(_) => s(&["plan"]),
+            Plan::SavePattern(_) => s(&["pattern", "version", "params", "statement"]),
+            Plan::RunPattern(r) => r.columns.clone(),
+            Plan::ShowPatterns => s(&[
+                "pattern",
+                "kind",
+                "error_type",
+                "params",
+                "definition",
+                "version",
+                "saved_at",
+                "author",
+            ]),
+            Plan::ShowPatternHistory(_) => s(&[
+                "seq",
+                "pattern",
+                "action",
+                "params",
+                "statement",
+                "author",
+                "at",
+            ]),
+            Plan::DropPattern(_) => s(&["pattern", "dropped"]),
+        }
+    }
+
+    /// Runs the plan.
+    pub fn run(&self, plan: &Plan, sink: &mut Sink<'_>) -> Result<()> {
+        match plan {
+            Plan::Explain(inner) => {
+                for line in inner.explain() {
+                    if !sink(vec![Value::Str(line)])? {
+                        break;
+                    }
+                }
+                Ok(())
+            }
+            Plan::ShowTraces => {
+                for item in self.view.traces() {
+                    let (id, r) = item?;
+                    let c = r.counts;
+                    let row = vec![
+                        Value::Str(r.graph_id),
+                        r.user_id.into(),
+                        r.project_id.into(),
+                        r.created_at.into(),
+                        Value::from(c.variables),
+                        Value::from(c.ops),
+                        Value::from(c.edges),
+                        Value::from(c.cases),
+                        Value::Str(r.source),
+                    ];
+                    let _ = id;
+                    if !sink(row)? {
+                        break;
+                    }
+                }
+                Ok(())
+            }
+            Plan::Traverse(t) => self.traverse(t, sink),
+            Plan::Find(f) => self.find(f, sink),
+            Plan::Match(m) => self.match_(m, sink),
+            Plan::Describe(d) => self.describe(d, sink),
+            Plan::Attribute(_)
+            | Plan::SavePattern(_)
+            | Plan::RunPattern(_)
+            | Plan::ShowPatterns
+            | Plan::ShowPatternHistory(_)
+            | Plan::DropPattern(_) => {
+                let name = statement_name(plan).unwrap_or("this statement");
+                let call = Call {
+                    snapshot: self.snapshot,
+                    cancel: self.cancel,
+                };
+                self.db
+                    .extensions()
+                    .for_statement(name)?
+                    .run(&call, plan, sink)
+            }
+        }
+    }
+
+    /// The traces in scope: one named by graph id (or `#N`), or all.
+    pub(super) fn traces(&self, scope: &Option<String>) -> Result<Vec<(TraceId, TraceRecord)>> {
+        match scope {
+            Some(s) => {
+                let id = self.db.trace(s)?.id();
+                let r = self
+                    .view
+                    .trace(id)?
+                    .ok_or_else(|| EngineError::UnknownTrace(s.clone()))?;
+                Ok(vec![(id, r)])
+            }
+            None => self
+                .view
+                .traces()
+                .map(|r| r.map_err(EngineError::from))
+                .collect(),
+        }
+    }
+
+    /// Where a start is, per trace, through the name and id indexes.
+    pub(super) fn resolve(
+        &self,
+        r: &NodeRef,
+        only: Option<TraceId>,
+    ) -> Result<Vec<(TraceId, StartNode)>> {
+        let by_version = |name: &str, version: u32| -> Result<Vec<(TraceId, StartNode)>> {
+            Ok(self
+                .view
+                .versions(name, only)?
+                .into_iter()
+                .filter(|(_, v, _)| *v == version)
+                .map(|(t, _, l)| (t, StartNode::Var(l)))
+                .collect())
+        };
+        let latest = |name: &str| -> Result<Vec<(TraceId, StartNode)>> {
+            let mut out: Vec<(TraceId, StartNode)> = Vec::new();
+            let mut best: HashMap<TraceId, u32> = HashMap::new();
+            for (t, v, l) in self.view.versions(name, only)? {
+                match best.get(&t) {
+                    Some(b) if *b >= v => {}
+                    _ => {
+                        best.insert(t, v);
+                        out.retain(|(x, _)| *x != t);
+                        out.push((t, StartNode::Var(l)));
+                    }
+                }
+            }
+            Ok(out)
+        };
+        let op = |id: &str| -> Result<Vec<(TraceId, StartNode)>> {
+            Ok(self
+                .view
+                .string_id(IdKind::Op, id)?
+                .into_iter()
+                .filter(|(t, _)| only.is_none_or(|o| o == *t))
+                .map(|(t, l)| (t, StartNode::Op(l)))
+                .collect())
+        };
+        let found = match r {
+            NodeRef::Name {
+                full_name,
+                version: Some(v),
+            } => by_version(full_name, *v)?,
+            NodeRef::Name {
+                full_name,
+                version: None,
+            } => {
+                let v = latest(full_name)?;
+                if v.is_empty() {
+                    op(full_name)?
+                } else {
+                    v
+                }
+            }
+            NodeRef::Quoted(id) => {
+                let mut v = match id.rsplit_once('@') {
+                    Some((name, ver)) => match ver.parse::<u32>() {
+                        Ok(ver) => by_version(name, ver)?,
+                        Err(_) => Vec::new(),
+                    },
+                    None => Vec::new(),
+                };
+                if v.is_empty() {
+                    v = latest(id)?;
+                }
+                if v.is_empty() {
+                    v = op(id)?;
+                }
+                v
+            }
+        };
+        Ok(found)
+    }
+}

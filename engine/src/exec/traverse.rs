@@ -1,0 +1,556 @@
+//! TRACE and FORWARD: walks from the start nodes along the cached
+//! adjacency, and the rows of each output (nodes, paths, a count, the ops,
+//! edges or subgraph walked).
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+use memtrace_query::ast::{Direction as QDir, Output};
+use memtrace_query::plan::TraversePlan;
+use memtrace_query::{Field, QueryError, Row, Value};
+use memtrace_storage::TraceId;
+
+use super::ctx::TraceCtx;
+use super::row::RecRow;
+use super::run::{qerr, Exec, StartNode};
+use super::value::Sink;
+use crate::error::{EngineError, Result};
+use crate::graph::{Admit, Direction, Visit};
+
+impl<'a> Exec<'a> {
+    pub(super) fn traverse(&self, p: &TraversePlan, sink: &mut Sink<'_>) -> Result<()> {
+        let only = match &p.scope {
+            Some(s) => Some(self.db.trace(s)?.id()),
+            None => None,
+        };
+        // Each start, in each trace that holds it.
+        let mut per_trace: Vec<(TraceId, Vec<StartNode>)> = Vec::new();
+        for r in &p.starts {
+            let found = self.resolve(r, only)?;
+            if found.is_empty() {
+                return Err(match &p.scope {
+                    Some(s) => EngineError::UnknownNode {
+                        trace: s.clone(),
+                        reference: r.to_string(),
+                    },
+                    None => EngineError::BadRequest(format!(
+                        "no trace holds a variable or op {r} (see FIND vars WHERE var.full_name CONTAINS '...')"
+                    )),
+                });
+            }
+            for (t, s) in found {
+                match per_trace.iter_mut().find(|(x, _)| *x == t) {
+                    Some((_, v)) => {
+                        if !v.contains(&s) {
+                            v.push(s)
+                        }
+                    }
+                    None => per_trace.push((t, vec![s])),
+                }
+            }
+        }
+        per_trace.sort_by_key(|(t, _)| *t);
+        let mut left = p.limit.unwrap_or(u64::MAX);
+        for (tid, starts) in per_trace {
+            if left == 0 {
+                break;
+            }
+            self.cancel.check()?;
+            let record = self
+                .view
+                .trace(tid)?
+                .ok_or_else(|| EngineError::UnknownTrace(format!("#{tid}")))?;
+            let t = TraceCtx::new(self.db, self.view, tid, record);
+            let mut emit = |row: Vec<Value>| -> Result<bool> {
+                if left == 0 {
+                    return Ok(false);
+                }
+                left -= 1;
+                Ok(sink(row)? && left > 0)
+            };
+            if !self.traverse_trace(p, &t, &starts, &mut emit)? {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Walks one trace; returns false when the sink wants no more rows.
+    fn traverse_trace(
+        &self,
+        p: &TraversePlan,
+        t: &TraceCtx<'_>,
+        starts: &[StartNode],
+        emit: &mut dyn FnMut(Vec<Value>) -> Result<bool>,
+    ) -> Result<bool> {
+        let g = t.graph()?;
+        let dir = match p.direction {
+            QDir::Backward => Direction::Backward,
+            QDir::Forward => Direction::Forward,
+        };
+        let far = |e: u32| match dir {
+            Direction::Backward => g.source(e),
+            Direction::Forward => g.target(e),
+        };
+        let failure: RefCell<Option<EngineError>> = RefCell::new(None);
+        let fail = |e: QueryError| {
+            failure.borrow_mut().get_or_insert(EngineError::Query(e));
+        };
+        // Whether the last node admitted is expanded (not an UNTIL stop): the
+        // walk reports a node right after admitting it.
+        let expanding = std::cell::Cell::new(false);
+        // Decide for one edge: skip it, reach its far node, or expand it.
+        let admit_edge = |edge: u32, other: u32| -> Admit {
+            if failure.borrow().is_some() {
+                return Admit::Skip;
+            }
+            let row = RecRow {
+                var: Some(other),
+                op: g.op(edge),
+                edge: Some(edge),
+                ..RecRow::new(t)
+            };
+            if let Some(w) = &p.while_ {
+                match w.expr.test(&row) {
+                    Ok(true) => {}
+                    Ok(false) => return Admit::Skip,
+                    Err(e) => {
+                        fail(e);
+                        return Admit::Skip;
+                    }
+                }
+            }
+            if let Some(u) = &p.until {
+                match u.expr.test(&row) {
+                    Ok(true) => return Admit::Reach,
+                    Ok(false) => {}
+                    Err(e) => {
+                        fail(e);
+                        return Admit::Skip;
+                    }
+                }
+            }
+            Admit::Expand
+        };
+        let admit = |edge: u32, other: u32, _depth: u32| -> Admit {
+            let verdict = admit_edge(edge, other);
+            expanding.set(verdict == Admit::Expand);
+            verdict
+        };
+        let mut visits: Vec<Visit> = Vec::new();
+        // Visited nodes that the walk expanded (not UNTIL stops).
+        let mut expanded: std::collections::HashSet<u32> = std::collections::HashSet::new();
+        let mut var_starts: Vec<u32> = Vec::new();
+        let mut start_nodes: Vec<u32> = Vec::new();
+        for s in starts {
+            match *s {
+                StartNode::Var(v) => {
+                    var_starts.push(v);
+                    start_nodes.push(v);
+                }
+                StartNode::Op(o) => {
+                    // An op start: its inputs (backward) or outputs (forward) are
+                    // one hop away, then the walk goes on from them.
+                    let mut seeds = Vec::new();
+                    for &e in g.op_edges(o) {
+                        let Some(n) = far(e) else { continue };
+                        if visits.iter().any(|v| v.node == n) || seeds.contains(&n) {
+                            continue;
+                        }
+                        match admit(e, n, 1) {
+                            Admit::Skip => continue,
+                            a => {
+                                visits.push(Visit {
+                                    node: n,
+                                    depth: 1,
+                                    edge: e,
+                                    parent: u32::MAX,
+                                });
+                                if a == Admit::Expand {
+                                    seeds.push(n);
+                                    expanded.insert(n);
+                                }
+                            }
+                        }
+                    }
+                    let mut more = Vec::new();
+                    g.walk(&seeds, 1, dir, p.max_depth, self.cancel, admit, |v| {
+                        more.push((v, expanding.get()))
+                    })?;
+                    for (v, x) in more {
+                        if !visits.iter().any(|y| y.node == v.node) {
+                            if x {
+                                expanded.insert(v.node);
+                            }
+                            visits.push(v);
+                        }
+                    }
+                }
+            }
+        }
+        // Only the subgraph outputs need to know which nodes were expanded.
+        let need_expanded = matches!(p.output, Output::Ops | Output::Edges | Output::Subgraph);
+        if !var_starts.is_empty() {
+            let mut found = Vec::new();
+            g.walk(&var_starts, 0, dir, p.max_depth, self.cancel, admit, |v| {
+                found.push((v, expanding.get()))
+            })?;
+            // With op starts too, a node may already be a visit.
+            let mut seen: std::collections::HashSet<u32> = visits.iter().map(|v| v.node).collect();
+            let only_walk = visits.is_empty();
+            visits.reserve(found.len());
+            for (v, x) in found {
+                if only_walk || seen.insert(v.node) {
+                    if x && need_expanded {
+                        expanded.insert(v.node);
+                    }
+                    visits.push(v);
+                }
+            }
+        }
+        if let Some(e) = failure.into_inner() {
+            return Err(e);
+        }
+        // Starts are never rows of their own trace's result.
+        visits.retain(|v| !start_nodes.contains(&v.node));
+        let visit_row = |v: &Visit| RecRow {
+            var: Some(v.node),
+            op: g.op(v.edge),
+            edge: Some(v.edge),
+            ..RecRow::new(t)
+        };
+        let passes = |row: &dyn Row| -> Result<bool> {
+            match &p.filter {
+                Some(f) => f.expr.test(row).map_err(qerr),
+                None => Ok(true),
+            }
+        };
+        let returned: Vec<&Visit> = visits.iter().filter(|v| v.depth >= p.min_depth).collect();
+        match p.output {
+            Output::Count => {
+                let mut n = 0i64;
+                for v in &returned {
+                    if passes(&visit_row(v))? {
+                        n += 1;
+                    }
+                }
+                emit(vec![t.gid(), Value::Int(n)])
+            }
+            Output::Nodes => {
+                for (i, v) in returned.iter().enumerate() {
+                    if i.is_multiple_of(4096) {
+                        self.cancel.check()?;
+                    }
+                    if !passes(&visit_row(v))? {
+                        continue;
+                    }
+                    let via = match g.op(v.edge) {
+                        Some(o) => Value::Str(t.op_id(o)?),
+                        None => Value::Null,
+                    };
+                    let row = vec![
+                        t.gid(),
+                        Value::Str(t.node_id(v.node)?),
+                        t.var_field(v.node, &Field::Category)?,
+                        Value::from(v.depth),
+                        via,
+                    ];
+                    if !emit(row)? {
+                        return Ok(false);
+                    }
+                }
+                Ok(true)
+            }
+            Output::Paths => {
+                let by_node: HashMap<u32, &Visit> = visits.iter().map(|v| (v.node, v)).collect();
+                for v in &returned {
+                    if !passes(&visit_row(v))? {
+                        continue;
+                    }
+                    let mut path = vec![Value::Str(t.node_id(v.node)?)];
+                    let mut cur = *v;
+                    loop {
+                        if let Some(o) = g.op(cur.edge) {
+                            path.push(Value::Str(t.op_id(o)?));
+                        }
+                        if cur.parent == u32::MAX {
+                            // An op start: the op is the path's first element.
+                            break;
+                        }
+                        path.push(Value::Str(t.node_id(cur.parent)?));
+                        match by_node.get(&cur.parent) {
+                            Some(next) if !start_nodes.contains(&cur.parent) => cur = next,
+                            _ => break,
+                        }
+                    }
+                    path.reverse();
+                    let row = vec![
+                        t.gid(),
+                        Value::Str(t.node_id(v.node)?),
+                        Value::from(v.depth),
+                        Value::List(path),
+                    ];
+                    if !emit(row)? {
+                        return Ok(false);
+                    }
+                }
+                Ok(true)
+            }
+            Output::Ops | Output::Edges | Output::Subgraph => {
+                // The result subgraph: starts and the nodes that pass WHERE,
+                // with the walked edges between them: the edges of the nodes
+                // the walk expanded (starts, and visited nodes that are
+                // neither UNTIL stops nor at the DEPTH limit), each at one
+                // hop more than the node it was walked from.
+                let mut keep: HashMap<u32, u32> = HashMap::new();
+                for s in &start_nodes {
+                    keep.insert(*s, 0);
+                }
+                let mut node_rows = Vec::new();
+                for v in &returned {
+                    if p.output == Output::Subgraph && !passes(&visit_row(v))? {
+                        continue;
+                    }
+                    keep.insert(v.node, v.depth);
+                    node_rows.push(v.node);
+                }
+                if p.output != Output::Subgraph {
+                    for v in &visits {
+                        keep.entry(v.node).or_insert(v.depth);
+                    }
+                }
+                let mut edge_depth: HashMap<u32, u32> = HashMap::new();
+                let mut walked = |e: u32, d: u32| {
+                    let x = edge_depth.entry(e).or_insert(d);
+                    *x = (*x).min(d);
+                };
+                for s in starts {
+                    if let StartNode::Op(o) = s {
+                        for &e in g.op_edges(*o) {
+                            if far(e).is_some_and(|n| keep.contains_key(&n)) {
+                                walked(e, 1);
+                            }
+                        }
+                    }
+                }
+                for (&n, &d) in keep.iter() {
+                    let expands = (start_nodes.contains(&n) || expanded.contains(&n))
+                        && p.max_depth.is_none_or(|m| d < m);
+                    if !expands {
+                        continue;
+                    }
+                    let list = match dir {
+                        Direction::Backward => g.incoming(n),
+                        Direction::Forward => g.outgoing(n),
+                    };
+                    for &e in list {
+                        if far(e).is_some_and(|o| keep.contains_key(&o)) {
+                            walked(e, d + 1);
+                        }
+                    }
+                }
+                let mut edge_ids: Vec<u32> = edge_depth.keys().copied().collect();
+                edge_ids.sort_unstable();
+                if let Some(w) = &p.while_ {
+                    let mut kept = Vec::new();
+                    for e in edge_ids {
+                        let row = RecRow {
+                            var: far(e),
+                            op: g.op(e),
+                            edge: Some(e),
+                            ..RecRow::new(t)
+                        };
+                        if w.expr.test(&row).map_err(qerr)? {
+                            kept.push(e);
+                        }
+                    }
+                    edge_ids = kept;
+                }
+                let depth_of = |e: u32| edge_depth.get(&e).copied().unwrap_or(0);
+                match p.output {
+                    Output::Ops => {
+                        let mut ops: Vec<(u32, u32)> = Vec::new();
+                        for &e in &edge_ids {
+                            if let Some(o) = g.op(e) {
+                                let d = depth_of(e);
+                                match ops.iter_mut().find(|(x, _)| *x == o) {
+                                    Some((_, md)) => *md = (*md).min(d),
+                                    None => ops.push((o, d)),
+                                }
+                            }
+                        }
+                        ops.sort_by_key(|(o, d)| (*d, *o));
+                        for (o, d) in ops {
+                            let row = RecRow {
+                                op: Some(o),
+                                ..RecRow::new(t)
+                            };
+                            if !passes(&row)? {
+                                continue;
+                            }
+                            let out = vec![
+                                t.gid(),
+                                Value::Str(t.op_id(o)?),
+                                t.op_field(o, &Field::OpName)?,
+                                t.op_field(o, &Field::Category)?,
+                                Value::from(d),
+                            ];
+                            if !emit(out)? {
+                                return Ok(false);
+                            }
+                        }
+                        Ok(true)
+                    }
+                    Output::Edges => {
+                        for e in edge_ids {
+                            let row = RecRow {
+                                var: far(e),
+                                op: g.op(e),
+                                edge: Some(e),
+                                ..RecRow::new(t)
+                            };
+                            if !passes(&row)? {
+                                continue;
+                            }
+                            let out = vec![
+                                t.gid(),
+                                t.edge_field(e, &Field::Id)?,
+                                t.edge_field(e, &Field::Source)?,
+                                t.edge_field(e, &Field::Target)?,
+                                t.edge_field(e, &Field::Op)?,
+                                t.edge_field(e, &Field::Category)?,
+                            ];
+                            if !emit(out)? {
+                                return Ok(false);
+                            }
+                        }
+                        Ok(true)
+                    }
+                    _ => {
+                        let mut nodes: Vec<u32> = start_nodes.clone();
+                        nodes.extend(node_rows);
+                        for n in nodes {
+                            let out = vec![
+                                t.gid(),
+                                Value::Str("node".into()),
+                                Value::Str(t.node_id(n)?),
+                                Value::Null,
+                                Value::Null,
+                                Value::Null,
+                            ];
+                            if !emit(out)? {
+                                return Ok(false);
+                            }
+                        }
+                        for e in edge_ids {
+                            let out = vec![
+                                t.gid(),
+                                Value::Str("edge".into()),
+                                t.edge_field(e, &Field::Id)?,
+                                t.edge_field(e, &Field::Source)?,
+                                t.edge_field(e, &Field::Target)?,
+                                t.edge_field(e, &Field::Op)?,
+                            ];
+                            if !emit(out)? {
+                                return Ok(false);
+                            }
+                        }
+                        Ok(true)
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Database, ImportOptions, InputFormat};
+
+    /// a -> b -> c -> a (ops ab, bc, ca), and x -> a (op xa).
+    fn cycle() -> (tempfile::TempDir, Database) {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path().join("t.db")).unwrap();
+        let node = |n: &str| {
+            format!(
+                r#"{{"name": "{n}", "class_name": "v", "version": 1, "value": "'{n}'", "session_id": "s"}}"#
+            )
+        };
+        let op = |o: &str| {
+            format!(r#"{{"op_id": "{o}", "op_name": "{o}", "category": "k", "session_id": "s"}}"#)
+        };
+        let edge = |id: &str, o: &str, a: &str, b: &str| {
+            format!(
+                r#"{{"edge_id": "{id}", "op_id": "{o}", "session_id": "s",
+                    "source_full_node_id": "v:{a}@1", "target_full_node_id": "v:{b}@1"}}"#
+            )
+        };
+        let text = format!(
+            r#"{{"graph_id": "g", "user_id": "u", "project_id": "p", "data": {{
+                "sessions": [{{"session_id": "s", "session_name": "s"}}],
+                "operations": [{}],
+                "nodes": [{}],
+                "edges": [{}]}}}}"#,
+            ["ab", "bc", "ca", "xa"].map(op).join(","),
+            ["a", "b", "c", "x"].map(node).join(","),
+            [
+                edge("e1", "ab", "a", "b"),
+                edge("e2", "bc", "b", "c"),
+                edge("e3", "ca", "c", "a"),
+                edge("e4", "xa", "x", "a"),
+            ]
+            .join(",")
+        );
+        db.import_reader(
+            text.as_bytes(),
+            InputFormat::Json,
+            "t",
+            &ImportOptions::default(),
+        )
+        .unwrap();
+        (dir, db)
+    }
+
+    fn ops(db: &Database, q: &str) -> Vec<(String, i64)> {
+        db.query(q)
+            .unwrap()
+            .rows
+            .iter()
+            .map(|r| (r[1].as_str().unwrap().to_string(), r[4].as_i64().unwrap()))
+            .collect()
+    }
+
+    #[test]
+    fn returned_ops_and_edges_stop_where_the_walk_stops() {
+        let (_d, db) = cycle();
+        // Backward from c: b (1, op bc), a (2, op ab), then x (3, op xa); the
+        // edge c -> a (op ca) is walked from a, one hop past a: depth 3, not
+        // the depth of its input c (the start, 0).
+        assert_eq!(
+            ops(&db, "TRACE v:c RETURN ops"),
+            [
+                ("bc".into(), 1),
+                ("ab".into(), 2),
+                ("ca".into(), 3),
+                ("xa".into(), 3)
+            ]
+        );
+        // DEPTH 2 does not expand a, so neither ca nor xa is crossed.
+        assert_eq!(
+            ops(&db, "TRACE v:c DEPTH 2 RETURN ops"),
+            [("bc".into(), 1), ("ab".into(), 2)]
+        );
+        // An UNTIL stop is returned, its inputs are not: no edge c -> a.
+        let r = db
+            .query("TRACE v:c UNTIL var.name = 'a' RETURN edges")
+            .unwrap();
+        let ids: Vec<&str> = r.rows.iter().map(|r| r[1].as_str().unwrap()).collect();
+        assert_eq!(ids, ["e1", "e2"]);
+        // DEPTH 0 crosses nothing.
+        assert!(db
+            .query("TRACE v:c DEPTH 0 RETURN edges")
+            .unwrap()
+            .rows
+            .is_empty());
+    }
+}

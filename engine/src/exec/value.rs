@@ -1,0 +1,74 @@
+//! Row values: a query's collected result, the conversions between query
+//! values and JSON, and the sink that rows stream to.
+
+use memtrace_query::Value;
+use serde::Serialize;
+
+use crate::error::Result;
+
+/// A query's answer: column names and rows of JSON values.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct QueryResult {
+    /// Column names.
+    pub columns: Vec<String>,
+    /// Rows, each as long as `columns`.
+    pub rows: Vec<Vec<serde_json::Value>>,
+}
+
+/// Converts a query value to JSON.
+pub fn to_json(v: &Value) -> serde_json::Value {
+    match v {
+        Value::Null => serde_json::Value::Null,
+        Value::Bool(b) => serde_json::Value::Bool(*b),
+        Value::Int(n) => serde_json::Value::from(*n),
+        Value::Float(x) => serde_json::Number::from_f64(*x)
+            .map(serde_json::Value::Number)
+            .unwrap_or(serde_json::Value::Null),
+        Value::Str(s) => serde_json::Value::String(s.clone()),
+        Value::List(items) => serde_json::Value::Array(items.iter().map(to_json).collect()),
+    }
+}
+
+/// Converts JSON to a query value (an object becomes its JSON text).
+pub fn from_json(v: &serde_json::Value) -> Value {
+    match v {
+        serde_json::Value::Null => Value::Null,
+        serde_json::Value::Bool(b) => Value::Bool(*b),
+        serde_json::Value::Number(n) => match n.as_i64() {
+            Some(i) => Value::Int(i),
+            None => n.as_f64().map_or(Value::Null, Value::Float),
+        },
+        serde_json::Value::String(s) => Value::Str(s.clone()),
+        serde_json::Value::Array(a) => Value::List(a.iter().map(from_json).collect()),
+        serde_json::Value::Object(_) => Value::Str(v.to_string()),
+    }
+}
+
+/// The value at `path` in a JSON text (a record's metadata), `Null` when
+/// there is no text, it is not JSON, or the path leads nowhere.
+pub(super) fn meta_path(json: Option<&str>, path: &[String]) -> Value {
+    let Some(text) = json else {
+        return Value::Null;
+    };
+    let Ok(root) = serde_json::from_str::<serde_json::Value>(text) else {
+        return Value::Null;
+    };
+    let mut cur = &root;
+    for p in path {
+        cur = match cur {
+            serde_json::Value::Object(m) => match m.get(p) {
+                Some(v) => v,
+                None => return Value::Null,
+            },
+            serde_json::Value::Array(a) => match p.parse::<usize>().ok().and_then(|i| a.get(i)) {
+                Some(v) => v,
+                None => return Value::Null,
+            },
+            _ => return Value::Null,
+        };
+    }
+    from_json(cur)
+}
+
+/// Where rows go. Returning `false` stops the query early.
+pub type Sink<'s> = dyn FnMut(Vec<Value>) -> Result<bool> + 's;

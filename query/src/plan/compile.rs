@@ -1,0 +1,438 @@
+//! Expressions: field paths resolved to fields (with a "did you mean" for
+//! typos), and written expressions compiled to [`Pexpr`], aggregates split out.
+
+use crate::ast::{literal_value, CallArg, Expr, FieldPath, Literal, Pos, Test};
+use crate::keywords::nearest;
+use crate::value::Value;
+
+use super::exprs::expr_pos;
+use super::fields::{fields_of, subject_name, subject_named, Field, Subject};
+use super::pexpr::{regex_reason, shown, AggFunc, Func, Pexpr};
+use super::planner::{Planner, Result, Scope};
+use super::types::{AggSpec, Pred, VarKind};
+
+impl Planner<'_> {
+    pub(super) fn pred(&self, e: &Expr, scope: &Scope<'_>) -> Result<Pred> {
+        let mut aggs = Vec::new();
+        let expr = self.compile(e, scope, &mut aggs, &[])?;
+        Ok(Pred {
+            expr,
+            text: e.to_string(),
+        })
+    }
+
+    fn field(&self, path: &FieldPath, scope: &Scope<'_>) -> Result<Pexpr> {
+        let head = &path.parts[0];
+        let rest = &path.parts[1..];
+        // A MATCH variable?
+        if let Some(i) = scope.vars.iter().position(|v| &v.name == head) {
+            let subject = Subject::Bound(i);
+            let table = match scope.vars[i].kind {
+                VarKind::Node => fields_of(Subject::Var),
+                VarKind::Edge => fields_of(Subject::Edge),
+            };
+            if rest.is_empty() {
+                // The node (its full node id) or the edge (its id).
+                let f = match scope.vars[i].kind {
+                    VarKind::Node => Field::NodeId,
+                    VarKind::Edge => Field::Id,
+                };
+                return Ok(Pexpr::Field(subject, f));
+            }
+            return self.field_in(path, head, subject, table, rest);
+        }
+        // A field of the listed records, written bare.
+        if let (Some(b), true) = (scope.bare, rest.is_empty()) {
+            if let Some((_, f)) = fields_of(b).iter().find(|(n, _)| n == head) {
+                return Ok(Pexpr::Field(b, f.clone()));
+            }
+        }
+        let subject = match subject_named(head) {
+            Some(s) => s,
+            None => {
+                let mut known: Vec<&str> = scope.vars.iter().map(|v| v.name.as_str()).collect();
+                known.extend(scope.subjects.iter().map(|s| subject_name(*s)));
+                let bare: Vec<&str> = scope
+                    .bare
+                    .map(|b| fields_of(b).iter().map(|(n, _)| *n).collect())
+                    .unwrap_or_default();
+                let hint = nearest(head, known.iter().chain(&bare).copied())
+                    .map(|k| format!(" (did you mean {k}?)"))
+                    .unwrap_or_default();
+                let what = if !scope.vars.is_empty() {
+                    format!("in scope: {}", list_or(&known))
+                } else if let Some(b) = scope.bare {
+                    format!(
+                        "fields start with {}, or are {} fields written bare: {}",
+                        list_or(&known),
+                        subject_name(b),
+                        bare.join(", ")
+                    )
+                } else {
+                    format!("fields start with {}", list_or(&known))
+                };
+                return Err(self.err(path.pos, format!("unknown name {head}{hint}; {what}")));
+            }
+        };
+        if !scope.subjects.contains(&subject) {
+            let allowed: Vec<&str> = scope.subjects.iter().map(|s| subject_name(*s)).collect();
+            return Err(self.err(
+                path.pos,
+                format!(
+                    "{head}. fields are not available here; this statement has {}",
+                    list_or(&allowed)
+                ),
+            ));
+        }
+        if rest.is_empty() {
+            return Err(self.err(
+                path.pos,
+                format!(
+                    "{head} needs a field, such as {head}.{}",
+                    fields_of(subject)[0].0
+                ),
+            ));
+        }
+        self.field_in(path, head, subject, fields_of(subject), rest)
+    }
+
+    fn field_in(
+        &self,
+        path: &FieldPath,
+        head: &str,
+        subject: Subject,
+        table: &[(&'static str, Field)],
+        rest: &[String],
+    ) -> Result<Pexpr> {
+        let name = &rest[0];
+        // Verdicts have no metadata; every other record has.
+        let has_meta = subject != Subject::Attribution;
+        let is_meta = has_meta && (name == "meta" || name == "metadata");
+        if is_meta && subject != Subject::Case {
+            if rest.len() < 2 {
+                return Err(self.err(
+                    path.pos,
+                    format!("{head}.{name} needs a key, such as {head}.meta.evidence"),
+                ));
+            }
+            return Ok(Pexpr::Field(subject, Field::Meta(rest[1..].to_vec())));
+        }
+        if let Some((_, f)) = table.iter().find(|(n, _)| n == name) {
+            if rest.len() > 1 {
+                return Err(self.err(
+                    path.pos,
+                    format!("{head}.{name} has no parts; only meta.<key> paths go deeper"),
+                ));
+            }
+            return Ok(Pexpr::Field(subject, f.clone()));
+        }
+        if subject == Subject::Case {
+            // A case is its annotation object: any other key reads it.
+            return Ok(Pexpr::Field(subject, Field::Meta(rest.to_vec())));
+        }
+        let mut names: Vec<&str> = table.iter().map(|(n, _)| *n).collect();
+        if has_meta {
+            names.push("meta");
+        }
+        let hint = nearest(name, names.iter().copied())
+            .map(|k| format!(" (did you mean {head}.{k}?)"))
+            .unwrap_or_default();
+        Err(self.err(
+            path.pos,
+            format!(
+                "unknown field {head}.{name}{hint}; {head} has {}",
+                names.join(", ")
+            ),
+        ))
+    }
+
+    /// Compiles an expression. Aggregate calls are appended to `aggs` and
+    /// replaced by [`Pexpr::Agg`]; subexpressions equal to a `group` key
+    /// become [`Pexpr::Group`].
+    pub(super) fn compile(
+        &self,
+        e: &Expr,
+        scope: &Scope<'_>,
+        aggs: &mut Vec<AggSpec>,
+        group: &[String],
+    ) -> Result<Pexpr> {
+        if !group.is_empty() {
+            let text = e.to_string();
+            if let Some(i) = group.iter().position(|g| *g == text) {
+                return Ok(Pexpr::Group(i));
+            }
+        }
+        let c = |x: &Expr, aggs: &mut Vec<AggSpec>| self.compile(x, scope, aggs, group);
+        Ok(match e {
+            Expr::Lit(l) => Pexpr::Const(literal_value(l)),
+            Expr::Param(p) => Pexpr::Const(self.param(p)?.clone()),
+            Expr::Field(path) => {
+                let f = self.field(path, scope)?;
+                if !group.is_empty() {
+                    let message = if self.implicit_groups.get() {
+                        format!("{path} must be a group key (RETURN it without an aggregate, or GROUP BY it) or inside an aggregate such as count({path})")
+                    } else {
+                        format!("{path} must be in GROUP BY or inside an aggregate such as count({path})")
+                    };
+                    return Err(self.err(path.pos, message));
+                }
+                f
+            }
+            Expr::List(items) => Pexpr::List(
+                items
+                    .iter()
+                    .map(|x| c(x, aggs))
+                    .collect::<Result<Vec<_>>>()?,
+            ),
+            Expr::Call { name, arg, pos } => {
+                let lname = name.to_ascii_lowercase();
+                if let Some(func) = AggFunc::from_name(&lname) {
+                    if !scope.aggregates {
+                        return Err(self.err(
+                            *pos,
+                            format!("{name}() is an aggregate; it may appear only in RETURN and ORDER BY of MATCH and FIND"),
+                        ));
+                    }
+                    let (distinct, arg) = match arg {
+                        CallArg::Star if func == AggFunc::Count => (false, None),
+                        CallArg::Star => {
+                            return Err(self
+                                .err(*pos, format!("{name}(*) is not defined; only count(*) is")))
+                        }
+                        CallArg::None => {
+                            return Err(self.err(*pos, format!("{name}() needs an argument")))
+                        }
+                        CallArg::Expr { distinct, expr } => {
+                            // The argument is read per input row: no grouping, no nested aggregates.
+                            let inner_scope = Scope {
+                                aggregates: false,
+                                ..*scope
+                            };
+                            let mut none = Vec::new();
+                            let a = self.compile(expr, &inner_scope, &mut none, &[])?;
+                            (*distinct, Some(a))
+                        }
+                    };
+                    let text = e.to_string();
+                    let i = match aggs.iter().position(|a| a.text == text) {
+                        Some(i) => i,
+                        None => {
+                            aggs.push(AggSpec {
+                                func,
+                                distinct,
+                                arg,
+                                text,
+                            });
+                            aggs.len() - 1
+                        }
+                    };
+                    Pexpr::Agg(i)
+                } else if let Some(func) = Func::from_name(&lname) {
+                    match arg {
+                        CallArg::Expr {
+                            distinct: false,
+                            expr,
+                        } => Pexpr::Func(func, Box::new(c(expr, aggs)?)),
+                        _ => {
+                            return Err(self.err(
+                                *pos,
+                                format!("{name}() takes one argument, without DISTINCT"),
+                            ))
+                        }
+                    }
+                } else {
+                    let all = Func::NAMES.iter().chain(AggFunc::NAMES.iter()).copied();
+                    let hint = nearest(&lname, all)
+                        .map(|k| format!(" (did you mean {k}?)"))
+                        .unwrap_or_default();
+                    return Err(self.err(
+                        *pos,
+                        format!(
+                            "unknown function {name}(){hint}; functions are {}, {}",
+                            AggFunc::NAMES.join(", "),
+                            Func::NAMES.join(", ")
+                        ),
+                    ));
+                }
+            }
+            Expr::Test(left, test) => {
+                let l = Box::new(c(left, aggs)?);
+                match test {
+                    Test::Cmp(op, r) => Pexpr::Cmp(*op, l, Box::new(c(r, aggs)?)),
+                    Test::Contains(r) => Pexpr::Contains(l, Box::new(c(r, aggs)?)),
+                    Test::StartsWith(r) => Pexpr::StartsWith(l, Box::new(c(r, aggs)?)),
+                    Test::Regex(r) => {
+                        let pattern = c(r, aggs)?;
+                        // Where the pattern is written: its parameter, else its
+                        // literal after the left operand, else the operator.
+                        let at = |what: &str| {
+                            let from = expr_pos(left).0.min(self.text.len());
+                            let rest = self.text.get(from..).unwrap_or("");
+                            let found = match r.as_ref() {
+                                Expr::Lit(Literal::Str(s)) => {
+                                    rest.find(&crate::node_ref::quote(s)).map(|i| from + i)
+                                }
+                                _ => None,
+                            }
+                            .or_else(|| rest.find("=~").map(|i| from + i));
+                            match (r.as_ref(), found) {
+                                (Expr::Param(p), _) => self.param_err(p, what.to_string()),
+                                (_, Some(i)) => self.err(Pos(i), what.to_string()),
+                                _ => self.err(expr_pos(left), what.to_string()),
+                            }
+                        };
+                        match &pattern {
+                            Pexpr::Const(Value::Str(s)) => {
+                                let re = regex::Regex::new(s).map_err(|e| {
+                                    at(&format!(
+                                        "bad regular expression {}: {}",
+                                        crate::node_ref::quote(s),
+                                        regex_reason(&e)
+                                    ))
+                                })?;
+                                Pexpr::RegexConst(l, Box::new(re))
+                            }
+                            Pexpr::Const(Value::Null) => Pexpr::Regex(l, Box::new(pattern)),
+                            Pexpr::Const(other) => {
+                                return Err(at(&format!(
+                                    "=~ needs a text pattern, not {}",
+                                    shown(other)
+                                )))
+                            }
+                            _ => Pexpr::Regex(l, Box::new(pattern)),
+                        }
+                    }
+                    Test::In { negated, list } => {
+                        let items = c(list, aggs)?;
+                        if let Pexpr::Const(v) = &items {
+                            if !matches!(v, Value::List(_) | Value::Null) {
+                                let what = format!(
+                                    "IN needs a list, such as ['a', 'b'], not {}",
+                                    shown(v)
+                                );
+                                return Err(match list.as_ref() {
+                                    Expr::Param(p) => self.param_err(p, what),
+                                    _ => self.err(expr_pos(left), what),
+                                });
+                            }
+                        }
+                        Pexpr::In(l, Box::new(items), *negated)
+                    }
+                    Test::IsNull { negated } => Pexpr::IsNull(l, *negated),
+                }
+            }
+            Expr::Not(x) => Pexpr::Not(Box::new(c(x, aggs)?)),
+            Expr::And(items) => Pexpr::And(
+                items
+                    .iter()
+                    .map(|x| c(x, aggs))
+                    .collect::<Result<Vec<_>>>()?,
+            ),
+            Expr::Or(items) => Pexpr::Or(
+                items
+                    .iter()
+                    .map(|x| c(x, aggs))
+                    .collect::<Result<Vec<_>>>()?,
+            ),
+        })
+    }
+}
+
+fn list_or(items: &[&str]) -> String {
+    match items.len() {
+        0 => String::new(),
+        1 => items[0].to_string(),
+        n => format!("{} or {}", items[..n - 1].join(", "), items[n - 1]),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::test_support::{explain, plan_err};
+    use crate::plan::{plan, plan_text, Params, Plan};
+
+    #[test]
+    fn attribution_fields_are_read_with_or_without_their_subject() {
+        let plan_of = |text: &str| {
+            let stmt = crate::parse_statement(text).unwrap();
+            match plan(&stmt, &Params::new()).unwrap() {
+                Plan::Find(f) => f,
+                _ => panic!("not a FIND"),
+            }
+        };
+        let f = plan_of("FIND attributions");
+        assert_eq!(
+            f.projection.columns,
+            [
+                "trace",
+                "case",
+                "error_type",
+                "op_id",
+                "op_name",
+                "confidence",
+                "method",
+                "at"
+            ]
+        );
+        let f = plan_of("FIND attributions GROUP BY error_type RETURN error_type, count(*)");
+        assert!(matches!(
+            f.projection.group_keys.as_slice(),
+            [Pexpr::Field(Subject::Attribution, Field::ErrorType)]
+        ));
+        let f = plan_of(
+            "FIND attributions WHERE attribution.case = 'q' AND seq > 1 AND trace.id = 'g' \
+             RETURN case, query, op_id, op_name, confidence, reason, method, version, author, \
+             at, seq, micros",
+        );
+        assert!(f.trace_filter.is_some() && f.filter.is_some());
+        assert_eq!(f.projection.outputs.len(), 12);
+        let e = plan_err("FIND attributions WHERE eror_type = 'x'", &[]);
+        assert!(
+            e.contains("unknown name eror_type (did you mean error_type?); fields start with attribution or trace, or are attribution fields written bare: case, query, error_type"),
+            "{e}"
+        );
+        let e = plan_err("FIND attributions RETURN attribution.meta.x", &[]);
+        assert!(e.contains("unknown field attribution.meta"), "{e}");
+        assert!(!e.contains(", meta"), "{e}");
+        // Bare names belong to FIND attributions only.
+        let e = plan_err("FIND cases RETURN error_type", &[]);
+        assert!(e.contains("unknown name error_type"), "{e}");
+        let e = plan_err("FIND attributions RETURN case.query_id", &[]);
+        assert!(e.contains("case. fields are not available here"), "{e}");
+        let f = plan_of("FIND cases WHERE case.origin = 'judge'");
+        assert!(f.filter.is_some());
+        assert_eq!(
+            explain("EXPLAIN FIND attributions IN TRACE 'g'", &[])
+                .last()
+                .unwrap(),
+            "   └─ Trace 'g'"
+        );
+    }
+
+    #[test]
+    fn constant_operands_of_in_and_regex_are_checked_when_planning() {
+        let e = plan_err("FIND vars WHERE var.name IN $s", &[("s", "x".into())]);
+        assert!(
+            e.starts_with(
+                "invalid statement at line 1, column 29: IN needs a list, such as ['a', 'b'], not 'x'"
+            ),
+            "{e}"
+        );
+        let e = plan_err("FIND vars WHERE var.name =~ 1", &[]);
+        assert!(
+            e.starts_with("invalid statement at line 1, column 26: =~ needs a text pattern, not 1"),
+            "{e}"
+        );
+        let e = plan_err("FIND vars WHERE var.name =~ '(x'", &[]);
+        assert_eq!(
+            e,
+            "invalid statement at line 1, column 29: bad regular expression '(x': unclosed group\n  \
+             FIND vars WHERE var.name =~ '(x'\n                              ^"
+        );
+        // A NULL list or pattern is no error: the test is unknown.
+        let stmt = crate::parse_statement("FIND vars WHERE var.name IN $s").unwrap();
+        let params: Params = [("s".to_string(), Value::Null)].into_iter().collect();
+        assert!(plan_text(&stmt, &params, "FIND vars WHERE var.name IN $s").is_ok());
+    }
+}

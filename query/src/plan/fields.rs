@@ -1,0 +1,283 @@
+//! What a field path names: its [`Subject`] and [`Field`], the field names
+//! each subject has as written (`var.full_name`, `op.kind`, ...), and the
+//! names of the subjects themselves.
+
+/// What a field path names a field of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Subject {
+    /// `var.`: a variable (in TRACE, the node reached).
+    Var,
+    /// `op.`: an operation (in TRACE, the op of the edge that reached the node).
+    Op,
+    /// `edge.`: an edge.
+    Edge,
+    /// `session.`: the session of the row's record.
+    Session,
+    /// `trace.`: the trace.
+    Trace,
+    /// `case.`: a failed case.
+    Case,
+    /// `attribution.`: a stored attribution verdict.
+    Attribution,
+    /// `source.`: an edge's source variable.
+    Source,
+    /// `target.`: an edge's target variable.
+    Target,
+    /// A MATCH pattern variable, by its index in
+    /// [`MatchPlan::vars`](crate::plan::MatchPlan::vars).
+    Bound(usize),
+}
+
+/// A field of a subject.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Field {
+    /// `full_name` (`class:name`).
+    FullName,
+    /// `name`.
+    Name,
+    /// `class`.
+    Class,
+    /// `version`.
+    Version,
+    /// `category` (an op's category is also its `kind`).
+    Category,
+    /// `comment`.
+    Comment,
+    /// `value` (a variable's value text).
+    Value,
+    /// `created_at`.
+    CreatedAt,
+    /// `session`: the session id.
+    Session,
+    /// `node_id`: the full node id (`full_name@version`).
+    NodeId,
+    /// `filename`.
+    Filename,
+    /// `lineno`.
+    Lineno,
+    /// `id`: op id, edge id, session id, trace (graph) id.
+    Id,
+    /// `name` of an op, session.
+    OpName,
+    /// `source`: an edge's source node id; a trace's import source.
+    Source,
+    /// `target`: an edge's target node id.
+    Target,
+    /// `op`: an edge's op id.
+    Op,
+    /// `user_id`.
+    UserId,
+    /// `project_id`.
+    ProjectId,
+    /// `query_id` of a case.
+    QueryId,
+    /// `query` of a case.
+    Query,
+    /// `golden_answers` of a case.
+    GoldenAnswers,
+    /// `prediction` of a case.
+    Prediction,
+    /// `evidence`: a case's source evidence ids.
+    Evidence,
+    /// `error_type`: a case's labelled error type.
+    ErrorType,
+    /// `op_id`: a case's labelled faulty op.
+    OpId,
+    /// `kind` of an edge: the category of the op that made it.
+    Kind,
+    /// `origin` of a case: `annotation` or `judge`.
+    Origin,
+    /// `case` of a verdict: the case's name (query node id or judge op id).
+    Case,
+    /// `confidence` of a verdict, from 0 to 1.
+    Confidence,
+    /// `reason` of a verdict.
+    Reason,
+    /// `method` of a verdict.
+    Method,
+    /// `author` of a stored verdict.
+    Author,
+    /// `at`: when a verdict was stored (ISO-8601, UTC).
+    At,
+    /// `seq`: a stored verdict's place among its trace's verdicts, from 1.
+    Seq,
+    /// `micros`: microseconds the attributor spent on a case.
+    Micros,
+    /// `model`: the LLM that made a verdict.
+    Model,
+    /// `calls`: requests an LLM verdict sent to its endpoint.
+    Calls,
+    /// `cached_calls`: answers an LLM verdict replayed from the cache.
+    CachedCalls,
+    /// `tokens_in`: prompt tokens of an LLM verdict.
+    TokensIn,
+    /// `tokens_out`: completion tokens of an LLM verdict.
+    TokensOut,
+    /// `seconds`: wall-clock seconds an LLM verdict took.
+    Seconds,
+    /// `meta.<key>...`: a path into the JSON metadata.
+    Meta(Vec<String>),
+    /// Where a record is, for the engine's own use (a statement cannot name
+    /// it): a trace's dense id; a failed case's origin in its trace (the
+    /// position of its annotation, or the id of its judge op). An ATTRIBUTE
+    /// reads it from the rows of its `FIND cases` subquery.
+    Key,
+}
+
+/// The fields each subject has: (name as written, field).
+pub(super) fn fields_of(subject: Subject) -> &'static [(&'static str, Field)] {
+    use Field::*;
+    const VAR: &[(&str, Field)] = &[
+        ("full_name", FullName),
+        ("name", Name),
+        ("class", Class),
+        ("class_name", Class),
+        ("version", Version),
+        ("category", Category),
+        ("comment", Comment),
+        ("value", Value),
+        ("created_at", CreatedAt),
+        ("session", Session),
+        ("node_id", NodeId),
+        ("full_node_id", NodeId),
+        ("filename", Filename),
+        ("lineno", Lineno),
+    ];
+    const OP: &[(&str, Field)] = &[
+        ("id", Id),
+        ("op_id", Id),
+        ("name", OpName),
+        ("op_name", OpName),
+        ("kind", Category),
+        ("category", Category),
+        ("comment", Comment),
+        ("session", Session),
+        ("created_at", CreatedAt),
+    ];
+    const EDGE: &[(&str, Field)] = &[
+        ("id", Id),
+        ("edge_id", Id),
+        ("category", Category),
+        ("comment", Comment),
+        ("source", Source),
+        ("target", Target),
+        ("op", Op),
+        ("op_id", Op),
+        ("op_name", OpName),
+        ("kind", Kind),
+        ("session", Session),
+        ("created_at", CreatedAt),
+    ];
+    const SESSION: &[(&str, Field)] = &[
+        ("id", Id),
+        ("session_id", Id),
+        ("name", Name),
+        ("category", Category),
+        ("comment", Comment),
+        ("created_at", CreatedAt),
+    ];
+    const TRACE: &[(&str, Field)] = &[
+        ("id", Id),
+        ("graph_id", Id),
+        ("user_id", UserId),
+        ("project_id", ProjectId),
+        ("created_at", CreatedAt),
+        ("source", Source),
+    ];
+    const CASE: &[(&str, Field)] = &[
+        ("query_id", QueryId),
+        ("query", Query),
+        ("golden_answers", GoldenAnswers),
+        ("prediction", Prediction),
+        ("evidence", Evidence),
+        ("source_evidence_ids", Evidence),
+        ("error_type", ErrorType),
+        ("final_error_type", ErrorType),
+        ("op_id", OpId),
+        ("final_op_id", OpId),
+        ("origin", Origin),
+    ];
+    const ATTRIBUTION: &[(&str, Field)] = &[
+        ("case", Case),
+        ("query", Query),
+        ("error_type", ErrorType),
+        ("op_id", OpId),
+        ("op_name", OpName),
+        ("confidence", Confidence),
+        ("reason", Reason),
+        ("method", Method),
+        ("version", Version),
+        ("author", Author),
+        ("at", At),
+        ("seq", Seq),
+        ("micros", Micros),
+        ("model", Model),
+        ("calls", Calls),
+        ("cached_calls", CachedCalls),
+        ("tokens_in", TokensIn),
+        ("tokens_out", TokensOut),
+        ("seconds", Seconds),
+    ];
+    match subject {
+        Subject::Var | Subject::Source | Subject::Target => VAR,
+        Subject::Op => OP,
+        Subject::Edge => EDGE,
+        Subject::Session => SESSION,
+        Subject::Trace => TRACE,
+        Subject::Case => CASE,
+        Subject::Attribution => ATTRIBUTION,
+        Subject::Bound(_) => &[],
+    }
+}
+
+/// The subjects a field path may start with, as written (`var`, `op`, ...).
+pub const SUBJECTS: &[&str] = &[
+    "var",
+    "op",
+    "edge",
+    "session",
+    "trace",
+    "case",
+    "attribution",
+    "source",
+    "target",
+];
+
+/// The field names of a subject as written after its dot (`var` -> `full_name`,
+/// `name`, ...), for completion and help; `None` for a name that is not a subject.
+/// `meta.` paths are open-ended and not listed.
+pub fn field_names(subject: &str) -> Option<Vec<&'static str>> {
+    let s = subject_named(subject)?;
+    Some(fields_of(s).iter().map(|(name, _)| *name).collect())
+}
+
+/// The subject a field path's first name stands for.
+pub(super) fn subject_named(name: &str) -> Option<Subject> {
+    Some(match name {
+        "var" => Subject::Var,
+        "op" => Subject::Op,
+        "edge" => Subject::Edge,
+        "session" => Subject::Session,
+        "trace" => Subject::Trace,
+        "case" => Subject::Case,
+        "attribution" => Subject::Attribution,
+        "source" => Subject::Source,
+        "target" => Subject::Target,
+        _ => return None,
+    })
+}
+
+pub(super) fn subject_name(s: Subject) -> &'static str {
+    match s {
+        Subject::Var => "var",
+        Subject::Op => "op",
+        Subject::Edge => "edge",
+        Subject::Session => "session",
+        Subject::Trace => "trace",
+        Subject::Case => "case",
+        Subject::Attribution => "attribution",
+        Subject::Source => "source",
+        Subject::Target => "target",
+        Subject::Bound(_) => "",
+    }
+}

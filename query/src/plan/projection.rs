@@ -1,0 +1,147 @@
+//! How rows become output: RETURN, GROUP BY, ORDER BY and LIMIT planned
+//! into a [`Projection`].
+
+use crate::ast::{CountArg, Expr, OrderItem, Returns, SortDir};
+
+use super::exprs::{contains_agg, expr_pos};
+use super::pexpr::Pexpr;
+use super::planner::{Planner, Result, Scope};
+use super::types::{Projection, ProjectionTexts};
+
+impl Planner<'_> {
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn projection(
+        &self,
+        returns: &Returns,
+        group_by: &[Expr],
+        order_by: &[OrderItem],
+        limit: &Option<CountArg>,
+        scope: &Scope<'_>,
+        lead: Option<(&str, Pexpr)>,
+    ) -> Result<Projection> {
+        let has_agg = returns.items.iter().any(|i| contains_agg(&i.expr))
+            || order_by.iter().any(|o| contains_agg(&o.expr));
+        let aggregating = has_agg || !group_by.is_empty();
+        self.implicit_groups.set(group_by.is_empty());
+        let mut columns = Vec::new();
+        let mut outputs = Vec::new();
+        let mut aggs = Vec::new();
+        let mut group_keys = Vec::new();
+        let mut group_texts: Vec<String> = Vec::new();
+        if aggregating {
+            // Keys: GROUP BY, or (Cypher style) every RETURN item without an aggregate.
+            let keys: Vec<&Expr> = if group_by.is_empty() {
+                returns
+                    .items
+                    .iter()
+                    .filter(|i| !contains_agg(&i.expr))
+                    .map(|i| &i.expr)
+                    .collect()
+            } else {
+                group_by.iter().collect()
+            };
+            let key_scope = Scope {
+                aggregates: false,
+                ..*scope
+            };
+            for k in keys {
+                group_keys.push(self.compile(k, &key_scope, &mut Vec::new(), &[])?);
+                group_texts.push(k.to_string());
+            }
+        } else if let Some((name, expr)) = lead {
+            columns.push(name.to_string());
+            outputs.push(expr);
+        }
+        for item in &returns.items {
+            columns.push(item.alias.clone().unwrap_or_else(|| item.expr.to_string()));
+            outputs.push(if aggregating {
+                self.compile(&item.expr, scope, &mut aggs, &group_texts)?
+            } else {
+                self.compile(&item.expr, scope, &mut aggs, &[])?
+            });
+        }
+        let visible = columns.len();
+        let mut order = Vec::new();
+        let mut order_texts = Vec::new();
+        for o in order_by {
+            let text = o.expr.to_string();
+            let desc = o.dir == SortDir::Desc;
+            order_texts.push(format!("{text}{}", if desc { " DESC" } else { "" }));
+            // A one-part name is also looked up as written: printing quotes a
+            // name spelled like a keyword (an alias `traces`, `cases`).
+            let bare = match &o.expr {
+                Expr::Field(f) if f.parts.len() == 1 => Some(f.parts[0].as_str()),
+                _ => None,
+            };
+            let found = columns
+                .iter()
+                .position(|c| *c == text || Some(c.as_str()) == bare)
+                .or_else(|| {
+                    returns
+                        .items
+                        .iter()
+                        .position(|i| i.expr.to_string() == text)
+                        .map(|i| i + visible - returns.items.len())
+                });
+            if let Some(i) = found {
+                order.push((i, desc));
+                continue;
+            }
+            if returns.distinct {
+                return Err(self.err(
+                    expr_pos(&o.expr),
+                    format!("with DISTINCT, ORDER BY may use only returned columns, and {text} is not one"),
+                ));
+            }
+            let e = if aggregating {
+                self.compile(&o.expr, scope, &mut aggs, &group_texts)?
+            } else {
+                self.compile(&o.expr, scope, &mut aggs, &[])?
+            };
+            outputs.push(e);
+            order.push((outputs.len() - 1, desc));
+        }
+        Ok(Projection {
+            columns,
+            outputs,
+            group_keys,
+            aggs,
+            aggregating,
+            distinct: returns.distinct,
+            order,
+            limit: self.count_arg(limit)?,
+            texts: ProjectionTexts {
+                group: group_texts,
+                order: order_texts,
+            },
+            keys: 0,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::plan::test_support::plan_err;
+
+    #[test]
+    fn a_field_outside_the_groups_is_told_how_groups_were_made() {
+        let e = plan_err(
+            "FIND vars GROUP BY var.category RETURN var.name, count(*)",
+            &[],
+        );
+        assert!(
+            e.contains(": var.name must be in GROUP BY or inside an aggregate"),
+            "{e}"
+        );
+        let e = plan_err(
+            "FIND vars RETURN var.category, count(*) ORDER BY var.name",
+            &[],
+        );
+        assert!(
+            e.contains(
+                ": var.name must be a group key (RETURN it without an aggregate, or GROUP BY it)"
+            ),
+            "{e}"
+        );
+    }
+}

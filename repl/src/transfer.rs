@@ -1,0 +1,123 @@
+//! Moving traces in and out of a database from the command line and the
+//! shell: import of files and folders with a progress bar, export to a file
+//! or standard output, and the bundled sample.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use memtrace::{Database, ExportFormat, ImportOptions, Progress};
+
+use crate::error::{io, Result};
+use crate::formats::ExportAs;
+
+/// The sample export bundled with memtrace (a real smartcomment 0.1.2 recording).
+pub const SAMPLE: &str = include_str!("../../tests/fixtures/sample_export.json");
+
+fn progress_bar() -> ProgressBar {
+    let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{spinner} [{elapsed_precise}] {wide_bar} {bytes}/{total_bytes} {msg}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    bar
+}
+
+/// Imports `paths` into `db` with a progress bar on standard error, writing
+/// a line per stored trace and a summary to `out` and each failure to
+/// standard error. Returns (traces stored, files failed).
+pub fn import_into(
+    db: &Database,
+    paths: &[PathBuf],
+    force: bool,
+    out: &mut dyn Write,
+) -> Result<(usize, usize)> {
+    let bar = progress_bar();
+    let mut done_before = 0u64;
+    let mut current = 0u64;
+    let mut name = String::new();
+    let reports = db.import_paths(paths, &ImportOptions { force }, &mut |p| match p {
+        Progress::Planned { bytes, .. } => bar.set_length(bytes),
+        Progress::File { path, bytes } => {
+            done_before += current;
+            current = bytes;
+            bar.set_position(done_before);
+            name = path.display().to_string();
+            bar.set_message(name.clone());
+        }
+        Progress::Storing => bar.set_message(format!("{name} (validated, writing)")),
+        Progress::Read(n) => bar.set_position(done_before + n.min(current)),
+        Progress::FileDone => bar.set_position(done_before + current),
+    });
+    bar.finish_and_clear();
+    let (mut stored, mut failed) = (0usize, 0usize);
+    for r in &reports {
+        match &r.result {
+            Ok(traces) => {
+                for t in traces {
+                    stored += 1;
+                    writeln!(
+                        out,
+                        "imported {}: trace #{} {} ({} sessions, {} variables, {} ops, {} edges, {} cases)",
+                        r.path.display(), t.trace, t.graph_id, t.counts.sessions, t.counts.variables, t.counts.ops, t.counts.edges, t.counts.cases
+                    ).map_err(io("standard output"))?;
+                }
+            }
+            Err(e) => {
+                failed += 1;
+                eprintln!("error: {e}");
+            }
+        }
+    }
+    writeln!(
+        out,
+        "{stored} trace(s) stored from {} file(s); {failed} file(s) failed",
+        reports.len() - failed
+    )
+    .map_err(io("standard output"))?;
+    Ok((stored, failed))
+}
+
+/// Writes a trace of `db` to `output` (beside it first, then renamed) or to
+/// standard output.
+pub fn export_to(
+    db: &Database,
+    trace: &str,
+    format: ExportAs,
+    output: Option<PathBuf>,
+) -> Result<()> {
+    let view = db.trace(trace)?;
+    let format = match format {
+        ExportAs::Smartcomment => ExportFormat::Smartcomment,
+        ExportAs::Dot => ExportFormat::Dot,
+        ExportAs::Mermaid => ExportFormat::Mermaid,
+    };
+    match output {
+        Some(path) => {
+            // Write beside the target and rename, so a failed export leaves no half file.
+            let mut tmp = path.clone().into_os_string();
+            tmp.push(".partial");
+            let tmp = PathBuf::from(tmp);
+            let written = (|| -> Result<()> {
+                let file = std::fs::File::create(&tmp).map_err(io(tmp.display()))?;
+                let mut w = std::io::BufWriter::new(file);
+                view.export(format, &mut w)?;
+                w.flush().map_err(io(tmp.display()))?;
+                std::fs::rename(&tmp, &path).map_err(io(path.display()))
+            })();
+            if written.is_err() {
+                let _ = std::fs::remove_file(&tmp);
+            }
+            written?;
+        }
+        None => {
+            let stdout = std::io::stdout();
+            let mut w = std::io::BufWriter::new(stdout.lock());
+            view.export(format, &mut w)?;
+            w.flush().map_err(io("standard output"))?;
+        }
+    }
+    Ok(())
+}

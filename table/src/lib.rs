@@ -1,0 +1,198 @@
+//! How is a result shown in a terminal? Plain aligned tables, cut to the terminal's width, and byte sizes.
+
+#![deny(missing_docs)]
+
+use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
+
+/// Narrowest a column is cut to when a table must fit a width.
+const MIN_COLUMN: usize = 8;
+
+/// Renders rows under a header, each column as wide as its widest cell.
+/// Columns listed in `right` are right-aligned (numbers).
+pub fn render(header: &[&str], rows: &[Vec<String>], right: &[usize]) -> String {
+    render_fit(header, rows, right, None)
+}
+
+/// `text` cut to at most `width` terminal columns, ending with `…` when cut.
+pub fn cut_to(text: &str, width: usize) -> String {
+    if text.width() <= width {
+        return text.to_string();
+    }
+    let mut out = String::new();
+    let mut used = 0;
+    for c in text.chars() {
+        let w = c.width().unwrap_or(0);
+        if used + w + 1 > width {
+            break;
+        }
+        used += w;
+        out.push(c);
+    }
+    out.push('…');
+    out
+}
+
+/// Like [`render`], but when `max_width` is given and the table is wider,
+/// the widest columns are narrowed (to no less than a few characters) and
+/// their long cells cut with `…` so that each line fits.
+pub fn render_fit(
+    header: &[&str],
+    rows: &[Vec<String>],
+    right: &[usize],
+    max_width: Option<usize>,
+) -> String {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.width()).collect();
+    for row in rows {
+        for (i, cell) in row.iter().enumerate() {
+            if i < widths.len() {
+                widths[i] = widths[i].max(cell.width());
+            }
+        }
+    }
+    if let Some(max) = max_width {
+        let room = max.saturating_sub(2 * widths.len().saturating_sub(1));
+        if widths.iter().sum::<usize>() > room {
+            // The widest cap that fits: every column keeps min(width, cap).
+            let fits = |cap: usize| widths.iter().map(|w| (*w).min(cap)).sum::<usize>() <= room;
+            let widest = widths.iter().copied().max().unwrap_or(0);
+            let (mut lo, mut hi) = (0, widest);
+            while lo < hi {
+                let mid = (lo + hi).div_ceil(2);
+                if fits(mid) {
+                    lo = mid;
+                } else {
+                    hi = mid - 1;
+                }
+            }
+            let cap = lo.max(MIN_COLUMN);
+            for w in &mut widths {
+                *w = (*w).min(cap);
+            }
+        }
+    }
+    let line = |cells: Vec<&str>| -> String {
+        let parts: Vec<String> = cells
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let c = cut_to(c, widths[i]);
+                let pad = widths[i].saturating_sub(c.width());
+                if right.contains(&i) {
+                    format!("{}{c}", " ".repeat(pad))
+                } else {
+                    format!("{c}{}", " ".repeat(pad))
+                }
+            })
+            .collect();
+        parts.join("  ").trim_end().to_string()
+    };
+    let mut out = line(header.to_vec());
+    out.push('\n');
+    let rules: Vec<String> = widths.iter().map(|w| "-".repeat(*w)).collect();
+    out.push_str(&line(rules.iter().map(String::as_str).collect()));
+    out.push('\n');
+    for row in rows {
+        out.push_str(&line(row.iter().map(String::as_str).collect()));
+        out.push('\n');
+    }
+    out
+}
+
+/// The width tables should fit: the terminal's when standard output is one,
+/// else `COLUMNS` when set, else none (no limit besides the cell limit).
+pub fn terminal_width() -> Option<usize> {
+    #[cfg(unix)]
+    {
+        use std::io::IsTerminal;
+        if std::io::stdout().is_terminal() {
+            // SAFETY: TIOCGWINSZ fills in the winsize it is given and nothing else.
+            let mut size: libc::winsize = unsafe { std::mem::zeroed() };
+            let got = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut size) };
+            if got == 0 && size.ws_col > 0 {
+                return Some(usize::from(size.ws_col));
+            }
+        }
+    }
+    std::env::var("COLUMNS")
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+        .filter(|w| *w > 0)
+}
+
+/// Bytes in a human unit.
+pub fn bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = n as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u < UNITS.len() - 1 {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{n} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn columns_align() {
+        let t = render(
+            &["a", "count"],
+            &[
+                vec!["long cell".into(), "3".into()],
+                vec!["x".into(), "12".into()],
+            ],
+            &[1],
+        );
+        assert_eq!(
+            t,
+            "a          count\n---------  -----\nlong cell      3\nx             12\n"
+        );
+    }
+
+    #[test]
+    fn wide_tables_are_cut_to_fit_and_narrow_ones_are_not() {
+        let header = ["id", "value", "n"];
+        let rows = vec![vec![
+            "#1".to_string(),
+            "a long value that does not fit".to_string(),
+            "7".to_string(),
+        ]];
+        assert_eq!(
+            render_fit(&header, &rows, &[2], Some(80)),
+            render(&header, &rows, &[2])
+        );
+        let t = render_fit(&header, &rows, &[2], Some(24));
+        for l in t.lines() {
+            assert!(l.width() <= 24, "{l:?} is wider than 24");
+        }
+        assert!(t.contains("#1  a long value tha…  7"), "{t}");
+        assert!(t.contains("#1"), "short columns keep their cells: {t}");
+        // Too narrow for anything: columns keep a few characters each.
+        let t = render_fit(&header, &rows, &[2], Some(5));
+        assert!(t.contains("a long …"), "{t}");
+    }
+
+    #[test]
+    fn cutting_counts_terminal_columns() {
+        assert_eq!(cut_to("short", 10), "short");
+        assert_eq!(cut_to("abcdefghij", 5), "abcd…");
+        // Each of these takes two columns.
+        assert_eq!(cut_to("日本語テキスト", 7), "日本語…");
+        assert_eq!(cut_to("日本語テキスト", 7).width(), 7);
+    }
+
+    #[test]
+    fn byte_units() {
+        assert_eq!(bytes(12), "12 B");
+        assert_eq!(bytes(2048), "2.0 KiB");
+        assert_eq!(bytes(3 << 20), "3.0 MiB");
+    }
+}
