@@ -123,3 +123,195 @@ impl<'db> Snapshot<'db> {
         pred.expr.test(&RecRow::new(&t)).map_err(qerr)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    use memtrace_query::{Field, Plan, Value};
+
+    use crate::{
+        Call, CaseOrigin, Database, DerivedCase, EngineError, Extension, ImportOptions,
+        InputFormat, ResultRow, Sink, TraceId,
+    };
+
+    /// One trace with an op named `judge` and no annotation.
+    fn db() -> (tempfile::TempDir, Database) {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path().join("t.db")).unwrap();
+        let text = r#"{"graph_id": "g", "user_id": "u", "project_id": "p", "data": {
+            "sessions": [{"session_id": "s", "session_name": "s"}],
+            "operations": [{"op_id": "op-1", "op_name": "judge", "category": "k", "session_id": "s"}],
+            "nodes": [{"name": "a", "class_name": "v", "version": 1, "value": "'a'", "session_id": "s"},
+                      {"name": "b", "class_name": "v", "version": 1, "value": "'b'", "session_id": "s"}],
+            "edges": [{"edge_id": "e1", "op_id": "op-1", "session_id": "s",
+                       "source_full_node_id": "v:a@1", "target_full_node_id": "v:b@1"}]}}"#;
+        db.import_reader(
+            text.as_bytes(),
+            InputFormat::Json,
+            "t",
+            &ImportOptions::default(),
+        )
+        .unwrap();
+        (dir, db)
+    }
+
+    /// A stored result with one field.
+    struct Stored(String);
+
+    impl ResultRow for Stored {
+        fn field(&self, field: &Field) -> Value {
+            match field {
+                Field::Reason => Value::Str(self.0.clone()),
+                _ => Value::Null,
+            }
+        }
+    }
+
+    /// Runs SHOW PATTERNS and ATTRIBUTE with one row per stored result, finds a case at
+    /// every op named `judge`, and counts its calls.
+    #[derive(Default)]
+    struct Probe {
+        prepared: AtomicUsize,
+        ran: AtomicUsize,
+    }
+
+    impl Extension for Probe {
+        fn statements(&self) -> &[&'static str] {
+            &["SHOW PATTERNS", "ATTRIBUTE"]
+        }
+
+        fn prepare(&self, _: &Database, plan: &mut Plan, _: &str) -> crate::Result<()> {
+            assert!(!matches!(plan, Plan::Explain(_)), "EXPLAIN is unwrapped");
+            self.prepared.fetch_add(1, Ordering::Relaxed);
+            Ok(())
+        }
+
+        fn run(&self, call: &Call<'_, '_>, _: &Plan, sink: &mut Sink<'_>) -> crate::Result<()> {
+            self.ran.fetch_add(1, Ordering::Relaxed);
+            for (id, record) in call.snapshot.traces()? {
+                for r in call.snapshot.trace_results(id)? {
+                    sink(vec![
+                        Value::Str(record.graph_id.clone()),
+                        Value::Str(r.json),
+                    ])?;
+                }
+            }
+            Ok(())
+        }
+
+        fn may_derive_cases(&self, op_names: &mut dyn Iterator<Item = &str>) -> bool {
+            for name in op_names {
+                if name == "judge" {
+                    return true;
+                }
+            }
+            false
+        }
+
+        fn derived_cases(
+            &self,
+            call: &Call<'_, '_>,
+            trace: TraceId,
+        ) -> crate::Result<Vec<DerivedCase>> {
+            Ok(call
+                .snapshot
+                .ops(trace)?
+                .ops()
+                .iter()
+                .filter(|o| o.op_name.as_deref() == Some("judge"))
+                .map(|o| DerivedCase {
+                    fields: serde_json::json!({"query": "q?", "prediction": "p"}),
+                    origin: CaseOrigin::Judge(o.op_id.clone()),
+                })
+                .collect())
+        }
+
+        fn result_rows(
+            &self,
+            call: &Call<'_, '_>,
+            trace: TraceId,
+        ) -> crate::Result<Vec<Box<dyn ResultRow>>> {
+            Ok(call
+                .snapshot
+                .trace_results(trace)?
+                .into_iter()
+                .map(|r| Box::new(Stored(r.json)) as Box<dyn ResultRow>)
+                .collect())
+        }
+    }
+
+    #[test]
+    fn statements_of_an_analysis_are_refused_without_one() {
+        let (_dir, db) = db();
+        for q in [
+            "ATTRIBUTE CASES USING evidence",
+            "SHOW PATTERNS",
+            "EXPLAIN ATTRIBUTE CASES USING evidence",
+        ] {
+            let e = db.query(q).unwrap_err();
+            assert!(matches!(e, EngineError::NoExtension(_)), "{q}: {e}");
+            assert!(e.to_string().contains("with_extension"), "{e}");
+        }
+        // What the engine runs itself needs no extension; no case is found
+        // where nothing derives one.
+        assert_eq!(db.query("FIND vars RETURN count(*)").unwrap().rows[0][0], 2);
+        assert!(db.query("FIND cases").unwrap().rows.is_empty());
+        assert!(db.query("FIND attributions").unwrap().rows.is_empty());
+    }
+
+    #[test]
+    fn an_extension_runs_its_statements_and_supplies_rows() {
+        let (dir, db) = db();
+        let probe = Arc::new(Probe::default());
+        let db = db.with_extension(probe.clone());
+        let trace = db.trace("g").unwrap().id();
+        assert_eq!(
+            db.append_trace_results(trace, &["first".into(), "second".into()])
+                .unwrap(),
+            [1, 2]
+        );
+        let r = db.query("SHOW PATTERNS").unwrap();
+        assert_eq!(r.rows, [["g", "first"], ["g", "second"]]);
+        let explained = db.query("EXPLAIN ATTRIBUTE CASES USING evidence").unwrap();
+        assert_eq!(explained.columns, ["plan"]);
+        assert_eq!(probe.prepared.load(Ordering::Relaxed), 2);
+        assert_eq!(probe.ran.load(Ordering::Relaxed), 1, "EXPLAIN does not run");
+        let cases = db
+            .query("FIND cases RETURN case.origin, case.query, case.prediction")
+            .unwrap();
+        assert_eq!(cases.rows, [["judge", "q?", "p"]]);
+        let reasons = db.query("FIND attributions RETURN reason").unwrap();
+        assert_eq!(reasons.rows, [["first"], ["second"]]);
+        // A statement it does not name is still nobody's.
+        assert!(matches!(
+            db.query("DROP PATTERN p"),
+            Err(EngineError::NoExtension("DROP PATTERN"))
+        ));
+        drop(dir);
+    }
+
+    #[test]
+    fn what_an_analysis_keeps_reads_back_as_written() {
+        let (_dir, db) = db();
+        assert_eq!(db.append_definition("p", "{\"v\":1}".into()).unwrap(), 1);
+        assert_eq!(db.append_definition("p", "{\"v\":2}".into()).unwrap(), 2);
+        let defs = db.definitions().unwrap();
+        assert_eq!(defs.len(), 2);
+        assert_eq!((defs[1].seq, defs[1].name.as_str()), (2, "p"));
+        assert_eq!(defs[1].json, "{\"v\":2}");
+        let key = [7u8; 32];
+        assert_eq!(db.memo(&key).unwrap(), None);
+        db.put_memo(&key, b"answer").unwrap();
+        assert_eq!(db.memo(&key).unwrap().as_deref(), Some(&b"answer"[..]));
+        assert!(matches!(
+            db.append_trace_results(99, &["x".into()]),
+            Err(EngineError::Storage(_))
+        ));
+        #[derive(Default)]
+        struct Count(AtomicUsize);
+        db.shared::<Count>().0.fetch_add(1, Ordering::Relaxed);
+        assert_eq!(db.shared::<Count>().0.load(Ordering::Relaxed), 1);
+    }
+}

@@ -111,7 +111,7 @@ impl<'a> Exec<'a> {
             }
             Plan::ShowTraces => {
                 for item in self.view.traces() {
-                    let (id, r) = item?;
+                    let (_, r) = item?;
                     let c = r.counts;
                     let row = vec![
                         Value::Str(r.graph_id),
@@ -124,7 +124,6 @@ impl<'a> Exec<'a> {
                         Value::from(c.cases),
                         Value::Str(r.source),
                     ];
-                    let _ = id;
                     if !sink(row)? {
                         break;
                     }
