@@ -9,7 +9,7 @@ use memtrace_llm::Message;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::agent::explore::Fence;
+use super::agent::explore::{Fence, SHOWN_CHARS};
 use super::agent::{client_for, complete};
 use super::model::TraceModel;
 use super::pyvalue::unrepr;
@@ -21,8 +21,6 @@ use crate::report::{summaries, Report};
 use memtrace_engine::Cancel;
 use memtrace_engine::Database;
 
-/// Characters of one value a feedback request shows.
-const SHOWN_CHARS: usize = 300;
 /// Requests per prompt before its feedback is given up.
 const FEEDBACK_TRIES: usize = 3;
 

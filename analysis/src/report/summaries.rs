@@ -5,7 +5,7 @@ use memtrace_llm::chat::excerpt as cut;
 use memtrace_llm::Message;
 
 use super::types::{Report, Summary};
-use crate::attrib::agent::explore::Fence;
+use crate::attrib::agent::explore::{Fence, SHOWN_CHARS};
 use crate::attrib::agent::{client_for, complete};
 use crate::attrib::Cost;
 use crate::error::Result;
@@ -14,8 +14,6 @@ use memtrace_engine::Database;
 
 /// Examples per failure pattern a summary request shows.
 const SUMMARY_EXAMPLES: usize = 2;
-/// Characters of one value a summary request shows.
-const SHOWN_CHARS: usize = 300;
 
 fn summary_request(s: &Summary, fence: &Fence) -> Vec<Message> {
     let system = format!(

@@ -22,6 +22,9 @@ pub const VALUE_CHARS: usize = 160;
 /// Characters of a value per page of `view_value`.
 pub const PAGE_CHARS: usize = 3000;
 
+/// Characters of one value that a summary or feedback request shows.
+pub(crate) const SHOWN_CHARS: usize = 300;
+
 /// Wraps trace content so the model can tell data from instructions. The
 /// tag is derived from the case, and any copy of it inside the data is
 /// broken, so a value cannot close its own fence.
