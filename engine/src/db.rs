@@ -157,8 +157,13 @@ impl Database {
     }
 
     /// Appends records to a trace, in one write, after the ones it already
-    /// has; returns their sequence numbers. Records are never rewritten.
-    pub fn append_trace_results(&self, trace: TraceId, jsons: &[String]) -> Result<Vec<u64>> {
+    /// has; returns them as stored (sequence numbers and time included).
+    /// Records are never rewritten.
+    pub fn append_trace_results(
+        &self,
+        trace: TraceId,
+        jsons: &[String],
+    ) -> Result<Vec<TraceResult>> {
         let at_ms = now_ms();
         let records: Vec<AttributionRecord> = jsons
             .iter()
@@ -167,7 +172,16 @@ impl Database {
                 json: json.clone(),
             })
             .collect();
-        Ok(self.store.append_attributions(trace, &records)?)
+        let seqs = self.store.append_attributions(trace, &records)?;
+        Ok(seqs
+            .into_iter()
+            .zip(records)
+            .map(|(seq, r)| TraceResult {
+                seq,
+                at_ms: r.at_ms,
+                json: r.json,
+            })
+            .collect())
     }
 
     /// The records appended to a trace, oldest first.

@@ -1,5 +1,5 @@
 //! A trace's dependency graph in memory: compact arrays of local ids (CSR),
-//! built by one prefix scan of the outgoing adjacency index, and the
+//! read with one get of the adjacency value stored at import, and the
 //! breadth-first walk that traversals run on.
 //!
 //! Variables, ops and edges of a trace have dense local ids (`0..count`, in
@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use memtrace_storage::records::Counts;
-use memtrace_storage::{ReadView, StorageError, TraceId};
+use memtrace_storage::{Adjacency, ReadView, StorageError, TraceId};
 
 use crate::error::{EngineError, Result};
 
@@ -84,21 +84,11 @@ pub struct Visit {
 ///
 /// Per edge: `source`, `target` and `op`. Per variable, the edges leaving
 /// and entering it, and per op the edges it induced, each list in recorded
-/// edge order (compressed sparse rows: the edges of `v` are
-/// `edges[off[v]..off[v + 1]]`).
+/// edge order (compressed sparse rows, see [`Adjacency`]). Built once, at
+/// import, and stored as one value; loading it is one get.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TraceGraph {
-    vars: u32,
-    ops: u32,
-    source: Vec<u32>,
-    target: Vec<u32>,
-    op: Vec<u32>,
-    out_off: Vec<u32>,
-    out_edges: Vec<u32>,
-    in_off: Vec<u32>,
-    in_edges: Vec<u32>,
-    op_off: Vec<u32>,
-    op_edges: Vec<u32>,
+    adj: Adjacency,
 }
 
 fn corrupt(trace: Option<TraceId>, reason: String) -> EngineError {
@@ -112,32 +102,37 @@ fn corrupt(trace: Option<TraceId>, reason: String) -> EngineError {
     })
 }
 
-/// Counting sort of edge ids by a key: offsets (`groups + 1` of them) and
-/// the edge ids grouped by key, each group in edge order.
-fn group(groups: u32, keys: &[u32]) -> (Vec<u32>, Vec<u32>) {
-    let mut off = vec![0u32; groups as usize + 1];
-    for &k in keys {
-        off[k as usize + 1] += 1;
-    }
-    for i in 1..off.len() {
-        off[i] += off[i - 1];
-    }
-    let mut next = off.clone();
-    let mut edges = vec![0u32; keys.len()];
-    for (e, &k) in keys.iter().enumerate() {
-        let slot = &mut next[k as usize];
-        edges[*slot as usize] = e as u32;
-        *slot += 1;
-    }
-    (off, edges)
-}
-
 impl TraceGraph {
-    /// Loads a trace's graph by one prefix scan of its outgoing adjacency.
+    /// Loads a trace's graph: its stored adjacency value (one get), or, for
+    /// a trace stored under schema version 1, one prefix scan of its
+    /// outgoing adjacency index.
     ///
-    /// `counts` are the trace record's. Entries that name ids outside them,
-    /// an edge listed twice or an edge missing are reported as damaged data.
+    /// `counts` are the trace record's. A value or index entries that
+    /// disagree with them, name ids outside them, list an edge twice or
+    /// miss one are reported as damaged data.
     pub fn load(view: &ReadView, trace: TraceId, counts: &Counts) -> Result<TraceGraph> {
+        if let Some(adj) = view.adjacency(trace)? {
+            if (adj.vars, adj.ops, adj.edges()) != (counts.variables, counts.ops, counts.edges) {
+                return Err(corrupt(
+                    Some(trace),
+                    format!(
+                        "the stored adjacency has {} variables, {} ops and {} edges; the trace {}, {} and {}",
+                        adj.vars,
+                        adj.ops,
+                        adj.edges(),
+                        counts.variables,
+                        counts.ops,
+                        counts.edges
+                    ),
+                ));
+            }
+            return Ok(TraceGraph { adj });
+        }
+        Self::load_index(view, trace, counts)
+    }
+
+    /// Builds the graph from the version-1 adjacency index (one prefix scan).
+    fn load_index(view: &ReadView, trace: TraceId, counts: &Counts) -> Result<TraceGraph> {
         let edges = counts.edges as usize;
         let mut source = vec![u32::MAX; edges];
         let mut target = vec![0u32; edges];
@@ -178,13 +173,8 @@ impl TraceGraph {
                 format!("edge {missing} has no adjacency entry"),
             ));
         }
-        Ok(Self::build(
-            counts.variables,
-            counts.ops,
-            source,
-            target,
-            op,
-        ))
+        let adj = Adjacency::from_edges(counts.variables, counts.ops, source, target, op)?;
+        Ok(TraceGraph { adj })
     }
 
     /// Builds a graph from `(source, target, op)` per edge, edge `i` being
@@ -196,56 +186,27 @@ impl TraceGraph {
                 edges.len()
             )));
         }
-        let mut source = Vec::with_capacity(edges.len());
-        let mut target = Vec::with_capacity(edges.len());
-        let mut op = Vec::with_capacity(edges.len());
-        for (e, &(s, t, o)) in edges.iter().enumerate() {
-            if s >= vars || t >= vars || o >= ops {
-                return Err(corrupt(
-                    None,
-                    format!("edge {e} is ({s}, {t}, op {o}), but there are {vars} variables and {ops} ops"),
-                ));
-            }
-            source.push(s);
-            target.push(t);
-            op.push(o);
-        }
-        Ok(Self::build(vars, ops, source, target, op))
-    }
-
-    /// Builds the three CSR indexes; every id is checked by the callers.
-    fn build(vars: u32, ops: u32, source: Vec<u32>, target: Vec<u32>, op: Vec<u32>) -> TraceGraph {
-        let (out_off, out_edges) = group(vars, &source);
-        let (in_off, in_edges) = group(vars, &target);
-        let (op_off, op_edges) = group(ops, &op);
-        TraceGraph {
-            vars,
-            ops,
-            source,
-            target,
-            op,
-            out_off,
-            out_edges,
-            in_off,
-            in_edges,
-            op_off,
-            op_edges,
-        }
+        let source = edges.iter().map(|e| e.0).collect();
+        let target = edges.iter().map(|e| e.1).collect();
+        let op = edges.iter().map(|e| e.2).collect();
+        Ok(TraceGraph {
+            adj: Adjacency::from_edges(vars, ops, source, target, op)?,
+        })
     }
 
     /// Number of variables (nodes are `0..vars()`).
     pub fn vars(&self) -> u32 {
-        self.vars
+        self.adj.vars
     }
 
     /// Number of edges (edges are `0..edge_count()`).
     pub fn edge_count(&self) -> u32 {
-        self.source.len() as u32
+        self.adj.edges()
     }
 
     /// Number of ops (ops are `0..op_count()`).
     pub fn op_count(&self) -> u32 {
-        self.ops
+        self.adj.ops
     }
 
     fn slice<'g>(off: &[u32], edges: &'g [u32], i: u32) -> &'g [u32] {
@@ -257,52 +218,37 @@ impl TraceGraph {
 
     /// Edges leaving variable `v`, in recorded order (empty for an unknown `v`).
     pub fn outgoing(&self, v: u32) -> &[u32] {
-        Self::slice(&self.out_off, &self.out_edges, v)
+        Self::slice(&self.adj.out_off, &self.adj.out_edges, v)
     }
 
     /// Edges entering variable `v`, in recorded order (empty for an unknown `v`).
     pub fn incoming(&self, v: u32) -> &[u32] {
-        Self::slice(&self.in_off, &self.in_edges, v)
+        Self::slice(&self.adj.in_off, &self.adj.in_edges, v)
     }
 
     /// Edges induced by op `op`, in recorded order (empty for an unknown op).
     pub fn op_edges(&self, op: u32) -> &[u32] {
-        Self::slice(&self.op_off, &self.op_edges, op)
+        Self::slice(&self.adj.op_off, &self.adj.op_edges, op)
     }
 
     /// The source variable of edge `e`, `None` for an unknown edge.
     pub fn source(&self, e: u32) -> Option<u32> {
-        self.source.get(e as usize).copied()
+        self.adj.source.get(e as usize).copied()
     }
 
     /// The target variable of edge `e`, `None` for an unknown edge.
     pub fn target(&self, e: u32) -> Option<u32> {
-        self.target.get(e as usize).copied()
+        self.adj.target.get(e as usize).copied()
     }
 
     /// The op that induced edge `e`, `None` for an unknown edge.
     pub fn op(&self, e: u32) -> Option<u32> {
-        self.op.get(e as usize).copied()
+        self.adj.op.get(e as usize).copied()
     }
 
     /// Bytes the graph holds on the heap (plus its own size).
     pub fn bytes(&self) -> usize {
-        let arrays = [
-            &self.source,
-            &self.target,
-            &self.op,
-            &self.out_off,
-            &self.out_edges,
-            &self.in_off,
-            &self.in_edges,
-            &self.op_off,
-            &self.op_edges,
-        ];
-        std::mem::size_of::<Self>()
-            + arrays
-                .iter()
-                .map(|a| a.capacity() * std::mem::size_of::<u32>())
-                .sum::<usize>()
+        self.adj.bytes()
     }
 
     /// Breadth-first walk from `starts` (at depth `start_depth`; they are
@@ -331,10 +277,10 @@ impl TraceGraph {
     ) -> Result<()> {
         cancel.check()?;
         let (off, edges, ends) = match dir {
-            Direction::Backward => (&self.in_off, &self.in_edges, &self.source),
-            Direction::Forward => (&self.out_off, &self.out_edges, &self.target),
+            Direction::Backward => (&self.adj.in_off, &self.adj.in_edges, &self.adj.source),
+            Direction::Forward => (&self.adj.out_off, &self.adj.out_edges, &self.adj.target),
         };
-        let mut seen = vec![0u64; (self.vars as usize).div_ceil(64)];
+        let mut seen = vec![0u64; (self.adj.vars as usize).div_ceil(64)];
         let mark = |seen: &mut Vec<u64>, v: u32| {
             let (w, b) = (v as usize / 64, 1u64 << (v % 64));
             let fresh = seen[w] & b == 0;
@@ -343,10 +289,10 @@ impl TraceGraph {
         };
         let mut queue: Vec<(u32, u32)> = Vec::new();
         for &s in starts {
-            if s >= self.vars {
+            if s >= self.adj.vars {
                 return Err(EngineError::BadRequest(format!(
                     "walk from variable {s}, but the trace has {}",
-                    self.vars
+                    self.adj.vars
                 )));
             }
             if mark(&mut seen, s) {

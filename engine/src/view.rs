@@ -13,6 +13,7 @@ use memtrace_storage::{LocalId, ReadView, Store, TraceId};
 use serde_json::Value;
 
 use crate::error::{EngineError, Result};
+use crate::graph::TraceGraph;
 use crate::model::{metadata, Case, Edge, Node, Operation, Session, TraceInfo, Variable};
 
 /// One trace, read from a consistent snapshot.
@@ -353,18 +354,21 @@ impl<'db> TraceView<'db> {
     }
 
     /// Local ids of every variable the given one depends on, at any depth
-    /// (breadth-first along incoming edges through the adjacency index; the
-    /// start is left out, cycles are followed once). One index scan per
-    /// visited variable: the query language's cached adjacency is faster.
+    /// (breadth-first along incoming edges, in recorded edge order; the
+    /// start is left out, cycles are followed once). Reads the trace's
+    /// adjacency once; the query language's `TRACE` runs on the cached one.
     pub fn ancestors(&self, start: LocalId) -> Result<Vec<LocalId>> {
+        let graph = TraceGraph::load(&self.view, self.id, &self.record.counts)?;
         let mut seen = std::collections::HashSet::from([start]);
         let mut queue = std::collections::VecDeque::from([start]);
         let mut out = Vec::new();
         while let Some(v) = queue.pop_front() {
-            for (_, source, _) in self.view.adjacent(self.id, v, false)? {
-                if seen.insert(source) {
-                    out.push(source);
-                    queue.push_back(source);
+            for &e in graph.incoming(v) {
+                if let Some(source) = graph.source(e) {
+                    if seen.insert(source) {
+                        out.push(source);
+                        queue.push_back(source);
+                    }
                 }
             }
         }

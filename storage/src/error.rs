@@ -9,7 +9,7 @@ pub enum StorageError {
     #[error("RocksDB: {0}")]
     Rocks(#[from] rocksdb::Error),
     /// The database was written by a schema this build does not read.
-    #[error("database at {path} has schema version {found}; this memtrace reads version {supported} only")]
+    #[error("database at {path} has schema version {found}; this memtrace reads versions up to {supported} (a newer memtrace wrote it?)")]
     SchemaVersion {
         /// Where the database is.
         path: String,

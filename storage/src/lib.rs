@@ -6,11 +6,15 @@
 //! order (the "trace -> records" index is the key layout itself). String ids
 //! from smartcomment are stored inside the records and indexed, never used as
 //! physical keys. Values are stored once per distinct content, compressed.
+//! A trace's adjacency is written once, at import, as one value (forward
+//! and backward compressed sparse rows, see [`Adjacency`]), so a traversal
+//! reads one value instead of one index entry per edge.
 //! Nothing is overwritten; the one removal is dropping a whole trace, which
 //! is logged.
 
 #![deny(missing_docs)]
 
+pub mod adjacency;
 pub mod error;
 mod ids;
 pub mod keys;
@@ -18,10 +22,14 @@ pub mod records;
 pub mod store;
 pub mod values;
 
+pub use adjacency::Adjacency;
 pub use error::StorageError;
 pub use ids::{LocalId, Result, TraceId};
 pub use records::{
     AttributionRecord, CaseRecord, EdgeRecord, LogEvent, OpRecord, PatternRecord, SessionRecord,
     Shared, TraceRecord, ValueRef, VarRecord,
 };
-pub use store::{cf, dir_bytes, ReadView, Store, StoreOptions, TraceWriter, SCHEMA_VERSION};
+pub use store::{
+    cf, dir_bytes, ReadView, Store, StoreOptions, TraceWriter, OLDEST_SCHEMA_VERSION,
+    SCHEMA_VERSION,
+};

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use rocksdb::{
@@ -12,6 +12,7 @@ use rocksdb::{
 };
 use serde::de::DeserializeOwned;
 
+use crate::adjacency::Adjacency;
 use crate::error::StorageError;
 use crate::ids::{LocalId, Result, TraceId};
 use crate::keys::{self, IdKind, RecordKind};
@@ -22,7 +23,15 @@ use crate::records::{
 use crate::values::{decode_value, encode_value, hex, value_ref};
 
 /// The schema version this build writes and reads.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// The oldest schema version this build opens. Version 1 kept adjacency as
+/// two index entries per edge ([`cf::ADJ_OUT`], [`cf::ADJ_IN`]); version 2
+/// keeps it as one value per trace ([`cf::ADJACENCY`]). Traces stored under
+/// version 1 are still read through their index entries; opening such a
+/// database records version 2, since traces imported from then on have no
+/// index entries for an older build to read.
+pub const OLDEST_SCHEMA_VERSION: u32 = 1;
 
 const META_SCHEMA: &[u8] = b"schema_version";
 const META_NEXT_TRACE: &[u8] = b"next_trace";
@@ -47,9 +56,14 @@ pub mod cf {
     pub const VALUES: &str = "values";
     /// Which traces use a value: (hash, trace).
     pub const VALUE_REFS: &str = "value_refs";
-    /// Outgoing adjacency: (trace, source, edge) -> (target, op).
+    /// A trace's whole adjacency as one value (see [`crate::Adjacency`]):
+    /// trace -> edges' ends and ops with their CSR lists. Schema version 2.
+    pub const ADJACENCY: &str = "adjacency";
+    /// Outgoing adjacency: (trace, source, edge) -> (target, op). Written
+    /// by schema version 1 only; read for the traces it stored.
     pub const ADJ_OUT: &str = "idx_adj_out";
-    /// Incoming adjacency: (trace, target, edge) -> (source, op).
+    /// Incoming adjacency: (trace, target, edge) -> (source, op). Written
+    /// by schema version 1 only; read for the traces it stored.
     pub const ADJ_IN: &str = "idx_adj_in";
     /// Full name -> versions: (full name, trace, version) -> local id.
     pub const VAR_NAME: &str = "idx_var_name";
@@ -70,7 +84,7 @@ pub mod cf {
     /// database-wide sequence number.
     pub const PATTERNS: &str = "patterns";
     /// Every column family, in creation order.
-    pub const ALL: [&str; 19] = [
+    pub const ALL: [&str; 20] = [
         META,
         TRACES,
         SESSIONS,
@@ -90,12 +104,13 @@ pub mod cf {
         ATTRIBUTIONS,
         LLM_CACHE,
         PATTERNS,
+        ADJACENCY,
     ];
     /// Column families added after schema version 1 was first written: a
     /// database made before them gets them, empty, when it is opened.
-    pub const ADDED: [&str; 3] = [ATTRIBUTIONS, LLM_CACHE, PATTERNS];
+    pub const ADDED: [&str; 4] = [ATTRIBUTIONS, LLM_CACHE, PATTERNS, ADJACENCY];
     /// Column families whose keys start with the trace id.
-    pub const BY_TRACE: [&str; 8] = [
+    pub const BY_TRACE: [&str; 9] = [
         SESSIONS,
         VARIABLES,
         OPS,
@@ -104,6 +119,7 @@ pub mod cf {
         ADJ_OUT,
         ADJ_IN,
         ATTRIBUTIONS,
+        ADJACENCY,
     ];
 }
 
@@ -133,6 +149,19 @@ pub struct Store {
     next_trace: AtomicU32,
     next_log: AtomicU64,
     sync: bool,
+    /// Whether anything was written since open (then closing flushes).
+    written: AtomicBool,
+}
+
+impl Drop for Store {
+    /// Flushes what this process wrote to table files, so the next open
+    /// replays no log. A process killed before this point loses nothing:
+    /// the log is replayed at the next open instead.
+    fn drop(&mut self) {
+        if self.written.load(Ordering::Relaxed) {
+            let _ = self.flush();
+        }
+    }
 }
 
 impl std::fmt::Debug for Store {
@@ -149,8 +178,22 @@ pub fn base_options() -> Options {
     o.set_write_buffer_size(64 << 20);
     o.set_compression_type(DBCompressionType::Lz4);
     o.set_keep_log_file_num(4);
+    // A command-line tool opens and closes the database at every command:
+    // open table files on this thread (RocksDB's default starts 16 threads
+    // per column family to do it), read no table statistics at open, and
+    // keep no timer threads for statistics dumps.
+    o.set_max_file_opening_threads(1);
+    o.set_skip_stats_update_on_db_open(true);
+    o.set_stats_dump_period_sec(0);
+    o.set_stats_persist_period_sec(0);
+    // Memtables holding the oldest log are flushed once the logs pass this,
+    // so a long import leaves no gigabytes of log to replay at the next open.
+    o.set_max_total_wal_size(MAX_WAL_BYTES);
     o
 }
+
+/// The write-ahead log's size beyond which memtables are flushed.
+const MAX_WAL_BYTES: u64 = 256 << 20;
 
 fn cf_options(name: &str) -> Options {
     let mut o = base_options();
@@ -329,8 +372,10 @@ impl Store {
             let found = db
                 .get_cf(db.cf_handle(cf::META).expect("listed"), META_SCHEMA)?
                 .and_then(|v| keys::read_u32(&v));
+            let mut upgrade = false;
             match found {
                 Some(SCHEMA_VERSION) => {}
+                Some(v) if (OLDEST_SCHEMA_VERSION..SCHEMA_VERSION).contains(&v) => upgrade = true,
                 Some(found) => {
                     return Err(StorageError::SchemaVersion {
                         path: shown,
@@ -349,6 +394,16 @@ impl Store {
                 if !present.iter().any(|p| p == added) {
                     db.create_cf(added, &cf_options(added))?;
                 }
+            }
+            if upgrade {
+                let mut w = WriteOptions::default();
+                w.set_sync(true);
+                db.put_cf_opt(
+                    db.cf_handle(cf::META).expect("listed"),
+                    META_SCHEMA,
+                    SCHEMA_VERSION.to_be_bytes(),
+                    &w,
+                )?;
             }
             if let Some(missing) = cf::ALL
                 .iter()
@@ -385,6 +440,7 @@ impl Store {
             next_trace: AtomicU32::new(next_trace),
             next_log: AtomicU64::new(next_log),
             sync: opts.sync,
+            written: AtomicBool::new(false),
         })
     }
 
@@ -412,6 +468,7 @@ impl Store {
             batch: WriteBatch::default(),
             pending_values: HashMap::new(),
             counts: Counts::default(),
+            ends: Default::default(),
         })
     }
 
@@ -442,6 +499,7 @@ impl Store {
     fn write(&self, batch: WriteBatch) -> Result<()> {
         let mut w = WriteOptions::default();
         w.set_sync(self.sync);
+        self.written.store(true, Ordering::Relaxed);
         self.db.write_opt(batch, &w)?;
         Ok(())
     }
@@ -634,9 +692,13 @@ impl Store {
 
     /// Flushes memtables to table files (used before measuring disk size).
     pub fn flush(&self) -> Result<()> {
-        for name in cf::ALL {
-            self.db.flush_cf(self.cf(name))?;
-        }
+        let families: Vec<&ColumnFamily> = cf::ALL
+            .iter()
+            .filter_map(|name| self.db.cf_handle(name))
+            .collect();
+        let mut o = rocksdb::FlushOptions::default();
+        o.set_wait(true);
+        self.db.flush_cfs_opt(&families, &o)?;
         Ok(())
     }
 }
@@ -651,6 +713,8 @@ pub struct TraceWriter<'s> {
     batch: WriteBatch,
     pending_values: HashMap<[u8; 32], Vec<u8>>,
     counts: Counts,
+    /// Each edge's (source, target, op), for the trace's adjacency value.
+    ends: [Vec<u32>; 3],
 }
 
 fn next_local(counter: &mut u32, what: &'static str) -> Result<LocalId> {
@@ -781,16 +845,9 @@ impl<'s> TraceWriter<'s> {
                 [],
             );
         }
-        self.batch.put_cf(
-            self.cf(cf::ADJ_OUT),
-            keys::adjacency_key(t, e.source, local),
-            keys::adjacency_value(e.target, e.op),
-        );
-        self.batch.put_cf(
-            self.cf(cf::ADJ_IN),
-            keys::adjacency_key(t, e.target, local),
-            keys::adjacency_value(e.source, e.op),
-        );
+        for (list, id) in self.ends.iter_mut().zip([e.source, e.target, e.op]) {
+            list.push(id);
+        }
         Ok(local)
     }
 
@@ -830,6 +887,14 @@ impl<'s> TraceWriter<'s> {
         }
         record.counts = self.counts;
         record.imported_at_ms = now_ms();
+        let [source, target, op] = std::mem::take(&mut self.ends);
+        let adjacency =
+            Adjacency::from_edges(self.counts.variables, self.counts.ops, source, target, op)?;
+        self.batch.put_cf(
+            store.cf(cf::ADJACENCY),
+            keys::trace_key(t),
+            adjacency.encode(),
+        );
         let values = store.cf(cf::VALUES);
         for (hash, payload) in std::mem::take(&mut self.pending_values) {
             if store.db.get_pinned_cf(values, hash)?.is_none() {
@@ -1120,14 +1185,36 @@ impl<'a> ReadView<'a> {
             .collect()
     }
 
+    /// A trace's stored adjacency, read with one get; `None` for a trace
+    /// stored under schema version 1 (read [`Self::adjacency_out`] instead)
+    /// or not stored at all.
+    pub fn adjacency(&self, trace: TraceId) -> Result<Option<Adjacency>> {
+        match self.get(cf::ADJACENCY, &keys::trace_key(trace))? {
+            Some(bytes) => Adjacency::decode(&bytes).map(Some).map_err(|e| match e {
+                StorageError::Decode { what, reason } => StorageError::Decode {
+                    what,
+                    reason: format!("trace #{trace}: {reason}"),
+                },
+                other => other,
+            }),
+            None => Ok(None),
+        }
+    }
+
     /// Adjacency of one variable: (edge, other endpoint, op), in edge order.
     /// `outgoing` lists edges leaving it, otherwise edges entering it.
+    ///
+    /// Reads the trace's whole adjacency value; a caller asking about many
+    /// variables of one trace reads [`Self::adjacency`] once instead.
     pub fn adjacent(
         &self,
         trace: TraceId,
         var: LocalId,
         outgoing: bool,
     ) -> Result<Vec<(LocalId, LocalId, LocalId)>> {
+        if let Some(a) = self.adjacency(trace)? {
+            return Ok(a.adjacent(var, outgoing));
+        }
         let prefix = keys::record_key(trace, var);
         let name = if outgoing { cf::ADJ_OUT } else { cf::ADJ_IN };
         self.scan(name, &prefix)
@@ -1144,7 +1231,8 @@ impl<'a> ReadView<'a> {
             .collect()
     }
 
-    /// Every outgoing adjacency entry of a trace, by one prefix scan:
+    /// Every outgoing adjacency index entry of a trace (schema version 1),
+    /// by one prefix scan:
     /// `(var, edge, other, op)` (the edge `edge` leaves `var` for `other`,
     /// induced by `op`), ordered by variable, then edge.
     pub fn adjacency_out(
@@ -1329,7 +1417,7 @@ mod tests {
     }
 
     #[test]
-    fn adjacency_out_scans_one_trace_in_variable_then_edge_order() {
+    fn adjacency_is_one_value_per_trace_and_version_1_indexes_still_read() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("db"), &StoreOptions::default()).unwrap();
         let before = write_trace(&store, "g0", "x");
@@ -1366,23 +1454,56 @@ mod tests {
         }
         let t = w.commit(trace_record("gx"), true).unwrap().unwrap();
         let after = write_trace(&store, "g2", "y");
-        let view = store.read();
-        let got: Vec<_> = view.adjacency_out(t).map(|r| r.unwrap()).collect();
-        assert_eq!(
-            got,
-            vec![(0, 1, 1, 0), (0, 3, 1, 0), (1, 2, 1, 0), (2, 0, 0, 0)]
-        );
-        for v in 0..3 {
-            let per_var: Vec<_> = got
-                .iter()
+        // (var, edge, other end, op), ordered by variable, then edge.
+        let want = vec![(0, 1, 1, 0), (0, 3, 1, 0), (1, 2, 1, 0), (2, 0, 0, 0)];
+        let per_var = |v: u32| -> Vec<(u32, u32, u32)> {
+            want.iter()
                 .filter(|e| e.0 == v)
                 .map(|&(_, e, o, op)| (e, o, op))
-                .collect();
-            assert_eq!(view.adjacent(t, v, true).unwrap(), per_var);
+                .collect()
+        };
+        {
+            let view = store.read();
+            let adj = view.adjacency(t).unwrap().unwrap();
+            assert_eq!((adj.vars, adj.ops, adj.edges()), (3, 1, 4));
+            assert_eq!(adj.out_edges, vec![1, 3, 2, 0]);
+            for v in 0..3 {
+                assert_eq!(view.adjacent(t, v, true).unwrap(), per_var(v));
+            }
+            for other in [before, after] {
+                assert_eq!(view.adjacency(other).unwrap().unwrap().edges(), 2);
+            }
+            assert_eq!(view.adjacency(after + 1).unwrap(), None);
+            // Nothing is written to the version-1 indexes any more.
+            assert_eq!(view.adjacency_out(t).count(), 0);
         }
-        assert_eq!(view.adjacency_out(before).count(), 2);
-        assert_eq!(view.adjacency_out(after).count(), 2);
-        assert_eq!(view.adjacency_out(after + 1).count(), 0);
+        // The same trace as schema version 1 stored it: index entries, no value.
+        let mut batch = WriteBatch::default();
+        batch.delete_cf(store.cf(cf::ADJACENCY), keys::trace_key(t));
+        for &(var, edge, other, op) in &want {
+            batch.put_cf(
+                store.cf(cf::ADJ_OUT),
+                keys::adjacency_key(t, var, edge),
+                keys::adjacency_value(other, op),
+            );
+            batch.put_cf(
+                store.cf(cf::ADJ_IN),
+                keys::adjacency_key(t, other, edge),
+                keys::adjacency_value(var, op),
+            );
+        }
+        store.write(batch).unwrap();
+        let view = store.read();
+        assert_eq!(view.adjacency(t).unwrap(), None);
+        let got: Vec<_> = view.adjacency_out(t).map(|r| r.unwrap()).collect();
+        assert_eq!(got, want);
+        for v in 0..3 {
+            assert_eq!(view.adjacent(t, v, true).unwrap(), per_var(v));
+        }
+        assert_eq!(
+            view.adjacent(t, 1, false).unwrap(),
+            vec![(1, 0, 0), (2, 1, 0), (3, 0, 0)]
+        );
     }
 
     #[test]
@@ -1682,6 +1803,25 @@ mod tests {
             "{err}"
         );
         assert!(err.to_string().contains("schema version 99"));
+    }
+
+    #[test]
+    fn a_version_1_database_opens_and_is_recorded_as_version_2() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db");
+        let t = {
+            let store = Store::open(&path, &StoreOptions::default()).unwrap();
+            let t = write_trace(&store, "g1", "x");
+            store
+                .db
+                .put_cf(store.cf(cf::META), META_SCHEMA, 1u32.to_be_bytes())
+                .unwrap();
+            t
+        };
+        let store = Store::open(&path, &StoreOptions::default()).unwrap();
+        let found = store.db.get_cf(store.cf(cf::META), META_SCHEMA).unwrap();
+        assert_eq!(found.as_deref(), Some(&SCHEMA_VERSION.to_be_bytes()[..]));
+        assert_eq!(store.read().trace(t).unwrap().unwrap().graph_id, "g1");
     }
 
     #[test]

@@ -200,12 +200,14 @@ impl Labels for Database {
             verdict,
         };
         let json = serde_json::to_string(&stored)?;
-        let seqs = self.append_trace_results(c.trace, &[json])?;
-        let seq = seqs.first().copied().ok_or_else(|| {
+        let appended = self.append_trace_results(c.trace, &[json])?;
+        let record = appended.first().ok_or_else(|| {
             AnalysisError::BadRequest("the label was not stored (no sequence number)".into())
         })?;
+        // What reads back: the stored sequence number and time.
         let mut stored = stored;
-        stored.seq = seq;
+        stored.seq = record.seq;
+        stored.at_ms = record.at_ms;
         Label::from_stored(&stored)
             .ok_or_else(|| AnalysisError::BadRequest("the stored label does not read back".into()))
     }

@@ -269,8 +269,11 @@ mod tests {
         let trace = db.trace("g").unwrap().id();
         assert_eq!(
             db.append_trace_results(trace, &["first".into(), "second".into()])
-                .unwrap(),
-            [1, 2]
+                .unwrap()
+                .iter()
+                .map(|r| (r.seq, r.json.as_str()))
+                .collect::<Vec<_>>(),
+            [(1, "first"), (2, "second")]
         );
         let r = db.query("SHOW PATTERNS").unwrap();
         assert_eq!(r.rows, [["g", "first"], ["g", "second"]]);

@@ -142,6 +142,8 @@ impl<'a> Exec<'a> {
         let mut expanded: std::collections::HashSet<u32> = std::collections::HashSet::new();
         let mut var_starts: Vec<u32> = Vec::new();
         let mut start_nodes: Vec<u32> = Vec::new();
+        // The nodes in `visits`, so that op starts add each node once.
+        let mut in_visits: std::collections::HashSet<u32> = std::collections::HashSet::new();
         for s in starts {
             match *s {
                 StartNode::Var(v) => {
@@ -154,12 +156,13 @@ impl<'a> Exec<'a> {
                     let mut seeds = Vec::new();
                     for &e in g.op_edges(o) {
                         let Some(n) = far(e) else { continue };
-                        if visits.iter().any(|v| v.node == n) || seeds.contains(&n) {
+                        if in_visits.contains(&n) || seeds.contains(&n) {
                             continue;
                         }
                         match admit(e, n, 1) {
                             Admit::Skip => continue,
                             a => {
+                                in_visits.insert(n);
                                 visits.push(Visit {
                                     node: n,
                                     depth: 1,
@@ -178,7 +181,7 @@ impl<'a> Exec<'a> {
                         more.push((v, expanding.get()))
                     })?;
                     for (v, x) in more {
-                        if !visits.iter().any(|y| y.node == v.node) {
+                        if in_visits.insert(v.node) {
                             if x {
                                 expanded.insert(v.node);
                             }
@@ -196,11 +199,10 @@ impl<'a> Exec<'a> {
                 found.push((v, expanding.get()))
             })?;
             // With op starts too, a node may already be a visit.
-            let mut seen: std::collections::HashSet<u32> = visits.iter().map(|v| v.node).collect();
             let only_walk = visits.is_empty();
             visits.reserve(found.len());
             for (v, x) in found {
-                if only_walk || seen.insert(v.node) {
+                if only_walk || in_visits.insert(v.node) {
                     if x && need_expanded {
                         expanded.insert(v.node);
                     }
@@ -212,7 +214,8 @@ impl<'a> Exec<'a> {
             return Err(e);
         }
         // Starts are never rows of their own trace's result.
-        visits.retain(|v| !start_nodes.contains(&v.node));
+        let start_set: std::collections::HashSet<u32> = start_nodes.iter().copied().collect();
+        visits.retain(|v| !start_set.contains(&v.node));
         let visit_row = |v: &Visit| RecRow {
             var: Some(v.node),
             op: g.op(v.edge),
@@ -228,12 +231,18 @@ impl<'a> Exec<'a> {
         let returned: Vec<&Visit> = visits.iter().filter(|v| v.depth >= p.min_depth).collect();
         match p.output {
             Output::Count => {
-                let mut n = 0i64;
-                for v in &returned {
-                    if passes(&visit_row(v))? {
-                        n += 1;
+                let n = match &p.filter {
+                    None => returned.len() as i64,
+                    Some(_) => {
+                        let mut n = 0i64;
+                        for v in &returned {
+                            if passes(&visit_row(v))? {
+                                n += 1;
+                            }
+                        }
+                        n
                     }
-                }
+                };
                 emit(vec![t.gid(), Value::Int(n)])
             }
             Output::Nodes => {
@@ -279,7 +288,7 @@ impl<'a> Exec<'a> {
                         }
                         path.push(Value::Str(t.node_id(cur.parent)?));
                         match by_node.get(&cur.parent) {
-                            Some(next) if !start_nodes.contains(&cur.parent) => cur = next,
+                            Some(next) if !start_set.contains(&cur.parent) => cur = next,
                             _ => break,
                         }
                     }
@@ -334,7 +343,7 @@ impl<'a> Exec<'a> {
                     }
                 }
                 for (&n, &d) in keep.iter() {
-                    let expands = (start_nodes.contains(&n) || expanded.contains(&n))
+                    let expands = (start_set.contains(&n) || expanded.contains(&n))
                         && p.max_depth.is_none_or(|m| d < m);
                     if !expands {
                         continue;
@@ -369,16 +378,18 @@ impl<'a> Exec<'a> {
                 let depth_of = |e: u32| edge_depth.get(&e).copied().unwrap_or(0);
                 match p.output {
                     Output::Ops => {
-                        let mut ops: Vec<(u32, u32)> = Vec::new();
+                        // Each op at the least depth of its walked edges.
+                        let mut least: HashMap<u32, u32> = HashMap::new();
                         for &e in &edge_ids {
                             if let Some(o) = g.op(e) {
                                 let d = depth_of(e);
-                                match ops.iter_mut().find(|(x, _)| *x == o) {
-                                    Some((_, md)) => *md = (*md).min(d),
-                                    None => ops.push((o, d)),
-                                }
+                                least
+                                    .entry(o)
+                                    .and_modify(|md| *md = (*md).min(d))
+                                    .or_insert(d);
                             }
                         }
+                        let mut ops: Vec<(u32, u32)> = least.into_iter().collect();
                         ops.sort_by_key(|(o, d)| (*d, *o));
                         for (o, d) in ops {
                             let row = RecRow {

@@ -1,0 +1,335 @@
+//! A trace's adjacency as one stored value: the edges' ends and ops, and
+//! the compressed sparse rows (CSR) that list, per variable and per op, the
+//! edges that touch it. Traces are immutable once stored, so this is built
+//! once, at import, and read back with one get and a copy: no per-edge
+//! index entries to scan and no graph to build at query time.
+//!
+//! Layout (all integers little-endian `u32`): the magic `MTA1`, then the
+//! counts `vars`, `ops`, `edges`, then the sections in this order:
+//! `source[edges]`, `target[edges]`, `op[edges]`, `out_off[vars + 1]`,
+//! `out_edges[edges]`, `in_off[vars + 1]`, `in_edges[edges]`,
+//! `op_off[ops + 1]`, `op_edges[edges]`.
+
+use crate::error::StorageError;
+use crate::Result;
+
+const MAGIC: &[u8; 4] = b"MTA1";
+
+/// One trace's adjacency: per edge its source, target and op; per variable
+/// the edges leaving and entering it; per op the edges it induced. Each list
+/// is in recorded edge order; the edges of `v` are `edges[off[v]..off[v + 1]]`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Adjacency {
+    /// Number of variables (ids `0..vars`).
+    pub vars: u32,
+    /// Number of ops (ids `0..ops`).
+    pub ops: u32,
+    /// Source variable of each edge.
+    pub source: Vec<u32>,
+    /// Target variable of each edge.
+    pub target: Vec<u32>,
+    /// Op that induced each edge.
+    pub op: Vec<u32>,
+    /// Offsets into `out_edges`, `vars + 1` of them.
+    pub out_off: Vec<u32>,
+    /// Edges grouped by source.
+    pub out_edges: Vec<u32>,
+    /// Offsets into `in_edges`, `vars + 1` of them.
+    pub in_off: Vec<u32>,
+    /// Edges grouped by target.
+    pub in_edges: Vec<u32>,
+    /// Offsets into `op_edges`, `ops + 1` of them.
+    pub op_off: Vec<u32>,
+    /// Edges grouped by op.
+    pub op_edges: Vec<u32>,
+}
+
+fn damaged(reason: String) -> StorageError {
+    StorageError::Decode {
+        what: "adjacency",
+        reason,
+    }
+}
+
+/// Counting sort of edge ids by a key: offsets (`groups + 1` of them) and
+/// the edge ids grouped by key, each group in edge order. Every key must be
+/// below `groups`.
+fn group(groups: u32, keys: &[u32]) -> (Vec<u32>, Vec<u32>) {
+    let mut off = vec![0u32; groups as usize + 1];
+    for &k in keys {
+        off[k as usize + 1] += 1;
+    }
+    for i in 1..off.len() {
+        off[i] += off[i - 1];
+    }
+    let mut next = off.clone();
+    let mut edges = vec![0u32; keys.len()];
+    for (e, &k) in keys.iter().enumerate() {
+        let slot = &mut next[k as usize];
+        edges[*slot as usize] = e as u32;
+        *slot += 1;
+    }
+    (off, edges)
+}
+
+impl Adjacency {
+    /// Builds the adjacency of `vars` variables and `ops` ops from each
+    /// edge's `source`, `target` and `op` (edge `i` is the `i`-th entry).
+    ///
+    /// Fails when the three lists differ in length, when there are more
+    /// edges than ids, or when an entry names an id out of range.
+    pub fn from_edges(
+        vars: u32,
+        ops: u32,
+        source: Vec<u32>,
+        target: Vec<u32>,
+        op: Vec<u32>,
+    ) -> Result<Adjacency> {
+        if source.len() != target.len() || source.len() != op.len() {
+            return Err(damaged(format!(
+                "{} sources, {} targets and {} ops for the edges",
+                source.len(),
+                target.len(),
+                op.len()
+            )));
+        }
+        if u32::try_from(source.len()).is_err() {
+            return Err(StorageError::IdsExhausted("edges"));
+        }
+        for (e, ((&s, &t), &o)) in source.iter().zip(&target).zip(&op).enumerate() {
+            if s >= vars || t >= vars || o >= ops {
+                return Err(damaged(format!(
+                    "edge {e} is ({s}, {t}, op {o}), but there are {vars} variables and {ops} ops"
+                )));
+            }
+        }
+        let (out_off, out_edges) = group(vars, &source);
+        let (in_off, in_edges) = group(vars, &target);
+        let (op_off, op_edges) = group(ops, &op);
+        Ok(Adjacency {
+            vars,
+            ops,
+            source,
+            target,
+            op,
+            out_off,
+            out_edges,
+            in_off,
+            in_edges,
+            op_off,
+            op_edges,
+        })
+    }
+
+    /// Number of edges.
+    pub fn edges(&self) -> u32 {
+        self.source.len() as u32
+    }
+
+    fn sections(&self) -> [&Vec<u32>; 9] {
+        [
+            &self.source,
+            &self.target,
+            &self.op,
+            &self.out_off,
+            &self.out_edges,
+            &self.in_off,
+            &self.in_edges,
+            &self.op_off,
+            &self.op_edges,
+        ]
+    }
+
+    /// The stored form (see the module's layout).
+    pub fn encode(&self) -> Vec<u8> {
+        let words: usize = self.sections().iter().map(|s| s.len()).sum();
+        let mut out = Vec::with_capacity(16 + 4 * words);
+        out.extend_from_slice(MAGIC);
+        for n in [self.vars, self.ops, self.edges()] {
+            out.extend_from_slice(&n.to_le_bytes());
+        }
+        for section in self.sections() {
+            for &w in section.iter() {
+                out.extend_from_slice(&w.to_le_bytes());
+            }
+        }
+        out
+    }
+
+    /// Reads the stored form back, checking every id and offset, so that a
+    /// damaged value is an error and never an out-of-range access later.
+    pub fn decode(bytes: &[u8]) -> Result<Adjacency> {
+        let header = bytes
+            .get(..16)
+            .ok_or_else(|| damaged(format!("{} bytes, shorter than its header", bytes.len())))?;
+        if &header[..4] != MAGIC {
+            return Err(damaged("not an adjacency value (bad magic)".into()));
+        }
+        let word =
+            |i: usize| u32::from_le_bytes([header[i], header[i + 1], header[i + 2], header[i + 3]]);
+        let (vars, ops, edges) = (word(4), word(8), word(12));
+        let (v, o, e) = (vars as usize, ops as usize, edges as usize);
+        let lens = [e, e, e, v + 1, e, v + 1, e, o + 1, e];
+        let words: usize = lens.iter().sum();
+        let body = &bytes[16..];
+        if body.len() != 4 * words {
+            return Err(damaged(format!(
+                "{} bytes of body for {vars} variables, {ops} ops and {edges} edges; {} expected",
+                body.len(),
+                4 * words
+            )));
+        }
+        let mut all = body
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]));
+        let mut next = |n: usize| -> Vec<u32> { all.by_ref().take(n).collect() };
+        let a = Adjacency {
+            vars,
+            ops,
+            source: next(e),
+            target: next(e),
+            op: next(e),
+            out_off: next(v + 1),
+            out_edges: next(e),
+            in_off: next(v + 1),
+            in_edges: next(e),
+            op_off: next(o + 1),
+            op_edges: next(e),
+        };
+        a.check()?;
+        Ok(a)
+    }
+
+    /// Every id in range and every offset list a valid partition of the edges.
+    fn check(&self) -> Result<()> {
+        let below =
+            |what: &str, list: &[u32], bound: u32| match list.iter().position(|&x| x >= bound) {
+                Some(i) => Err(damaged(format!(
+                    "{what} {i} is {}, not below {bound}",
+                    list[i]
+                ))),
+                None => Ok(()),
+            };
+        below("edge source", &self.source, self.vars)?;
+        below("edge target", &self.target, self.vars)?;
+        below("edge op", &self.op, self.ops)?;
+        let edges = self.edges();
+        for (what, off, list) in [
+            ("outgoing", &self.out_off, &self.out_edges),
+            ("incoming", &self.in_off, &self.in_edges),
+            ("per-op", &self.op_off, &self.op_edges),
+        ] {
+            if off.first() != Some(&0)
+                || off.last() != Some(&edges)
+                || off.windows(2).any(|w| w[0] > w[1])
+            {
+                return Err(damaged(format!(
+                    "{what} offsets do not partition {edges} edges"
+                )));
+            }
+            below(what, list, edges)?;
+        }
+        Ok(())
+    }
+
+    /// The edges entering (`outgoing == false`) or leaving a variable, as
+    /// (edge, other end, op), in recorded order; empty for an unknown id.
+    pub fn adjacent(&self, var: u32, outgoing: bool) -> Vec<(u32, u32, u32)> {
+        let (off, list, ends) = if outgoing {
+            (&self.out_off, &self.out_edges, &self.target)
+        } else {
+            (&self.in_off, &self.in_edges, &self.source)
+        };
+        let (Some(&a), Some(&b)) = (off.get(var as usize), off.get(var as usize + 1)) else {
+            return Vec::new();
+        };
+        list[a as usize..b as usize]
+            .iter()
+            .map(|&e| (e, ends[e as usize], self.op[e as usize]))
+            .collect()
+    }
+
+    /// Bytes held on the heap, plus the struct itself.
+    pub fn bytes(&self) -> usize {
+        std::mem::size_of::<Self>()
+            + self
+                .sections()
+                .iter()
+                .map(|a| a.capacity() * std::mem::size_of::<u32>())
+                .sum::<usize>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn rows_list_edges_in_recorded_order() {
+        // 0 -> 1 (op 0), 0 -> 2 (op 1), 1 -> 2 (op 0), 2 -> 2 (op 1)
+        let a = Adjacency::from_edges(3, 2, vec![0, 0, 1, 2], vec![1, 2, 2, 2], vec![0, 1, 0, 1])
+            .unwrap();
+        assert_eq!(a.out_off, vec![0, 2, 3, 4]);
+        assert_eq!(a.out_edges, vec![0, 1, 2, 3]);
+        assert_eq!(a.in_off, vec![0, 0, 1, 4]);
+        assert_eq!(a.in_edges, vec![0, 1, 2, 3]);
+        assert_eq!(a.op_off, vec![0, 2, 4]);
+        assert_eq!(a.op_edges, vec![0, 2, 1, 3]);
+    }
+
+    #[test]
+    fn ids_out_of_range_and_mismatched_lists_are_refused() {
+        assert!(Adjacency::from_edges(2, 1, vec![0], vec![2], vec![0]).is_err());
+        assert!(Adjacency::from_edges(2, 1, vec![0], vec![1], vec![1]).is_err());
+        assert!(Adjacency::from_edges(2, 1, vec![0, 1], vec![1], vec![0]).is_err());
+    }
+
+    #[test]
+    fn damaged_values_are_errors_not_panics() {
+        let good = Adjacency::from_edges(3, 1, vec![0, 1], vec![1, 2], vec![0, 0])
+            .unwrap()
+            .encode();
+        assert!(Adjacency::decode(&good).is_ok());
+        assert!(Adjacency::decode(&good[..10]).is_err());
+        assert!(Adjacency::decode(&good[..good.len() - 4]).is_err());
+        let mut magic = good.clone();
+        magic[0] = b'X';
+        assert!(Adjacency::decode(&magic).is_err());
+        // Each word of the body, made too large, is caught.
+        for at in (16..good.len()).step_by(4) {
+            let mut bad = good.clone();
+            bad[at..at + 4].copy_from_slice(&1000u32.to_le_bytes());
+            assert!(Adjacency::decode(&bad).is_err(), "word at byte {at}");
+        }
+    }
+
+    fn graph() -> impl Strategy<Value = (u32, u32, Vec<(u32, u32, u32)>)> {
+        (1u32..40, 1u32..8).prop_flat_map(|(vars, ops)| {
+            (
+                Just(vars),
+                Just(ops),
+                proptest::collection::vec((0..vars, 0..vars, 0..ops), 0..120),
+            )
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn encoding_round_trips((vars, ops, edges) in graph()) {
+            let (s, t, o) = edges.iter().fold((vec![], vec![], vec![]), |(mut s, mut t, mut o), e| {
+                s.push(e.0);
+                t.push(e.1);
+                o.push(e.2);
+                (s, t, o)
+            });
+            let a = Adjacency::from_edges(vars, ops, s, t, o).unwrap();
+            prop_assert_eq!(Adjacency::decode(&a.encode()).unwrap(), a.clone());
+            for v in 0..vars {
+                let out = &a.out_edges[a.out_off[v as usize] as usize..a.out_off[v as usize + 1] as usize];
+                let want: Vec<u32> = (0..a.edges()).filter(|&e| a.source[e as usize] == v).collect();
+                prop_assert_eq!(out, &want[..]);
+            }
+        }
+    }
+}
