@@ -12,7 +12,7 @@ use memtrace_storage::TraceId;
 /// Where a failed case comes from: an annotation stored with the trace (by
 /// its position among the trace's annotations), or an op of the trace that
 /// records it (by op id, e.g. a judge op that scored 0).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CaseOrigin {
     /// A MemTraceBench annotation (its position in `data.annotations`, from 0).

@@ -1,14 +1,31 @@
 //! The evidence-flow findings the patterns read: one verdict per failed case
-//! of a trace, attributed once and kept in the trace cache.
+//! of a trace, attributed once, stored in the database (keyed by the trace
+//! and the attributor's fingerprint, so a later run, in any process, reads
+//! them instead of attributing again) and kept in the trace cache.
 
 use std::sync::Arc;
 
 use crate::attrib::{self, CaseOrigin, ErrorType};
 use crate::error::{AnalysisError, Result};
-use memtrace_engine::{Cancel, Database, Snapshot, TraceId, TraceState};
+use memtrace_engine::{Cancel, Database, Snapshot, TraceId, TraceInfo, TraceState};
+
+/// Where a trace's findings are stored: a hash of what they depend on, the
+/// attributor's fingerprint and the trace (ids are never reused, and a
+/// stored trace never changes; the import time tells a trace apart from one
+/// imported under the same id into another database).
+pub(crate) fn memo_key(info: &TraceInfo) -> [u8; 32] {
+    let mut h = blake3::Hasher::new();
+    h.update(b"memtrace evidence-flow findings\0");
+    h.update(&attrib::ATTRIBUTOR_DIGEST.to_le_bytes());
+    h.update(&info.id.to_le_bytes());
+    h.update(info.graph_id.as_bytes());
+    h.update(b"\0");
+    h.update(&info.imported_at_ms.to_le_bytes());
+    h.finalize().into()
+}
 
 /// The evidence-flow verdict on one failed case, as the patterns read it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Finding {
     /// The case's name.
     pub case: String,
@@ -44,9 +61,18 @@ impl TraceState for TraceFindings {
 }
 
 impl TraceFindings {
-    /// Reads a trace whole and attributes each of its failed cases.
+    /// The stored findings of a trace, or, where none are stored for this
+    /// attributor, the trace read whole, each failed case attributed, and
+    /// the findings stored.
     pub(crate) fn load(db: &Database, trace: TraceId, cancel: &Cancel) -> Result<TraceFindings> {
         let view = db.trace_by_id(trace)?;
+        let key = memo_key(&view.info());
+        if let Some(body) = db.memo(&key)? {
+            // A memo that does not read back (damaged) is recomputed.
+            if let Ok(findings) = serde_json::from_slice::<Vec<Finding>>(&body) {
+                return Ok(TraceFindings::new(findings));
+            }
+        }
         let (model, cases) = attrib::trace_cases(&view)?;
         let verdicts = attrib::attribute_trace(&model, &cases, 0, cancel)?;
         if verdicts.len() != cases.len() {
@@ -71,6 +97,11 @@ impl TraceFindings {
                 reason: v.reason,
             })
             .collect();
+        db.put_memo(&key, &serde_json::to_vec(&findings)?)?;
+        Ok(TraceFindings::new(findings))
+    }
+
+    fn new(findings: Vec<Finding>) -> TraceFindings {
         let bytes = std::mem::size_of::<TraceFindings>()
             + findings
                 .iter()
@@ -83,7 +114,7 @@ impl TraceFindings {
                         + f.op_name.as_ref().map_or(0, String::len)
                 })
                 .sum::<usize>();
-        Ok(TraceFindings { findings, bytes })
+        TraceFindings { findings, bytes }
     }
 
     /// Approximate heap bytes.

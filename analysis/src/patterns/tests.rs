@@ -783,3 +783,40 @@ fn a_saved_traversal_counts_no_hits_in_traces_without_its_start() {
     assert_eq!(r.patterns[0].per_trace[0].graph_id, "has");
     assert!(r.patterns[0].hits >= 2);
 }
+
+#[test]
+fn findings_are_stored_and_a_later_run_reads_them_instead_of_attributing_again() {
+    use super::findings::{memo_key, Finding};
+    use crate::attrib::ErrorType;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let never = [spec("evidence_never_stored", &[])];
+    let deleted = [spec("evidence_deleted", &[])];
+    let key = {
+        let db = crate::open(&path).unwrap();
+        fault_trace(&db, "g", Fault::Extraction);
+        assert_eq!(hits_in(&run(&db, &never), "evidence_never_stored", "g"), 1);
+        let key = memo_key(&db.trace("g").unwrap().info());
+        let body = db.memo(&key).unwrap().expect("the findings were stored");
+        let mut stored: Vec<Finding> = serde_json::from_slice(&body).unwrap();
+        assert_eq!(stored.len(), 1);
+        assert_eq!(stored[0].error_type, Some(ErrorType::ExtractionError));
+        // Stand-in findings that no attribution of this trace gives: a run
+        // in a new process can only report them by reading what is stored.
+        stored[0].error_type = Some(ErrorType::DeletionError);
+        db.put_memo(&key, &serde_json::to_vec(&stored).unwrap())
+            .unwrap();
+        key
+    };
+    {
+        let db = crate::open(&path).unwrap();
+        assert_eq!(hits_in(&run(&db, &deleted), "evidence_deleted", "g"), 1);
+        assert_eq!(hits_in(&run(&db, &never), "evidence_never_stored", "g"), 0);
+        // A memo that does not read back is attributed again, and replaced.
+        db.put_memo(&key, b"not json").unwrap();
+    }
+    let db = crate::open(&path).unwrap();
+    assert_eq!(hits_in(&run(&db, &never), "evidence_never_stored", "g"), 1);
+    let body = db.memo(&key).unwrap().unwrap();
+    assert!(serde_json::from_slice::<Vec<Finding>>(&body).is_ok());
+}
