@@ -26,8 +26,11 @@ check: deps
 bench: deps
 	cargo run --locked --release -p memtrace-bench -- import
 
-# The benchmark suite (release build): generated sets of 10, 100 and 1,000 traces; import beside
-# raw RocksDB puts; TRACE, MATCH and FIND beside SQLite recursive CTEs and joins.
+# The benchmark suite (release build): generated sets of 10, 100 and 1,000 traces, four traces of
+# 10k variables and growth traces whose closure holds 1k, 10k and 100k nodes; import beside raw
+# RocksDB puts; TRACE, MATCH and FIND, cold (files evicted from the page cache) and warm, beside
+# SQLite recursive CTEs and joins. DuckDB is a second peer when Python's duckdb module is
+# installed (`pip install duckdb`); without it the suite says so and goes on.
 bench-suite: deps
 	cargo run --locked --release -p memtrace-bench -- suite
 

@@ -1,12 +1,18 @@
 //! How fast is memtrace, beside the peers a user would reach for? The `memtrace-bench` binary: import beside raw RocksDB puts, queries and patterns beside SQLite, attribution accuracy and time, LLM token use; build it with --release.
 
 mod attr_bench;
+mod cold;
+mod duckdb_peer;
 mod error;
+mod growth;
 mod import_bench;
 mod llm_bench;
 mod measure;
+mod memtrace_side;
 mod pattern_bench;
 mod peer;
+mod protocol;
+mod sqlite_peer;
 mod suite;
 
 use std::process::ExitCode;
@@ -62,8 +68,9 @@ enum BenchCommand {
         #[arg(long)]
         dir: Option<PathBuf>,
     },
-    /// Generated sets at several scales: generation; import beside raw RocksDB puts;
-    /// backward provenance beside SQLite recursive CTEs.
+    /// Generated sets at several scales and growth traces of known closure size: generation;
+    /// import beside raw RocksDB puts; provenance, MATCH and FIND cold and warm beside SQLite
+    /// (and DuckDB when Python's duckdb module is installed).
     Suite(crate::suite::SuiteArgs),
     /// Token use of LLM attribution per case against a scripted local server, beside a full
     /// dump of the trace.

@@ -1,16 +1,17 @@
-//! `memtrace bench suite`: generated sets of simulated memory-system traces
-//! at several scales (10, 100, 1,000 traces by default); for each scale the
-//! generation, the import beside raw RocksDB batched puts of the same bytes,
-//! and queries (full and depth-3 provenance of predictions, cold and warm, a
-//! MATCH and a FIND with GROUP BY) beside SQLite recursive CTEs and joins over
-//! the same graph. Every step runs in its own process, so its peak resident
-//! memory is its own.
+//! `memtrace-bench suite`: generated sets of simulated memory-system traces
+//! at several scales (10, 100, 1,000 traces by default), four traces of
+//! about 10,000 variables, and growth traces whose answer is known to hold
+//! 1k, 10k and 100k nodes. For each: the import beside raw RocksDB batched
+//! puts of the same bytes, and queries (provenance of predictions, cold and
+//! warm, a MATCH and a FIND with GROUP BY) beside SQLite and, when Python's
+//! `duckdb` is installed, DuckDB over the same graph, all measured by one
+//! protocol ([`crate::protocol`]). Every step runs in its own process, so
+//! its peak resident memory is its own.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command as Process, ExitCode};
 use std::time::Instant;
 
-use crate::peer::RawPeer;
 use clap::Args;
 use memtrace::attrib::pyvalue::unrepr;
 use memtrace::attrib::{Method, TraceModel};
@@ -18,40 +19,66 @@ use memtrace::gen::set::{generate_set, GenSpec};
 use memtrace::prelude::*;
 use memtrace::{Cancel, Database, EngineError, ImportOptions, InputFormat};
 use memtrace_storage::dir_bytes;
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
-
-use crate::error::{io, CliError, Result};
-use crate::measure::{peak_rss_kib, set_files, sqlite_err};
 use memtrace_table as table;
 
-/// Options of `memtrace bench suite`.
+use crate::duckdb_peer::{write_csv, DuckPeer};
+use crate::error::{io, CliError, Result};
+use crate::measure::{peak_rss_kib, set_files};
+use crate::memtrace_side::MemtraceSide;
+use crate::peer::RawPeer;
+use crate::protocol::{measure, workloads, Figure, Kind, Measured, Plan, Runs, Workload};
+use crate::sqlite_peer::SqliteSide;
+
+/// Options of `memtrace-bench suite`.
 #[derive(Debug, Args)]
 pub struct SuiteArgs {
     /// Scales, in traces, comma-separated.
     #[arg(long, default_value = "10,100,1000", value_delimiter = ',')]
     pub scales: Vec<usize>,
-    /// Seed of the generated set.
+    /// Seed of the generated sets.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Predictions traced back per trace.
     #[arg(long, default_value_t = 2)]
     pub starts: usize,
+    /// Cold samples per traversal workload and scale (each one: close the
+    /// database, evict its files from the page cache, reopen, first query),
+    /// spread over the starts.
+    #[arg(long, default_value_t = 20)]
+    pub cold: usize,
+    /// Timed warm repetitions of every warm query, on every side (after one
+    /// untimed run).
+    #[arg(long, default_value_t = 3)]
+    pub warm: usize,
+    /// Growth workload: closure sizes, in nodes, comma-separated (0 for none).
+    #[arg(long, default_value = "1000,10000,100000", value_delimiter = ',')]
+    pub growth: Vec<usize>,
+    /// Leave the four traces of about 10,000 variables out.
+    #[arg(long)]
+    pub no_big: bool,
+    /// Leave DuckDB out even when Python's duckdb module is installed.
+    #[arg(long)]
+    pub no_duckdb: bool,
     /// Working folder (default: a new folder under the system's temp folder).
     #[arg(long)]
     pub dir: Option<PathBuf>,
-    /// Keep the generated set and databases.
+    /// Keep the generated sets and databases.
     #[arg(long)]
     pub keep: bool,
 }
 
 /// Scales up to this many traces also measure attribution.
 const ATTRIBUTE_MAX_TRACES: usize = 100;
+/// Traces of the 10k-variable set (one per system).
+const BIG_TRACES: usize = 4;
+/// Cold samples of a growth trace (one start, each sample a reopen).
+const GROWTH_COLD: usize = 5;
 
 /// One measured step of the suite (internal).
 #[derive(Debug, Args)]
 pub struct SuiteStepArgs {
-    /// gen, import, raw, sqlite-load, query-memtrace or query-sqlite.
+    /// gen, gen-big, import, raw, sqlite-load, query-memtrace, query-sqlite,
+    /// attribute or attribute-scan.
     pub which: String,
     /// The generated set's folder.
     #[arg(long)]
@@ -68,164 +95,25 @@ pub struct SuiteStepArgs {
     /// Predictions traced back per trace.
     #[arg(long, default_value_t = 2)]
     pub starts: usize,
+    /// The workloads: suite or growth.
+    #[arg(long, default_value = "suite")]
+    pub workloads: String,
+    /// Cold samples per traversal workload.
+    #[arg(long, default_value_t = 20)]
+    pub cold: usize,
+    /// Timed warm repetitions.
+    #[arg(long, default_value_t = 3)]
+    pub warm: usize,
 }
 
-/// What one step measured.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct Measured {
-    seconds: f64,
-    peak_rss_kib: u64,
-    disk_bytes: u64,
-    /// Records written or traversals run.
-    units: u64,
-    /// Sum of ancestor counts (traversals), to check both sides agree.
-    checksum: u64,
-    /// Query workloads measured by the query steps.
-    #[serde(default)]
-    figures: Vec<Figure>,
-    /// Attribution: verdicts with the labelled error type, and with the labelled op.
-    #[serde(default)]
-    correct: (u64, u64),
-}
-
-/// One query workload: per-query latencies and a checksum both sides must agree on.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct Figure {
-    /// Workload name (the same on both sides).
-    name: String,
-    /// Queries run.
-    queries: u64,
-    /// Median latency, microseconds.
-    median_us: f64,
-    /// 95th percentile latency, microseconds.
-    p95_us: f64,
-    /// Total seconds.
-    seconds: f64,
-    /// Sum of the answers (counts), compared across sides.
-    checksum: u64,
-}
-
-impl Figure {
-    fn from_samples(name: &str, mut us: Vec<f64>, checksum: u64) -> Figure {
-        us.sort_by(f64::total_cmp);
-        let pick = |q: f64| {
-            if us.is_empty() {
-                0.0
-            } else {
-                us[((us.len() - 1) as f64 * q).round() as usize]
-            }
-        };
-        Figure {
-            name: name.to_string(),
-            queries: us.len() as u64,
-            median_us: pick(0.5),
-            p95_us: pick(0.95),
-            seconds: us.iter().sum::<f64>() / 1e6,
-            checksum,
+impl SuiteStepArgs {
+    fn runs(&self) -> Runs {
+        Runs {
+            starts: self.starts,
+            cold: self.cold,
+            warm: self.warm,
         }
     }
-}
-
-/// The workloads, in the order the table shows them: (name, what memtrace runs, what SQLite runs).
-const WORKLOADS: &[(&str, &str, &str)] = &[
-    (
-        "closure-cold",
-        "TRACE <prediction> RETURN count, trace not in the cache (CSR built by one prefix scan)",
-        "recursive CTE, full closure",
-    ),
-    (
-        "closure-warm",
-        "TRACE <prediction> RETURN count, cached",
-        "recursive CTE, full closure",
-    ),
-    (
-        "closure-nodes-warm",
-        "TRACE <prediction> RETURN nodes (rows with node ids), cached",
-        "recursive CTE joined to node ids",
-    ),
-    (
-        "depth3-cold",
-        "TRACE <prediction> DEPTH 3 RETURN count, not cached",
-        "recursive CTE to depth 3",
-    ),
-    (
-        "depth3-warm",
-        "TRACE <prediction> DEPTH 3 RETURN count, cached",
-        "recursive CTE to depth 3",
-    ),
-    (
-        "match-cold",
-        "MATCH (u)-[:retrieval]->(r:retrieved_memories)-[:evaluation]->(p:prediction) RETURN count(*), all traces, nothing cached",
-        "two-edge join with node classes and op kinds, first run",
-    ),
-    (
-        "match-warm",
-        "the same MATCH, cached",
-        "the same join, repeated",
-    ),
-    (
-        "find-group-cold",
-        "FIND ops GROUP BY op.name RETURN op.name, count(*), all traces, nothing cached",
-        "SELECT name, count(*) FROM ops GROUP BY name, first run",
-    ),
-    (
-        "find-group-warm",
-        "the same FIND, cached",
-        "the same SELECT, repeated",
-    ),
-];
-
-const MATCH_QUERY: &str =
-    "MATCH (u)-[:retrieval]->(r:retrieved_memories)-[:evaluation]->(p:prediction) RETURN count(*)";
-const FIND_QUERY: &str = "FIND ops GROUP BY op.name RETURN op.name, count(*)";
-/// The trace cache's budget in the query step: 4 GiB.
-const CACHE_BUDGET: usize = 4 << 30;
-/// Traces of the 10k-variable set (one per system).
-const BIG_TRACES: usize = 4;
-/// Warm repetitions of each traversal.
-const WARM_RUNS: usize = 3;
-
-/// Latencies and answer sums, one entry per workload.
-type Samples = Vec<(Vec<f64>, u64)>;
-
-/// Runs `run` once as the cold sample of workload `cold`, then [`WARM_RUNS`]
-/// times as the warm sample of the workload after it (whose answer counts once).
-fn cold_then_warm(
-    samples: &mut Samples,
-    cold: usize,
-    mut run: impl FnMut() -> Result<u64>,
-) -> Result<()> {
-    let (n, us) = timed(&mut run)?;
-    samples[cold].0.push(us);
-    samples[cold].1 += n;
-    for _ in 0..WARM_RUNS {
-        let (n, us) = timed(&mut run)?;
-        samples[cold + 1].0.push(us);
-        samples[cold + 1].1 += n;
-    }
-    samples[cold + 1].1 /= WARM_RUNS as u64;
-    Ok(())
-}
-
-fn figures(samples: Samples) -> Vec<Figure> {
-    WORKLOADS
-        .iter()
-        .zip(samples)
-        .map(|((name, _, _), (us, sum))| Figure::from_samples(name, us, sum))
-        .collect()
-}
-
-fn timed<T>(f: impl FnOnce() -> Result<T>) -> Result<(T, f64)> {
-    let start = Instant::now();
-    let v = f()?;
-    Ok((v, start.elapsed().as_secs_f64() * 1e6))
-}
-
-fn count_of(r: &memtrace::QueryResult, col: usize) -> u64 {
-    r.rows
-        .iter()
-        .filter_map(|row| row.get(col).and_then(|v| v.as_u64()))
-        .sum()
 }
 
 fn engine<E: Into<EngineError>>(e: E) -> CliError {
@@ -296,248 +184,33 @@ pub fn step(a: &SuiteStepArgs) -> Result<Measured> {
             drop(peer);
             m.disk_bytes = dir_bytes(&a.db).map_err(engine)?;
         }
-        "sqlite-load" => {
-            let files = set_files(&a.set, a.n)?;
-            let start = Instant::now();
-            let mut conn = rusqlite::Connection::open(&a.db).map_err(sqlite_err)?;
-            conn.execute_batch(
-                "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;
-                 CREATE TABLE nodes (trace INTEGER NOT NULL, id INTEGER NOT NULL, class TEXT,
-                                     full_node_id TEXT NOT NULL, PRIMARY KEY (trace, id)) WITHOUT ROWID;
-                 CREATE TABLE edges (trace INTEGER NOT NULL, src INTEGER NOT NULL,
-                                     dst INTEGER NOT NULL, op TEXT NOT NULL, kind TEXT);
-                 CREATE TABLE ops (trace INTEGER NOT NULL, op_id TEXT NOT NULL, name TEXT,
-                                   kind TEXT, PRIMARY KEY (trace, op_id)) WITHOUT ROWID;
-                 CREATE INDEX edges_in ON edges (trace, dst, src);
-                 CREATE INDEX edges_out ON edges (trace, src, dst);
-                 CREATE INDEX edges_kind ON edges (kind, trace, dst);
-                 CREATE INDEX nodes_class ON nodes (trace, class);",
-            )
-            .map_err(sqlite_err)?;
-            for (t, (file, _)) in files.iter().enumerate() {
-                let f = std::fs::File::open(file).map_err(io(file.display()))?;
-                let doc: Value = serde_json::from_reader(std::io::BufReader::new(f))?;
-                let tx = conn.transaction().map_err(sqlite_err)?;
-                let mut ids = std::collections::HashMap::new();
-                {
-                    let mut node = tx
-                        .prepare("INSERT INTO nodes VALUES (?1, ?2, ?3, ?4)")
-                        .map_err(sqlite_err)?;
-                    for (i, n) in doc["data"]["nodes"]
-                        .as_array()
-                        .into_iter()
-                        .flatten()
-                        .enumerate()
-                    {
-                        let id = n["full_node_id"].as_str().unwrap_or_default().to_string();
-                        node.execute(rusqlite::params![t, i, n["class_name"].as_str(), id])
-                            .map_err(sqlite_err)?;
-                        ids.insert(id, i);
-                    }
-                    let mut op = tx
-                        .prepare("INSERT INTO ops VALUES (?1, ?2, ?3, ?4)")
-                        .map_err(sqlite_err)?;
-                    let mut kinds = std::collections::HashMap::new();
-                    for o in doc["data"]["operations"].as_array().into_iter().flatten() {
-                        let id = o["op_id"].as_str().unwrap_or_default();
-                        op.execute(rusqlite::params![
-                            t,
-                            id,
-                            o["op_name"].as_str(),
-                            o["category"].as_str()
-                        ])
-                        .map_err(sqlite_err)?;
-                        kinds.insert(id.to_string(), o["category"].as_str().map(str::to_string));
-                    }
-                    let mut edge = tx
-                        .prepare("INSERT INTO edges VALUES (?1, ?2, ?3, ?4, ?5)")
-                        .map_err(sqlite_err)?;
-                    for e in doc["data"]["edges"].as_array().into_iter().flatten() {
-                        let end = |k: &str| {
-                            e[k].as_str()
-                                .and_then(|s| ids.get(s))
-                                .copied()
-                                .ok_or_else(|| {
-                                    CliError::Bench(format!("{}: edge {k} unknown", file.display()))
-                                })
-                        };
-                        let op_id = e["op_id"].as_str().unwrap_or_default();
-                        edge.execute(rusqlite::params![
-                            t,
-                            end("source_full_node_id")?,
-                            end("target_full_node_id")?,
-                            op_id,
-                            kinds.get(op_id).cloned().flatten()
-                        ])
-                        .map_err(sqlite_err)?;
-                        m.units += 1;
-                    }
-                }
-                tx.commit().map_err(sqlite_err)?;
-            }
-            conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")
-                .map_err(sqlite_err)?;
-            m.seconds = start.elapsed().as_secs_f64();
-            drop(conn);
-            m.disk_bytes = std::fs::metadata(&a.db).map(|md| md.len()).unwrap_or(0);
-        }
+        "sqlite-load" => m = crate::sqlite_peer::load(&a.set, a.n, &a.db)?,
         "query-memtrace" => {
-            let db = Database::open_existing(&a.db)?;
-            // Warm means cached: a budget that holds every trace of the set
-            // (the default, 256 MiB, holds about 200 LoCoMo-size traces).
-            db.set_cache_budget(CACHE_BUDGET);
-            // The first `starts` predictions of each trace, as in the SQLite step.
-            let mut starts = Vec::new();
-            for t in db.traces()? {
-                let view = db.trace_by_id(t.id)?;
-                for v in view
-                    .variables()?
-                    .into_iter()
-                    .filter(|v| v.class_name.as_deref() == Some("prediction"))
-                    .take(a.starts)
-                {
-                    starts.push((t.id, v.full_node_id));
-                }
-            }
-            let quote = |s: &str| s.replace('\'', "''");
-            let count = |q: &str| -> Result<u64> { Ok(count_of(&db.query(q)?, 1)) };
-            let mut samples: Samples = vec![(Vec::new(), 0); WORKLOADS.len()];
-            for (trace, node) in &starts {
-                let closure = format!("TRACE '{}' IN TRACE '#{trace}' RETURN count", quote(node));
-                let nodes = format!("TRACE '{}' IN TRACE '#{trace}' RETURN nodes", quote(node));
-                let depth3 = format!(
-                    "TRACE '{}' IN TRACE '#{trace}' DEPTH 3 RETURN count",
-                    quote(node)
-                );
-                for (cold, warm, q) in [(0, 1, &closure), (3, 4, &depth3)] {
-                    db.clear_cache();
-                    let (n, us) = timed(|| count(q))?;
-                    samples[cold].0.push(us);
-                    samples[cold].1 += n;
-                    for _ in 0..WARM_RUNS {
-                        let (n, us) = timed(|| count(q))?;
-                        samples[warm].0.push(us);
-                        samples[warm].1 += n;
-                    }
-                }
-                for _ in 0..WARM_RUNS {
-                    let (r, us) = timed(|| Ok(db.query(&nodes)?))?;
-                    samples[2].0.push(us);
-                    samples[2].1 += r.rows.len() as u64;
-                }
-                m.units += 1;
-            }
-            // The warm repetitions repeat the answer; the checksum counts it once.
-            for i in [1, 2, 4] {
-                samples[i].1 /= WARM_RUNS as u64;
-            }
-            for (cold, q, col) in [(5, MATCH_QUERY, 0), (7, FIND_QUERY, 1)] {
-                db.clear_cache();
-                cold_then_warm(&mut samples, cold, || Ok(count_of(&db.query(q)?, col)))?;
-            }
-            m.figures = figures(samples);
+            let mut side = MemtraceSide::new(a.db.clone());
+            let (figures, digest, units, ev) =
+                measure(&mut side, workloads(&a.workloads)?, a.runs())?;
+            m.figures = figures;
+            m.starts_digest = digest;
+            m.units = units;
+            m.eviction = ev;
         }
         "query-sqlite" => {
-            let conn = rusqlite::Connection::open(&a.db).map_err(sqlite_err)?;
-            let mut starts = Vec::new();
+            let wl = workloads(&a.workloads)?;
+            let mut side = SqliteSide::new(a.db.clone());
             {
-                let mut find = conn
-                    .prepare(
-                        "SELECT trace, id FROM nodes WHERE trace = ?1 AND class = 'prediction' ORDER BY id LIMIT ?2",
-                    )
-                    .map_err(sqlite_err)?;
-                for t in 0..a.n {
-                    let rows = find
-                        .query_map(rusqlite::params![t, a.starts], |r| {
-                            Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?))
-                        })
-                        .map_err(sqlite_err)?;
-                    for r in rows {
-                        starts.push(r.map_err(sqlite_err)?);
-                    }
-                }
+                use crate::protocol::Side;
+                side.open()?;
+                let first = side.starts(1)?;
+                let kinds: Vec<(&str, Kind)> = wl.iter().map(|w| (w.name, w.kind)).collect();
+                m.plans = side.plans(&kinds, first.first())?;
+                side.close();
             }
-            let mut closure = conn
-                .prepare(
-                    "WITH RECURSIVE anc(n) AS (SELECT ?2 UNION SELECT e.src FROM edges e JOIN anc ON e.trace = ?1 AND e.dst = anc.n)
-                     SELECT count(*) - 1 FROM anc",
-                )
-                .map_err(sqlite_err)?;
-            let mut nodes = conn
-                .prepare(
-                    "WITH RECURSIVE anc(n) AS (SELECT ?2 UNION SELECT e.src FROM edges e JOIN anc ON e.trace = ?1 AND e.dst = anc.n)
-                     SELECT nd.full_node_id FROM anc JOIN nodes nd ON nd.trace = ?1 AND nd.id = anc.n WHERE anc.n != ?2",
-                )
-                .map_err(sqlite_err)?;
-            let mut depth3 = conn
-                .prepare(
-                    "WITH RECURSIVE anc(n, d) AS (SELECT ?2, 0 UNION SELECT e.src, anc.d + 1 FROM edges e JOIN anc ON e.trace = ?1 AND e.dst = anc.n WHERE anc.d < 3)
-                     SELECT count(DISTINCT n) - 1 FROM anc",
-                )
-                .map_err(sqlite_err)?;
-            let mut samples: Samples = vec![(Vec::new(), 0); WORKLOADS.len()];
-            let one = |st: &mut rusqlite::Statement<'_>, t: i64, id: i64| -> Result<u64> {
-                let n: i64 = st
-                    .query_row(rusqlite::params![t, id], |r| r.get(0))
-                    .map_err(sqlite_err)?;
-                Ok(n as u64)
-            };
-            for &(t, id) in &starts {
-                // SQLite keeps no per-query cache to empty, and its recursive
-                // CTEs take long enough that repeating them would dominate the
-                // suite: one run per start serves as its cold and warm figure.
-                for (cold, warm, st) in [(0, 1, &mut closure), (3, 4, &mut depth3)] {
-                    let (n, us) = timed(|| one(st, t, id))?;
-                    samples[cold].0.push(us);
-                    samples[cold].1 += n;
-                    for _ in 0..WARM_RUNS {
-                        samples[warm].0.push(us);
-                        samples[warm].1 += n;
-                    }
-                }
-                {
-                    let (n, us) = timed(|| {
-                        let rows = nodes
-                            .query_map(rusqlite::params![t, id], |r| r.get::<_, String>(0))
-                            .map_err(sqlite_err)?;
-                        let mut n = 0u64;
-                        for r in rows {
-                            r.map_err(sqlite_err)?;
-                            n += 1;
-                        }
-                        Ok(n)
-                    })?;
-                    for _ in 0..WARM_RUNS {
-                        samples[2].0.push(us);
-                        samples[2].1 += n;
-                    }
-                }
-                m.units += 1;
-            }
-            for i in [1, 2, 4] {
-                samples[i].1 /= WARM_RUNS as u64;
-            }
-            let join = "SELECT count(*) FROM edges e1
-                   JOIN nodes r ON r.trace = e1.trace AND r.id = e1.dst AND r.class = 'retrieved_memories'
-                   JOIN edges e2 ON e2.trace = e1.trace AND e2.src = e1.dst AND e2.kind = 'evaluation'
-                   JOIN nodes p ON p.trace = e2.trace AND p.id = e2.dst AND p.class = 'prediction'
-                 WHERE e1.kind = 'retrieval'";
-            let group = "SELECT name, count(*) FROM ops GROUP BY name";
-            for (cold, sql, col) in [(5, join, 0), (7, group, 1)] {
-                let run = || -> Result<u64> {
-                    let mut st = conn.prepare_cached(sql).map_err(sqlite_err)?;
-                    let rows = st
-                        .query_map([], |r| r.get::<_, i64>(col))
-                        .map_err(sqlite_err)?;
-                    let mut sum = 0u64;
-                    for r in rows {
-                        sum += r.map_err(sqlite_err)? as u64;
-                    }
-                    Ok(sum)
-                };
-                cold_then_warm(&mut samples, cold, run)?;
-            }
-            m.figures = figures(samples);
+            let (figures, digest, units, ev) = measure(&mut side, wl, a.runs())?;
+            m.figures = figures;
+            m.starts_digest = digest;
+            m.units = units;
+            m.eviction = ev;
+            m.note = format!("SQLite {} (bundled)", rusqlite::version());
         }
         "attribute" => {
             let db = Database::open_existing(&a.db)?;
@@ -556,6 +229,7 @@ pub fn step(a: &SuiteStepArgs) -> Result<Measured> {
                 p95_us: e.p95_micros as f64,
                 seconds: m.seconds,
                 checksum: e.cases as u64,
+                digest: 0,
             }];
         }
         "attribute-scan" => {
@@ -588,7 +262,7 @@ pub fn step(a: &SuiteStepArgs) -> Result<Measured> {
             m.seconds = start.elapsed().as_secs_f64();
             m.units = samples.len() as u64;
             m.checksum = holders;
-            m.figures = vec![Figure::from_samples("attribute-scan", samples, holders)];
+            m.figures = vec![Figure::from_samples("attribute-scan", samples, holders, 0)];
         }
         other => return Err(CliError::Bench(format!("unknown suite step {other}"))),
     }
@@ -596,15 +270,25 @@ pub fn step(a: &SuiteStepArgs) -> Result<Measured> {
     Ok(m)
 }
 
-fn child(which: &str, set: &Path, n: usize, db: &Path, a: &SuiteArgs) -> Result<Measured> {
+/// How a scale's steps are run: its workloads and runs.
+struct StepOpts<'a> {
+    seed: u64,
+    workloads: &'a str,
+    runs: Runs,
+}
+
+fn child(which: &str, set: &Path, n: usize, db: &Path, o: &StepOpts<'_>) -> Result<Measured> {
     let exe = std::env::current_exe().map_err(io("current executable"))?;
     let out = Process::new(exe)
         .args(["suite-step", which, "--set"])
         .arg(set)
         .args(["--n", &n.to_string(), "--db"])
         .arg(db)
-        .args(["--seed", &a.seed.to_string()])
-        .args(["--starts", &a.starts.to_string()])
+        .args(["--seed", &o.seed.to_string()])
+        .args(["--starts", &o.runs.starts.to_string()])
+        .args(["--cold", &o.runs.cold.to_string()])
+        .args(["--warm", &o.runs.warm.to_string()])
+        .args(["--workloads", o.workloads])
         .output()
         .map_err(io("benchmark child"))?;
     if !out.status.success() {
@@ -616,28 +300,159 @@ fn child(which: &str, set: &Path, n: usize, db: &Path, a: &SuiteArgs) -> Result<
     Ok(serde_json::from_slice(&out.stdout)?)
 }
 
-/// Measures one scale: import beside its peers, then the query workloads.
-/// `label` names the scale in the table's first column.
-fn scale(a: &SuiteArgs, dir: &Path, set: &Path, n: usize, label: &str) -> Result<()> {
-    let print = |r: Vec<String>| println!("| {} |", r.join(" | "));
-    let mem = dir.join(format!("memtrace-{label}.db"));
-    let raw = dir.join(format!("raw-{label}.db"));
-    let sql = dir.join(format!("sqlite-{label}.db"));
-    for p in [&mem, &raw] {
-        let _ = std::fs::remove_dir_all(p);
+/// What the suite gathers for the notes after its table.
+#[derive(Default)]
+struct Notes {
+    /// SQLite's statements with their plans, and the scales that had each.
+    plans: Vec<(Plan, Vec<String>)>,
+    /// How each side's cold starts went, per scale.
+    cold: Vec<String>,
+    /// What each peer was (versions).
+    peers: Vec<String>,
+}
+
+/// One scale of the suite: a set, how many of its traces, the workloads.
+struct Scale<'a> {
+    set: &'a Path,
+    n: usize,
+    /// The table's first column.
+    label: String,
+    /// What the set is, when the label does not say (growth traces).
+    about: String,
+    workloads: &'a str,
+    runs: Runs,
+    attribution: bool,
+}
+
+fn print_row(r: Vec<String>) {
+    println!("| {} |", r.join(" | "));
+}
+
+/// A side's query figures, by workload.
+struct Side<'a> {
+    name: &'static str,
+    m: &'a Measured,
+}
+
+/// Checks that every side traced the same starts and gave the same answers.
+fn agree(sc: &Scale<'_>, wl: &[Workload], sides: &[Side<'_>]) -> Result<()> {
+    let Some((first, rest)) = sides.split_first() else {
+        return Ok(());
+    };
+    for s in rest {
+        if s.m.starts_digest != first.m.starts_digest || s.m.units != first.m.units {
+            return Err(CliError::Bench(format!(
+                "{}: {} traced {} starts, {} {}: not the same nodes",
+                sc.label, first.name, first.m.units, s.name, s.m.units
+            )));
+        }
+        for (w, (a, b)) in wl.iter().zip(first.m.figures.iter().zip(&s.m.figures)) {
+            let same_digest = w.kind.any_row() || a.digest == b.digest;
+            if a.name != b.name
+                || a.checksum != b.checksum
+                || a.queries != b.queries
+                || !same_digest
+            {
+                return Err(CliError::Bench(format!(
+                    "{} at {}: {} answered {} (digest {:x}) over {} queries, {} {} (digest {:x}) over {}",
+                    w.name,
+                    sc.label,
+                    first.name,
+                    a.checksum,
+                    a.digest,
+                    a.queries,
+                    s.name,
+                    b.checksum,
+                    b.digest,
+                    b.queries
+                )));
+            }
+        }
     }
-    let _ = std::fs::remove_file(&sql);
-    eprintln!("scale {label}: import ...");
-    let imp = child("import", set, n, &mem, a)?;
-    let peer = child("raw", set, n, &raw, a)?;
-    let load = child("sqlite-load", set, n, &sql, a)?;
-    eprintln!("scale {label}: queries ...");
-    let qm = child("query-memtrace", set, n, &mem, a)?;
-    let qs = child("query-sqlite", set, n, &sql, a)?;
+    Ok(())
+}
+
+/// Measures one scale: import beside its peers, then the query workloads;
+/// prints its rows.
+fn scale(
+    a: &SuiteArgs,
+    dir: &Path,
+    sc: &Scale<'_>,
+    duck: Option<&DuckPeer>,
+    notes: &mut Notes,
+) -> Result<()> {
+    let tag: String = sc
+        .label
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '-')
+        .collect();
+    let mem = dir.join(format!("memtrace-{tag}.db"));
+    let raw = dir.join(format!("raw-{tag}.db"));
+    let sql = dir.join(format!("sqlite-{tag}.db"));
+    let csv = dir.join(format!("csv-{tag}"));
+    let duckdb = dir.join(format!("duckdb-{tag}.duckdb"));
+    let remove = || {
+        for p in [&mem, &raw, &csv] {
+            let _ = std::fs::remove_dir_all(p);
+        }
+        for p in [&sql, &duckdb] {
+            let _ = std::fs::remove_file(p);
+        }
+    };
+    remove();
+    let o = StepOpts {
+        seed: a.seed,
+        workloads: sc.workloads,
+        runs: sc.runs,
+    };
+    let (set, n) = (sc.set, sc.n);
+    eprintln!("{}: import ...", sc.label);
+    let imp = child("import", set, n, &mem, &o)?;
+    let peer = child("raw", set, n, &raw, &o)?;
+    let load = child("sqlite-load", set, n, &sql, &o)?;
+    let dload = match duck {
+        Some(d) => {
+            write_csv(&sql, &csv)?;
+            Some(d.load(&csv, &duckdb)?)
+        }
+        None => None,
+    };
+    eprintln!("{}: queries ...", sc.label);
+    let qm = child("query-memtrace", set, n, &mem, &o)?;
+    let qs = child("query-sqlite", set, n, &sql, &o)?;
+    let wl = workloads(sc.workloads)?;
+    let qd = match duck {
+        Some(d) => Some(d.query(&duckdb, wl, sc.runs)?),
+        None => None,
+    };
+    let mut sides = vec![
+        Side {
+            name: "memtrace",
+            m: &qm,
+        },
+        Side {
+            name: "SQLite",
+            m: &qs,
+        },
+    ];
+    if let Some(q) = &qd {
+        sides.push(Side {
+            name: "DuckDB",
+            m: q,
+        });
+    }
+    agree(sc, wl, &sides)?;
+    // The growth traces are labelled by the closure they really hold.
+    let label = match wl.iter().position(|w| w.kind == Kind::Closure && !w.cold) {
+        Some(i) if sc.workloads == "growth" => {
+            format!("growth: closure {}", qm.figures[i].checksum)
+        }
+        _ => sc.label.clone(),
+    };
     let per = |m: &Measured, what: &str| format!("{:.0} {what}/s", m.units as f64 / m.seconds);
     let row = |name: &str, m: &Measured, rate: String, disk: String| {
-        print(vec![
-            label.to_string(),
+        print_row(vec![
+            label.clone(),
             name.to_string(),
             format!("{:.2}", m.seconds),
             rate,
@@ -646,7 +461,10 @@ fn scale(a: &SuiteArgs, dir: &Path, set: &Path, n: usize, label: &str) -> Result
         ])
     };
     row(
-        "memtrace import (parse, validate, index, one batch per trace)",
+        &format!(
+            "memtrace import (parse, validate, index, one batch per trace){}",
+            sc.about
+        ),
         &imp,
         per(&imp, "records"),
         table::bytes(imp.disk_bytes),
@@ -658,94 +476,154 @@ fn scale(a: &SuiteArgs, dir: &Path, set: &Path, n: usize, label: &str) -> Result
         table::bytes(peer.disk_bytes),
     );
     row(
-        "SQLite load of the same graph (nodes, edges, ops; no values)",
+        "peer: SQLite load of the same graph (nodes, edges, ops; no values; indexes, ANALYZE)",
         &load,
         per(&load, "edges"),
         table::bytes(load.disk_bytes),
     );
-    for ((name, ours, theirs), (fm, fs)) in WORKLOADS.iter().zip(qm.figures.iter().zip(&qs.figures))
-    {
-        if fm.checksum != fs.checksum || fm.queries != fs.queries {
-            return Err(CliError::Bench(format!(
-                "{name} at {n} traces: memtrace answered {} over {} queries, SQLite {} over {}",
-                fm.checksum, fm.queries, fs.checksum, fs.queries
-            )));
+    if let Some(d) = &dload {
+        row(
+            "peer: DuckDB load of the same graph from CSV (sorted by trace and target)",
+            d,
+            per(d, "edges"),
+            table::bytes(d.disk_bytes),
+        );
+    }
+    let latency = |f: &Figure| format!("median {}, p95 {}", micros(f.median_us), micros(f.p95_us));
+    // Warm answers count each start once; cold ones each sample. One start
+    // (growth) shows its answer; several, the sum and over how many.
+    let one = sc.runs.starts == 1 && qm.units == 1;
+    let answer = |w: &Workload, f: &Figure| {
+        let starts = if w.cold { f.queries } else { qm.units };
+        let each = f.checksum / starts.max(1);
+        let rows = match w.kind {
+            Kind::Closure | Kind::Depth3 | Kind::Match => "",
+            Kind::NodesLimit1 | Kind::OpsLimit1 if one => " row",
+            _ => " rows",
+        };
+        match w.kind {
+            Kind::Open => format!("{} opens", f.queries),
+            Kind::Match | Kind::FindGroup => format!("{}{rows}", f.checksum),
+            _ if one => format!("{each}{rows}"),
+            _ => format!(
+                "{}{rows}, sum over {starts} {} (mean {each})",
+                f.checksum,
+                if w.cold { "cold samples" } else { "starts" }
+            ),
         }
-        let latency =
-            |f: &Figure| format!("median {}, p95 {}", micros(f.median_us), micros(f.p95_us));
-        print(vec![
-            label.to_string(),
-            format!("memtrace {name}: {ours}"),
+    };
+    for (i, w) in wl.iter().enumerate() {
+        let fm = &qm.figures[i];
+        let ratios: Vec<String> = sides[1..]
+            .iter()
+            .map(|s| versus(fm.median_us, s.m.figures[i].median_us, s.name))
+            .collect();
+        print_row(vec![
+            label.clone(),
+            format!("memtrace {}: {}", w.name, w.memtrace),
             format!("{:.3}", fm.seconds),
             latency(fm),
             table::bytes(qm.peak_rss_kib * 1024),
-            format!("{} ({})", fm.checksum, speedup(fm.median_us, fs.median_us)),
+            format!("{}; {}", answer(w, fm), ratios.join(", ")),
         ]);
-        print(vec![
-            label.to_string(),
-            format!("peer: SQLite {name}: {theirs}"),
-            format!("{:.3}", fs.seconds),
-            latency(fs),
-            table::bytes(qs.peak_rss_kib * 1024),
-            fs.checksum.to_string(),
-        ]);
-    }
-    if n <= ATTRIBUTE_MAX_TRACES {
-        eprintln!("scale {label}: attribution ...");
-        let at = child("attribute", set, n, &mem, a)?;
-        let scan = child("attribute-scan", set, n, &mem, a)?;
-        if let (Some(f), Some(p)) = (at.figures.first(), scan.figures.first()) {
-            let (correct_types, correct_ops) = at.correct;
-            let labelled = f.checksum.max(1) as f64;
-            print(vec![
-                label.to_string(),
-                format!(
-                    "memtrace attribution, evidence flow (no LLM): {} failed cases",
-                    at.units
-                ),
-                format!("{:.3}", at.seconds),
-                format!(
-                    "median {}, p95 {} per case",
-                    micros(f.median_us),
-                    micros(f.p95_us)
-                ),
-                table::bytes(at.peak_rss_kib * 1024),
-                format!(
-                    "error type {:.1}%, op id {:.1}% of {} labelled ({})",
-                    100.0 * correct_types as f64 / labelled,
-                    100.0 * correct_ops as f64 / labelled,
-                    f.checksum,
-                    speedup(f.median_us, p.median_us)
-                ),
-            ]);
-            print(vec![
-                label.to_string(),
-                "peer: read each trace whole and search every value for each evidence text (no verdict)".into(),
-                format!("{:.3}", scan.seconds),
-                format!("median {}, p95 {} per case", micros(p.median_us), micros(p.p95_us)),
-                table::bytes(scan.peak_rss_kib * 1024),
-                format!("{} holders found", p.checksum),
+        for s in &sides[1..] {
+            let f = &s.m.figures[i];
+            let what = match (w.kind, s.name) {
+                (Kind::Open, "SQLite") => {
+                    "Connection::open + first prepare (reads the schema), files evicted"
+                }
+                (Kind::Open, _) => "duckdb.connect, files evicted",
+                _ => w.sql,
+            };
+            print_row(vec![
+                label.clone(),
+                format!("peer: {} {}: {what}", s.name, w.name),
+                format!("{:.3}", f.seconds),
+                latency(f),
+                table::bytes(s.m.peak_rss_kib * 1024),
+                answer(w, f),
             ]);
         }
+    }
+    for s in &sides {
+        let e = &s.m.eviction;
+        notes.cold.push(format!(
+            "{label}, {}: {} cold opens; each evicted up to {} files ({}); at most {} still resident after an eviction (mincore)",
+            s.name,
+            e.times,
+            e.files,
+            table::bytes(e.bytes),
+            table::bytes(e.resident_after)
+        ));
+        if !s.m.note.is_empty() && !notes.peers.contains(&s.m.note) {
+            notes.peers.push(s.m.note.clone());
+        }
+    }
+    for p in &qs.plans {
+        match notes.plans.iter_mut().find(|(q, _)| q == p) {
+            Some((_, scales)) => scales.push(label.clone()),
+            None => notes.plans.push((p.clone(), vec![label.clone()])),
+        }
+    }
+    if sc.attribution {
+        attribution(&label, set, n, &mem, &o)?;
     }
     if !a.keep {
-        for p in [&mem, &raw] {
-            let _ = std::fs::remove_dir_all(p);
-        }
-        let _ = std::fs::remove_file(&sql);
+        remove();
     }
     Ok(())
 }
 
-/// How much faster memtrace's median is than SQLite's, or how much slower.
-fn speedup(ours: f64, theirs: f64) -> String {
+/// Attribution on a scale's database, beside the scan a tool without the graph makes.
+fn attribution(label: &str, set: &Path, n: usize, mem: &Path, o: &StepOpts<'_>) -> Result<()> {
+    eprintln!("{label}: attribution ...");
+    let at = child("attribute", set, n, mem, o)?;
+    let scan = child("attribute-scan", set, n, mem, o)?;
+    if let (Some(f), Some(p)) = (at.figures.first(), scan.figures.first()) {
+        let (correct_types, correct_ops) = at.correct;
+        let labelled = f.checksum.max(1) as f64;
+        print_row(vec![
+            label.to_string(),
+            format!(
+                "memtrace attribution, evidence flow (no LLM): {} failed cases",
+                at.units
+            ),
+            format!("{:.3}", at.seconds),
+            format!(
+                "median {}, p95 {} per case",
+                micros(f.median_us),
+                micros(f.p95_us)
+            ),
+            table::bytes(at.peak_rss_kib * 1024),
+            format!(
+                "error type {:.1}%, op id {:.1}% of {} labelled ({})",
+                100.0 * correct_types as f64 / labelled,
+                100.0 * correct_ops as f64 / labelled,
+                f.checksum,
+                versus(f.median_us, p.median_us, "the scan")
+            ),
+        ]);
+        print_row(vec![
+            label.to_string(),
+            "peer: read each trace whole and search every value for each evidence text (no verdict)".into(),
+            format!("{:.3}", scan.seconds),
+            format!("median {}, p95 {} per case", micros(p.median_us), micros(p.p95_us)),
+            table::bytes(scan.peak_rss_kib * 1024),
+            format!("{} holders found", p.checksum),
+        ]);
+    }
+    Ok(())
+}
+
+/// How much faster memtrace's median is than a peer's, or how much slower.
+fn versus(ours: f64, theirs: f64, peer: &str) -> String {
     let r = theirs / ours.max(0.001);
     if r >= 10.0 {
-        format!("{r:.0}x faster")
+        format!("{r:.0}x faster than {peer}")
     } else if r >= 1.0 {
-        format!("{r:.1}x faster")
+        format!("{r:.1}x faster than {peer}")
     } else {
-        format!("{:.1}x slower", 1.0 / r.max(1e-9))
+        format!("{:.1}x slower than {peer}", 1.0 / r.max(1e-9))
     }
 }
 
@@ -759,7 +637,8 @@ fn micros(us: f64) -> String {
     }
 }
 
-/// Runs the suite and prints its table (Markdown).
+/// Runs the suite and prints its table (Markdown), then how cold was
+/// produced and SQLite's query plans.
 pub fn suite(a: &SuiteArgs) -> Result<ExitCode> {
     if cfg!(debug_assertions) {
         eprintln!("warning: this is a debug build; figures mean little (use cargo run --release)");
@@ -770,28 +649,64 @@ pub fn suite(a: &SuiteArgs) -> Result<ExitCode> {
     if a.scales.contains(&0) {
         return Err(CliError::Bench("a scale must be at least 1 trace".into()));
     }
+    if a.cold == 0 || a.warm == 0 {
+        return Err(CliError::Usage(
+            "--cold and --warm must be at least 1".into(),
+        ));
+    }
     let dir = a.dir.clone().unwrap_or_else(|| {
         std::env::temp_dir().join(format!("memtrace-suite-{}", std::process::id()))
     });
     std::fs::create_dir_all(&dir).map_err(io(dir.display()))?;
+    let duck = if a.no_duckdb {
+        println!("DuckDB peer skipped: --no-duckdb");
+        None
+    } else {
+        match DuckPeer::find(&dir) {
+            Ok(d) => {
+                eprintln!(
+                    "DuckDB peer: DuckDB {}, USING KEY {}",
+                    d.version,
+                    if d.using_key {
+                        "supported"
+                    } else {
+                        "not supported"
+                    }
+                );
+                Some(d)
+            }
+            Err(why) => {
+                println!("DuckDB peer skipped: {why} (pip install duckdb to enable it)");
+                None
+            }
+        }
+    };
     let set = dir.join(format!("set-{max}-s{}", a.seed));
     eprintln!("generating {max} traces into {} ...", set.display());
-    let gen = child("gen", &set, max, &set, a)?;
+    let gen_opts = StepOpts {
+        seed: a.seed,
+        workloads: "suite",
+        runs: Runs {
+            starts: a.starts,
+            cold: a.cold,
+            warm: a.warm,
+        },
+    };
+    let gen = child("gen", &set, max, &set, &gen_opts)?;
     eprintln!(
         "generated in {:.1} s, peak RSS {}",
         gen.seconds,
         table::bytes(gen.peak_rss_kib * 1024)
     );
     println!(
-        "memtrace bench suite: seed {}, scales {:?}, {} predictions traced per trace",
-        a.seed, a.scales, a.starts
+        "memtrace bench suite: seed {}, scales {:?}, {} predictions traced per trace, cold samples {} per traversal (growth: {GROWTH_COLD}), {} warm repetitions on every side",
+        a.seed, a.scales, a.starts, a.cold, a.warm
     );
     println!();
     println!("| traces | step | seconds | rate | peak RSS | size / result |");
     println!("|---:|---|---:|---:|---:|---:|");
     // Rows are printed as they are measured, so a long run shows its progress.
-    let print = |r: Vec<String>| println!("| {} |", r.join(" | "));
-    print(vec![
+    print_row(vec![
         max.to_string(),
         "memtrace gen --system all (simulate, label, write)".into(),
         format!("{:.2}", gen.seconds),
@@ -799,29 +714,99 @@ pub fn suite(a: &SuiteArgs) -> Result<ExitCode> {
         table::bytes(gen.peak_rss_kib * 1024),
         format!("{} of JSON", table::bytes(gen.disk_bytes)),
     ]);
+    let mut notes = Notes::default();
     let mut scales = a.scales.clone();
     scales.sort_unstable();
     scales.dedup();
     for n in scales {
-        scale(a, &dir, &set, n, &n.to_string())?;
+        let sc = Scale {
+            set: &set,
+            n,
+            label: n.to_string(),
+            about: String::new(),
+            workloads: "suite",
+            runs: gen_opts.runs,
+            attribution: n <= ATTRIBUTE_MAX_TRACES,
+        };
+        scale(a, &dir, &sc, duck.as_ref(), &mut notes)?;
     }
-    // A few traces of about 10,000 variables each, for the per-trace goals.
-    let big = dir.join(format!("set-big-s{}", a.seed));
-    eprintln!("generating {BIG_TRACES} traces of about 10k variables ...");
-    child("gen-big", &big, BIG_TRACES, &big, a)?;
-    scale(
-        a,
-        &dir,
-        &big,
-        BIG_TRACES,
-        &format!("{BIG_TRACES} × 10k-var"),
-    )?;
-    if !a.keep {
-        let _ = std::fs::remove_dir_all(&big);
+    if !a.no_big {
+        // A few traces of about 10,000 variables each, for the per-trace goals.
+        let big = dir.join(format!("set-big-s{}", a.seed));
+        eprintln!("generating {BIG_TRACES} traces of about 10k variables ...");
+        child("gen-big", &big, BIG_TRACES, &big, &gen_opts)?;
+        let sc = Scale {
+            set: &big,
+            n: BIG_TRACES,
+            label: format!("{BIG_TRACES} × 10k-var"),
+            about: String::new(),
+            workloads: "suite",
+            runs: gen_opts.runs,
+            attribution: true,
+        };
+        scale(a, &dir, &sc, duck.as_ref(), &mut notes)?;
+        if !a.keep {
+            let _ = std::fs::remove_dir_all(&big);
+        }
     }
+    let mut sizes: Vec<usize> = a.growth.iter().copied().filter(|&s| s > 0).collect();
+    sizes.sort_unstable();
+    sizes.dedup();
+    for size in sizes {
+        let gset = dir.join(format!("growth-{size}-s{}", a.seed));
+        eprintln!("writing a growth trace whose closure holds {size} nodes ...");
+        let c = crate::growth::write_set(&gset, size, a.seed)?;
+        let sc = Scale {
+            set: &gset,
+            n: 1,
+            label: format!("growth-{size}"),
+            about: format!(
+                ": one trace of {} variables, {} edges, {} ops, the closure {} layers deep",
+                c.variables, c.edges, c.ops, c.layers
+            ),
+            workloads: "growth",
+            runs: Runs {
+                starts: 1,
+                cold: GROWTH_COLD.min(a.cold),
+                warm: a.warm,
+            },
+            attribution: false,
+        };
+        scale(a, &dir, &sc, duck.as_ref(), &mut notes)?;
+        if !a.keep {
+            let _ = std::fs::remove_dir_all(&gset);
+        }
+    }
+    print_notes(&notes);
     if !a.keep {
         let _ = std::fs::remove_dir_all(&set);
+        let _ = std::fs::remove_file(dir.join("duckdb_peer.py"));
         let _ = std::fs::remove_dir(&dir);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn print_notes(notes: &Notes) {
+    println!();
+    println!("Peers: {}.", notes.peers.join("; "));
+    println!();
+    println!("How cold was produced: before every cold open, each side's database was closed (memtrace: Database dropped, with its trace cache and RocksDB's block cache; SQLite: connection closed; DuckDB: connection closed) and every file of it written back and evicted from the OS page cache (fsync, then posix_fadvise(POSIX_FADV_DONTNEED); memtrace: every file under the database folder; SQLite: the file and its -wal and -shm; DuckDB: the file and its .wal). Residency was then measured with mincore. The open is timed alone (open-cold); the first query after it is the cold figure. Warm figures: one untimed run per start, then the same number of timed runs on every side.");
+    println!();
+    for line in &notes.cold {
+        println!("- {line}");
+    }
+    println!();
+    println!("SQLite EXPLAIN QUERY PLAN of every timed statement (a recursive statement whose plan reads the edges other than by an index lookup of their target stops the run):");
+    for (p, scales) in &notes.plans {
+        println!();
+        println!("{} (at {}):", p.name, scales.join(", "));
+        println!("```sql");
+        println!("{}", p.sql);
+        println!("```");
+        println!("```text");
+        for l in &p.lines {
+            println!("{l}");
+        }
+        println!("```");
+    }
 }

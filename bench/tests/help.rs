@@ -32,3 +32,33 @@ fn a_wrong_argument_is_refused() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--variables"), "{err}");
 }
+
+#[test]
+fn suite_help_names_its_cold_warm_and_growth_options() {
+    let out = bench(&["suite", "--help"]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    for flag in [
+        "--scales",
+        "--cold",
+        "--warm",
+        "--growth",
+        "--no-big",
+        "--no-duckdb",
+        "--keep",
+    ] {
+        assert!(
+            text.contains(flag),
+            "{flag} missing from suite --help:\n{text}"
+        );
+    }
+    assert!(text.contains("DuckDB"), "{text}");
+}
+
+#[test]
+fn a_suite_without_warm_runs_is_refused() {
+    let out = bench(&["suite", "--scales", "1", "--warm", "0", "--no-duckdb"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--warm"), "{err}");
+}

@@ -127,11 +127,14 @@ fn sentence(rng: &mut Rng, words: usize) -> String {
     s
 }
 
-fn json(s: &str) -> String {
+/// `s` as a JSON string literal, quotes included.
+pub fn json(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into())
 }
 
-fn stamp(ms: u64) -> String {
+/// A smartcomment timestamp (`YYYY-MM-DD HH:MM:SS.mmm`) `ms` milliseconds
+/// into the synthetic day.
+pub fn stamp(ms: u64) -> String {
     let s = ms / 1000;
     format!(
         "2026-11-22 {:02}:{:02}:{:02}.{:03}",

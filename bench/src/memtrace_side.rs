@@ -1,0 +1,135 @@
+//! memtrace as one side of the query benchmark: every query goes through
+//! the query language (`Database::query`), so parsing, planning and start
+//! resolution are in every figure.
+
+use std::path::PathBuf;
+
+use memtrace::{Database, QueryResult};
+
+use crate::cold::files_under;
+use crate::error::{CliError, Result};
+use crate::protocol::{Answer, Kind, Side, Start};
+
+/// The MATCH of the suite.
+pub const MATCH_QUERY: &str =
+    "MATCH (u)-[:retrieval]->(r:retrieved_memories)-[:evaluation]->(p:prediction) RETURN count(*)";
+/// The FIND with GROUP BY of the suite.
+pub const FIND_QUERY: &str = "FIND ops GROUP BY op.name RETURN op.name, count(*)";
+/// The trace cache's budget: 4 GiB, so that every trace of the largest set
+/// stays cached (the default, 256 MiB, holds about 200 LoCoMo-size traces).
+const CACHE_BUDGET: usize = 4 << 30;
+
+/// A memtrace database, opened and closed by the protocol.
+pub struct MemtraceSide {
+    path: PathBuf,
+    db: Option<Database>,
+}
+
+impl MemtraceSide {
+    /// The database at `path` (not opened yet).
+    pub fn new(path: PathBuf) -> MemtraceSide {
+        MemtraceSide { path, db: None }
+    }
+
+    fn db(&self) -> Result<&Database> {
+        self.db
+            .as_ref()
+            .ok_or_else(|| CliError::Bench("memtrace: the database is not open".into()))
+    }
+}
+
+fn count_of(r: &QueryResult, col: usize) -> u64 {
+    r.rows
+        .iter()
+        .filter_map(|row| row.get(col).and_then(|v| v.as_u64()))
+        .sum()
+}
+
+fn quote(s: &str) -> String {
+    s.replace('\'', "''")
+}
+
+impl Side for MemtraceSide {
+    type Out = QueryResult;
+
+    fn open(&mut self) -> Result<()> {
+        let db = Database::open_existing(&self.path)?;
+        db.set_cache_budget(CACHE_BUDGET);
+        self.db = Some(db);
+        Ok(())
+    }
+
+    fn close(&mut self) {
+        self.db = None;
+    }
+
+    fn files(&self) -> Result<Vec<PathBuf>> {
+        files_under(&self.path)
+    }
+
+    fn starts(&mut self, per_trace: usize) -> Result<Vec<Start>> {
+        let db = self.db()?;
+        let mut starts = Vec::new();
+        for (pos, t) in db.traces()?.into_iter().enumerate() {
+            let view = db.trace_by_id(t.id)?;
+            for v in view
+                .variables()?
+                .into_iter()
+                .filter(|v| v.class_name.as_deref() == Some("prediction"))
+                .take(per_trace)
+            {
+                starts.push(Start {
+                    pos,
+                    trace: i64::from(t.id),
+                    node_key: 0,
+                    node: v.full_node_id,
+                });
+            }
+        }
+        Ok(starts)
+    }
+
+    fn run(&mut self, kind: Kind, start: Option<&Start>) -> Result<QueryResult> {
+        let db = self.db()?;
+        let trace = |tail: &str| -> Result<String> {
+            let s = start.ok_or_else(|| CliError::Bench("a traversal needs a start".into()))?;
+            Ok(format!(
+                "TRACE '{}' IN TRACE '#{}' {tail}",
+                quote(&s.node),
+                s.trace
+            ))
+        };
+        let text = match kind {
+            Kind::Open => return Err(CliError::Bench("open is not a query".into())),
+            Kind::Closure => trace("RETURN count")?,
+            Kind::Depth3 => trace("DEPTH 3 RETURN count")?,
+            Kind::Nodes => trace("RETURN nodes")?,
+            Kind::NodesLimit1 => trace("RETURN nodes LIMIT 1")?,
+            Kind::Ops => trace("RETURN ops")?,
+            Kind::OpsLimit1 => trace("RETURN ops LIMIT 1")?,
+            Kind::Match => MATCH_QUERY.to_string(),
+            Kind::FindGroup => FIND_QUERY.to_string(),
+        };
+        Ok(db.query(&text)?)
+    }
+
+    fn answer(&self, kind: Kind, out: QueryResult) -> Result<Answer> {
+        fn col(row: &[serde_json::Value], i: usize) -> Option<&str> {
+            row.get(i).and_then(|v| v.as_str())
+        }
+        Ok(match kind {
+            Kind::Closure | Kind::Depth3 => Answer::count(count_of(&out, 1)),
+            Kind::Match => Answer::count(count_of(&out, 0)),
+            // Nodes and ops rows: trace, then the node's or op's id.
+            Kind::Nodes | Kind::NodesLimit1 | Kind::Ops | Kind::OpsLimit1 => {
+                Answer::keys(out.rows.iter().filter_map(|r| col(r, 1)))
+            }
+            Kind::FindGroup => Answer::groups(
+                out.rows
+                    .iter()
+                    .map(|r| (col(r, 0), r.get(1).and_then(|v| v.as_u64()).unwrap_or(0))),
+            ),
+            Kind::Open => Answer::default(),
+        })
+    }
+}

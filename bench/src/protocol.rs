@@ -1,0 +1,533 @@
+//! How every side of the suite's query benchmark is measured, the same way
+//! for memtrace, SQLite and DuckDB (`bench/peers/duckdb_peer.py` follows
+//! the same steps in Python):
+//!
+//! - **open**: every file of the database is evicted from the page cache
+//!   (see [`crate::cold`]), then the database is opened; that time is the
+//!   `open-cold` figure.
+//! - **cold**: for a bounded number of starts spread over the start list
+//!   (`--cold`), and once for each query over all traces: close, evict,
+//!   open, then time the first query.
+//! - **warm**: for every start (or once, for a query over all traces) one
+//!   untimed run, which fills the caches and gives the answer's digest, then
+//!   the same number of timed runs on every side (`--warm`), each of which
+//!   must return as many rows as the untimed one.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+use crate::cold::{evict, Eviction};
+use crate::error::{CliError, Result};
+
+/// What one query of a workload asks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Kind {
+    /// Opening the database after its files were evicted.
+    Open,
+    /// The count of a start's full backward closure.
+    Closure,
+    /// The count of a start's ancestors up to 3 hops back.
+    Depth3,
+    /// The closure's nodes as rows.
+    Nodes,
+    /// The first row of the closure's nodes.
+    NodesLimit1,
+    /// The ops of the closure as rows.
+    Ops,
+    /// The first row of the closure's ops.
+    OpsLimit1,
+    /// A two-edge pattern over all traces, counted.
+    Match,
+    /// Ops grouped by name over all traces, with their counts.
+    FindGroup,
+}
+
+impl Kind {
+    /// Whether the query starts from a node of one trace (else it reads all traces).
+    pub fn per_start(self) -> bool {
+        !matches!(self, Kind::Open | Kind::Match | Kind::FindGroup)
+    }
+
+    /// Whether any one row answers the query (so only row counts can agree).
+    pub fn any_row(self) -> bool {
+        matches!(self, Kind::NodesLimit1 | Kind::OpsLimit1)
+    }
+}
+
+/// One row of the table: a query, cold or warm, with what each side runs.
+#[derive(Debug, Clone, Serialize)]
+pub struct Workload {
+    /// The row's name (the same on every side).
+    pub name: &'static str,
+    /// The query.
+    pub kind: Kind,
+    /// Cold (first query after close, eviction and open) or warm (repeated).
+    pub cold: bool,
+    /// What memtrace runs.
+    #[serde(skip)]
+    pub memtrace: &'static str,
+    /// What the SQL peers run.
+    #[serde(skip)]
+    pub sql: &'static str,
+}
+
+const fn w(
+    name: &'static str,
+    kind: Kind,
+    cold: bool,
+    memtrace: &'static str,
+    sql: &'static str,
+) -> Workload {
+    Workload {
+        name,
+        kind,
+        cold,
+        memtrace,
+        sql,
+    }
+}
+
+const OPEN: Workload = w(
+    "open-cold",
+    Kind::Open,
+    true,
+    "Database::open_existing, files evicted",
+    "open the file, files evicted",
+);
+
+/// The workloads of the generated sets, in table order.
+pub const SUITE: &[Workload] = &[
+    OPEN,
+    w("closure-cold", Kind::Closure, true,
+      "TRACE <prediction> RETURN count, first query after open",
+      "recursive CTE (UNION), full closure, first query after open"),
+    w("closure-warm", Kind::Closure, false,
+      "TRACE <prediction> RETURN count, cached",
+      "recursive CTE (UNION), full closure, repeated"),
+    w("closure-nodes-warm", Kind::Nodes, false,
+      "TRACE <prediction> RETURN nodes (rows: node id, category, depth, op), cached",
+      "recursive CTE joined to nodes (rows: node id, class), repeated"),
+    w("depth3-cold", Kind::Depth3, true,
+      "TRACE <prediction> DEPTH 3 RETURN count, first query after open",
+      "recursive CTE bounded at 3 hops, first query after open"),
+    w("depth3-warm", Kind::Depth3, false,
+      "TRACE <prediction> DEPTH 3 RETURN count, cached",
+      "recursive CTE bounded at 3 hops, repeated"),
+    w("match-cold", Kind::Match, true,
+      "MATCH (u)-[:retrieval]->(r:retrieved_memories)-[:evaluation]->(p:prediction) RETURN count(*), all traces, first query after open",
+      "two-edge join with node classes and op kinds, first query after open"),
+    w("match-warm", Kind::Match, false,
+      "the same MATCH, cached",
+      "the same join, repeated"),
+    w("find-group-cold", Kind::FindGroup, true,
+      "FIND ops GROUP BY op.name RETURN op.name, count(*), all traces, first query after open",
+      "SELECT name, count(*) FROM ops GROUP BY name, first query after open"),
+    w("find-group-warm", Kind::FindGroup, false,
+      "the same FIND, cached",
+      "the same SELECT, repeated"),
+];
+
+/// The workloads of the growth traces (one start whose closure has a known size), in table order.
+pub const GROWTH: &[Workload] = &[
+    OPEN,
+    w(
+        "closure-cold",
+        Kind::Closure,
+        true,
+        "TRACE <prediction> RETURN count, first query after open",
+        "recursive CTE (UNION), full closure, first query after open",
+    ),
+    w(
+        "closure-warm",
+        Kind::Closure,
+        false,
+        "TRACE <prediction> RETURN count, cached",
+        "recursive CTE (UNION), full closure, repeated",
+    ),
+    w(
+        "depth3-cold",
+        Kind::Depth3,
+        true,
+        "TRACE <prediction> DEPTH 3 RETURN count, first query after open",
+        "recursive CTE bounded at 3 hops, first query after open",
+    ),
+    w(
+        "depth3-warm",
+        Kind::Depth3,
+        false,
+        "TRACE <prediction> DEPTH 3 RETURN count, cached",
+        "recursive CTE bounded at 3 hops, repeated",
+    ),
+    w(
+        "closure-nodes-warm",
+        Kind::Nodes,
+        false,
+        "TRACE <prediction> RETURN nodes, cached",
+        "recursive CTE joined to nodes, repeated",
+    ),
+    w(
+        "closure-nodes-limit1-warm",
+        Kind::NodesLimit1,
+        false,
+        "TRACE <prediction> RETURN nodes LIMIT 1, cached",
+        "recursive CTE joined to nodes, LIMIT 1, repeated",
+    ),
+    w(
+        "closure-ops-warm",
+        Kind::Ops,
+        false,
+        "TRACE <prediction> RETURN ops (rows: op id, name, kind, depth), cached",
+        "ops whose edges end in the recursive CTE (rows: op id, name, kind), repeated",
+    ),
+    w(
+        "closure-ops-limit1-warm",
+        Kind::OpsLimit1,
+        false,
+        "TRACE <prediction> RETURN ops LIMIT 1, cached",
+        "the same ops, LIMIT 1, repeated",
+    ),
+];
+
+/// The workloads of a set by name (`suite` or `growth`).
+pub fn workloads(set: &str) -> Result<&'static [Workload]> {
+    match set {
+        "suite" => Ok(SUITE),
+        "growth" => Ok(GROWTH),
+        other => Err(CliError::Usage(format!(
+            "unknown workload set {other} (suite or growth)"
+        ))),
+    }
+}
+
+/// One query workload on one side: latencies and the answers every side must agree on.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Figure {
+    /// Workload name (the same on every side).
+    pub name: String,
+    /// Queries timed.
+    pub queries: u64,
+    /// Median latency, microseconds.
+    pub median_us: f64,
+    /// 95th percentile latency, microseconds.
+    pub p95_us: f64,
+    /// Total seconds timed.
+    pub seconds: f64,
+    /// Sum of the answers: counts, or rows (each start's answer counted once).
+    pub checksum: u64,
+    /// Order-independent digest of the answers' content (node ids, op ids,
+    /// group names with their counts), compared across sides.
+    #[serde(default)]
+    pub digest: u64,
+}
+
+impl Figure {
+    /// Median, 95th percentile and total of latencies in microseconds.
+    pub fn from_samples(name: &str, mut us: Vec<f64>, checksum: u64, digest: u64) -> Figure {
+        us.sort_by(f64::total_cmp);
+        let pick = |q: f64| {
+            if us.is_empty() {
+                0.0
+            } else {
+                us[((us.len() - 1) as f64 * q).round() as usize]
+            }
+        };
+        Figure {
+            name: name.to_string(),
+            queries: us.len() as u64,
+            median_us: pick(0.5),
+            p95_us: pick(0.95),
+            seconds: us.iter().sum::<f64>() / 1e6,
+            checksum,
+            digest,
+        }
+    }
+}
+
+/// A statement a SQL peer times, with its query plan.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Plan {
+    /// The workloads that run it, comma-separated.
+    pub name: String,
+    /// The SQL.
+    pub sql: String,
+    /// The plan's lines (EXPLAIN QUERY PLAN), indented by depth.
+    pub lines: Vec<String>,
+}
+
+/// What one step measured (fields a step leaves out are zero or empty).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Measured {
+    /// Seconds of the step's work.
+    pub seconds: f64,
+    /// Peak resident memory of the step's process.
+    pub peak_rss_kib: u64,
+    /// Bytes on disk written.
+    pub disk_bytes: u64,
+    /// Records written or starts traced.
+    pub units: u64,
+    /// Sum of answers, for steps without figures.
+    pub checksum: u64,
+    /// Query workloads measured by the query steps.
+    #[serde(default)]
+    pub figures: Vec<Figure>,
+    /// Attribution: verdicts with the labelled error type, and with the labelled op.
+    #[serde(default)]
+    pub correct: (u64, u64),
+    /// The statements a SQL peer timed, with their plans.
+    #[serde(default)]
+    pub plans: Vec<Plan>,
+    /// What the cold starts' evictions did.
+    #[serde(default)]
+    pub eviction: Eviction,
+    /// Digest of the start list (trace position and node id of each start),
+    /// so that sides are known to trace back the same nodes.
+    #[serde(default)]
+    pub starts_digest: u64,
+    /// What the side is (version, options), for the output.
+    #[serde(default)]
+    pub note: String,
+}
+
+/// A node traced back: the position of its trace among the side's traces
+/// (in import order), the side's own keys for trace and node, and its node id.
+#[derive(Debug, Clone)]
+pub struct Start {
+    /// Position of the trace (0 for the first trace imported).
+    pub pos: usize,
+    /// The side's key of the trace.
+    pub trace: i64,
+    /// The side's key of the node (SQL peers).
+    pub node_key: i64,
+    /// The full node id.
+    pub node: String,
+}
+
+/// What a query answered: rows (or the count) and a digest of the content.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Answer {
+    /// The count, or the number of rows.
+    pub rows: u64,
+    /// Order-independent digest of the content.
+    pub digest: u64,
+}
+
+impl Answer {
+    /// A count: its digest is itself.
+    pub fn count(n: u64) -> Answer {
+        Answer { rows: n, digest: n }
+    }
+
+    /// Rows of keys (node or op ids): the wrapping sum of their hashes.
+    pub fn keys<'a>(keys: impl IntoIterator<Item = &'a str>) -> Answer {
+        let mut a = Answer::default();
+        for k in keys {
+            a.rows += 1;
+            a.digest = a.digest.wrapping_add(fnv1a(k.as_bytes()));
+        }
+        a
+    }
+
+    /// Groups with counts: the sum of the counts, and the wrapping sum of
+    /// each group's name hash times its count (`None`, no name, hashes to 0).
+    pub fn groups<'a>(groups: impl IntoIterator<Item = (Option<&'a str>, u64)>) -> Answer {
+        let mut a = Answer::default();
+        for (name, n) in groups {
+            a.rows += n;
+            let h = name.map(|s| fnv1a(s.as_bytes())).unwrap_or(0);
+            a.digest = a.digest.wrapping_add(h.wrapping_mul(n));
+        }
+        a
+    }
+}
+
+/// FNV-1a, 64 bits (the Python peer computes the same).
+pub fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+/// The digest of a start list.
+pub fn starts_digest(starts: &[Start]) -> u64 {
+    starts.iter().fold(0u64, |acc, s| {
+        acc.wrapping_mul(31)
+            .wrapping_add(fnv1a(format!("{}\t{}", s.pos, s.node).as_bytes()))
+    })
+}
+
+/// The positions in a start list of `len` that the cold samples use:
+/// `samples` of them, spread evenly (repeating when the list is shorter).
+pub fn cold_picks(len: usize, samples: usize) -> Vec<usize> {
+    if len == 0 {
+        return Vec::new();
+    }
+    (0..samples).map(|i| i * len / samples).collect()
+}
+
+/// One database as the benchmark drives it.
+pub trait Side {
+    /// What a query returns before it is summarised (outside the timing).
+    type Out;
+    /// Opens the database (it is closed).
+    fn open(&mut self) -> Result<()>;
+    /// Closes the database, dropping every cache of it in this process.
+    fn close(&mut self);
+    /// The database's files, to evict.
+    fn files(&self) -> Result<Vec<PathBuf>>;
+    /// The first `per_trace` predictions of every trace, traces in import order.
+    fn starts(&mut self, per_trace: usize) -> Result<Vec<Start>>;
+    /// Runs one query (timed).
+    fn run(&mut self, kind: Kind, start: Option<&Start>) -> Result<Self::Out>;
+    /// What a query returned, as an answer (not timed).
+    fn answer(&self, kind: Kind, out: Self::Out) -> Result<Answer>;
+}
+
+/// How many cold samples and warm repetitions to take.
+#[derive(Debug, Clone, Copy)]
+pub struct Runs {
+    /// Predictions traced back per trace.
+    pub starts: usize,
+    /// Cold samples per per-start workload.
+    pub cold: usize,
+    /// Timed warm repetitions.
+    pub warm: usize,
+}
+
+fn timed<T>(f: impl FnOnce() -> Result<T>) -> Result<(T, f64)> {
+    let start = Instant::now();
+    let v = f()?;
+    Ok((v, start.elapsed().as_secs_f64() * 1e6))
+}
+
+/// Samples of one workload as they are taken.
+#[derive(Default)]
+struct Acc {
+    us: Vec<f64>,
+    rows: u64,
+    digest: u64,
+}
+
+impl Acc {
+    fn add(&mut self, a: Answer) {
+        self.rows += a.rows;
+        self.digest = self.digest.wrapping_add(a.digest);
+    }
+}
+
+/// Measures `workloads` on `side` by the protocol of this module. Returns
+/// the figures (in the workloads' order), the start list's digest and
+/// number, and what the evictions did.
+pub fn measure<S: Side>(
+    side: &mut S,
+    workloads: &[Workload],
+    runs: Runs,
+) -> Result<(Vec<Figure>, u64, u64, Eviction)> {
+    let mut ev = Eviction::default();
+    let mut acc: Vec<Acc> = workloads.iter().map(|_| Acc::default()).collect();
+    let open_at = workloads.iter().position(|w| w.kind == Kind::Open);
+    // Every open is a cold open; each one is a sample of the open figure.
+    let mut cold_open = |side: &mut S, acc: &mut [Acc]| -> Result<()> {
+        side.close();
+        // Listed anew each time: an open may write new files (RocksDB's
+        // manifest, options and log).
+        evict(&side.files()?, &mut ev)?;
+        let ((), us) = timed(|| side.open())?;
+        if let Some(i) = open_at {
+            acc[i].us.push(us);
+        }
+        Ok(())
+    };
+    cold_open(side, &mut acc)?;
+    let starts = side.starts(runs.starts)?;
+    let digest = starts_digest(&starts);
+    let picks = cold_picks(starts.len(), runs.cold);
+    for (i, w) in workloads.iter().enumerate() {
+        if !w.cold || w.kind == Kind::Open {
+            continue;
+        }
+        let chosen: Vec<Option<&Start>> = if w.kind.per_start() {
+            picks.iter().map(|&p| Some(&starts[p])).collect()
+        } else {
+            vec![None]
+        };
+        for start in chosen {
+            cold_open(side, &mut acc)?;
+            let (out, us) = timed(|| side.run(w.kind, start))?;
+            acc[i].us.push(us);
+            let a = side.answer(w.kind, out)?;
+            acc[i].add(a);
+        }
+    }
+    for (i, w) in workloads.iter().enumerate() {
+        if w.cold {
+            continue;
+        }
+        let chosen: Vec<Option<&Start>> = if w.kind.per_start() {
+            starts.iter().map(Some).collect()
+        } else {
+            vec![None]
+        };
+        for start in chosen {
+            let out = side.run(w.kind, start)?;
+            let first = side.answer(w.kind, out)?;
+            for _ in 0..runs.warm {
+                let (out, us) = timed(|| side.run(w.kind, start))?;
+                acc[i].us.push(us);
+                let again = side.answer(w.kind, out)?;
+                if again.rows != first.rows {
+                    return Err(CliError::Bench(format!(
+                        "{}: a repetition answered {} rows, the first run {}",
+                        w.name, again.rows, first.rows
+                    )));
+                }
+            }
+            acc[i].add(first);
+        }
+    }
+    side.close();
+    let figures = workloads
+        .iter()
+        .zip(acc)
+        .map(|(w, a)| Figure::from_samples(w.name, a.us, a.rows, a.digest))
+        .collect();
+    Ok((figures, digest, starts.len() as u64, ev))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cold_picks_spread_and_repeat() {
+        assert_eq!(cold_picks(100, 4), vec![0, 25, 50, 75]);
+        assert_eq!(cold_picks(1, 3), vec![0, 0, 0]);
+        assert!(cold_picks(0, 3).is_empty());
+    }
+
+    #[test]
+    fn digests_ignore_order() {
+        let a = Answer::keys(["x", "y"]);
+        let b = Answer::keys(["y", "x"]);
+        assert_eq!(a, b);
+        assert_eq!(a.rows, 2);
+        assert_eq!(fnv1a(b""), 0xcbf2_9ce4_8422_2325);
+        let g = Answer::groups([(Some("a"), 2), (None, 3)]);
+        assert_eq!(g.rows, 5);
+    }
+
+    #[test]
+    fn workload_sets_start_with_open() {
+        for set in ["suite", "growth"] {
+            let w = workloads(set).unwrap();
+            assert_eq!(w[0].kind, Kind::Open);
+        }
+        assert!(workloads("other").is_err());
+    }
+}
