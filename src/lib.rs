@@ -35,6 +35,13 @@ impl Database {
         Ok(Database(memtrace_analysis::open_existing(path)?))
     }
 
+    /// Opens the database at `path` for reading only, with the analyses
+    /// registered: no lock, so it opens while another process writes, and
+    /// nothing is written at open (see the engine's `open_read_only`).
+    pub fn open_read_only(path: impl AsRef<Path>) -> Result<Database> {
+        Ok(Database(memtrace_analysis::open_read_only(path)?))
+    }
+
     /// The engine's database, to hand to code that takes one.
     pub fn engine(&self) -> &memtrace_engine::Database {
         &self.0

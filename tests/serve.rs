@@ -164,6 +164,36 @@ fn serve_answers_over_http_takes_imports_and_stops_on_ctrl_c() {
         1
     );
 
+    // Commands that only read open it beside the server, as many at once
+    // as wanted, and see what the server committed; a writing one is
+    // refused with the way through the server.
+    let readers: Vec<_> = (0..3)
+        .map(|_| {
+            command(dir.path(), Some(&db), &["traces", "--format", "json"])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for r in readers {
+        let o = ok(r.wait_with_output().unwrap());
+        assert_eq!(json(&o).as_array().unwrap().len(), 2);
+    }
+    let o = ok(run(
+        dir.path(),
+        Some(&db),
+        &["query", "FIND ops RETURN count(*)", "--format", "json"],
+    ));
+    assert!(!stdout(&o).is_empty());
+    let o = run(
+        dir.path(),
+        Some(&db),
+        &["query", "ATTRIBUTE CASES USING evidence"],
+    );
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("open in another memtrace process"), "{}", stderr(&o));
+
     // Ctrl-C: it stops, and the database is whole and free again.
     // SAFETY: sending SIGINT to our own child process.
     unsafe { libc::kill(server.child.id() as i32, libc::SIGINT) };

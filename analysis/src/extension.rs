@@ -37,6 +37,12 @@ pub fn open_existing(path: impl AsRef<Path>) -> Result<Database> {
     Ok(Database::open_existing(path)?.with_extension(Arc::new(Analyses)))
 }
 
+/// Opens the database at `path` for reading only, with the analyses
+/// registered (see [`Database::open_read_only`]).
+pub fn open_read_only(path: impl AsRef<Path>) -> Result<Database> {
+    Ok(Database::open_read_only(path)?.with_extension(Arc::new(Analyses)))
+}
+
 /// The analyses as the database calls them: the statements ATTRIBUTE, SAVE
 /// PATTERN, RUN PATTERN, SHOW PATTERNS, SHOW PATTERN HISTORY and DROP
 /// PATTERN; the failed cases of judge ops; stored verdicts as rows.

@@ -24,7 +24,7 @@ pub mod patterns;
 pub mod report;
 
 pub use error::{AnalysisError, Result};
-pub use extension::{open, open_existing, Analyses};
+pub use extension::{open, open_existing, open_read_only, Analyses};
 
 /// The traits that give a [`Database`] the analyses' methods.
 pub mod prelude {

@@ -53,7 +53,8 @@ impl Side for MemtraceSide {
     type Out = QueryResult;
 
     fn open(&mut self) -> Result<()> {
-        let db = Database::open_existing(&self.path)?;
+        // Queries only read: open as every reading command does.
+        let db = Database::open_read_only(&self.path)?;
         db.set_cache_budget(CACHE_BUDGET);
         self.db = Some(db);
         Ok(())

@@ -94,7 +94,7 @@ const OPEN: Workload = w(
     "open-cold",
     Kind::Open,
     true,
-    "Database::open_existing, files evicted",
+    "Database::open_read_only (as reading commands open it), files evicted",
     "open the file, files evicted",
 );
 

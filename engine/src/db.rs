@@ -107,6 +107,27 @@ impl Database {
         Database::open_with(path.as_ref(), &opts)
     }
 
+    /// Opens the database at `path` for reading only; fails when there is
+    /// none. No lock is taken, so any number of readers may open it while
+    /// another process writes (an import, a shell, the viewer); each sees
+    /// what was committed when it opened. Nothing is written at open, which
+    /// makes it the quick open for commands that only read; statements
+    /// that store something (ATTRIBUTE, SAVE PATTERN, DROP PATTERN, import)
+    /// fail with a storage error that says the database is read-only.
+    pub fn open_read_only(path: impl AsRef<Path>) -> Result<Database> {
+        let opts = StoreOptions {
+            create: false,
+            read_only: true,
+            ..StoreOptions::default()
+        };
+        Database::open_with(path.as_ref(), &opts)
+    }
+
+    /// Whether this database was opened for reading only.
+    pub fn is_read_only(&self) -> bool {
+        self.store.is_read_only()
+    }
+
     fn open_with(path: &Path, opts: &StoreOptions) -> Result<Database> {
         Ok(Database {
             store: Arc::new(Store::open(path, opts)?),

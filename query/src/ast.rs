@@ -39,6 +39,17 @@ pub enum Statement {
     DropPattern(String),
 }
 
+impl Statement {
+    /// Whether running it stores something (verdicts, a pattern's save or
+    /// drop); EXPLAIN of any statement does not.
+    pub fn writes(&self) -> bool {
+        matches!(
+            self,
+            Statement::Attribute(_) | Statement::SavePattern(_) | Statement::DropPattern(_)
+        )
+    }
+}
+
 /// Which way a traversal walks the dependency edges.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Direction {

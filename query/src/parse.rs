@@ -996,6 +996,30 @@ mod tests {
     ];
 
     #[test]
+    fn statements_that_store_something_are_known() {
+        let writes = |q: &str| parse_script(q).unwrap()[0].writes();
+        for q in [
+            "ATTRIBUTE CASES USING evidence",
+            "SAVE PATTERN p AS FIND ops RETURN op.name",
+            "DROP PATTERN p",
+        ] {
+            assert!(writes(q), "{q}");
+        }
+        for q in [
+            "TRACE v:a",
+            "FORWARD v:a",
+            "MATCH (a)-[:x]->(b) RETURN count(*)",
+            "FIND ops RETURN op.name",
+            "SHOW TRACES",
+            "SHOW PATTERNS",
+            "RUN PATTERN p",
+            "EXPLAIN ATTRIBUTE CASES USING evidence",
+        ] {
+            assert!(!writes(q), "{q}");
+        }
+    }
+
+    #[test]
     fn examples_round_trip() {
         for text in EXAMPLES {
             let stmt = parse_statement(text).unwrap_or_else(|e| panic!("{text}\n{e}"));

@@ -359,8 +359,8 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             format,
             output,
         } => export(&cli.db, &trace, format, output),
-        Command::Stats { format } => stats(&Database::open_existing(&cli.db)?, format),
-        Command::Traces { format } => traces(&Database::open_existing(&cli.db)?, format),
+        Command::Stats { format } => stats(&Database::open_read_only(&cli.db)?, format),
+        Command::Traces { format } => traces(&Database::open_read_only(&cli.db)?, format),
         Command::Drop { trace, yes, reason } => drop_trace(&cli.db, &trace, yes, &reason),
         Command::Log => log(&cli.db),
         Command::Report {
@@ -441,7 +441,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             pseudo_evidence,
         ),
         Command::EvidenceRecall { k, format } => {
-            evidence_recall(&Database::open_existing(&cli.db)?, k, format)
+            evidence_recall(&Database::open_read_only(&cli.db)?, k, format)
         }
         Command::Query {
             text,
@@ -559,6 +559,18 @@ impl GenStyle {
 }
 
 /// Parses `N` or `LOW..HIGH` (also `LOW..=HIGH`).
+/// Opens the database to write where it can, and else, when another
+/// process holds it, to read only (for work whose writes only save time
+/// later, such as the stored findings of `check`).
+pub fn open_writing_or_reading(path: &std::path::Path) -> Result<Database> {
+    match Database::open_existing(path) {
+        Err(memtrace::EngineError::Storage(memtrace::StorageError::InUse(_))) => {
+            Ok(Database::open_read_only(path)?)
+        }
+        other => Ok(other?),
+    }
+}
+
 pub fn parse_range(text: &str) -> std::result::Result<std::ops::RangeInclusive<usize>, String> {
     let num = |t: &str| {
         t.trim()
@@ -648,7 +660,7 @@ fn export(
     format: ExportAs,
     output: Option<PathBuf>,
 ) -> Result<ExitCode> {
-    export_to(&Database::open_existing(db)?, trace, format, output)?;
+    export_to(&Database::open_read_only(db)?, trace, format, output)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -818,7 +830,7 @@ fn drop_trace(db: &std::path::Path, trace: &str, yes: bool, reason: &str) -> Res
 }
 
 fn log(db: &std::path::Path) -> Result<ExitCode> {
-    let db = Database::open_existing(db)?;
+    let db = Database::open_read_only(db)?;
     let rows: Vec<Vec<String>> = db
         .log()?
         .into_iter()

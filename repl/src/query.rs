@@ -148,9 +148,15 @@ pub fn run(
     params: &[(String, Value)],
 ) -> Result<ExitCode> {
     let text = source.read()?;
-    let db = Database::open_existing(db)?;
+    let statements = memtrace::query::parse_script(&text).map_err(memtrace::EngineError::from)?;
+    // Statements that only read open the database for reading: quick, and
+    // beside any other process that holds it.
+    let db = if statements.iter().any(|s| s.writes()) {
+        Database::open_existing(db)?
+    } else {
+        Database::open_read_only(db)?
+    };
     let params: Params = params.iter().cloned().collect();
-    let statements = db.parse_script(&text)?;
     if statements.is_empty() {
         return Err(CliError::Usage(
             "no statement to run (only comments or blanks)".into(),

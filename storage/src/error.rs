@@ -32,6 +32,9 @@ pub enum StorageError {
     /// Another process holds the database open (RocksDB's folder lock).
     #[error("the database at {0} is open in another memtrace process (a REPL, an import or a query); close it there first")]
     InUse(String),
+    /// A write to a database opened for reading only.
+    #[error("the database at {0} is open for reading only; this needs a command that writes")]
+    ReadOnly(String),
     /// A record could not be encoded.
     #[error("cannot encode {what}: {reason}")]
     Encode {

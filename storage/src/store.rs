@@ -130,6 +130,11 @@ pub struct StoreOptions {
     pub create: bool,
     /// fsync the write-ahead log at every trace commit (power-loss safety).
     pub sync: bool,
+    /// Open for reading only: no lock is taken, so any number of readers
+    /// may open the database while one process writes to it, each seeing
+    /// what was committed when it opened; nothing is written at open, and
+    /// every write fails with [`StorageError::ReadOnly`]. Implies no `create`.
+    pub read_only: bool,
 }
 
 impl Default for StoreOptions {
@@ -137,6 +142,7 @@ impl Default for StoreOptions {
         StoreOptions {
             create: true,
             sync: true,
+            read_only: false,
         }
     }
 }
@@ -151,6 +157,7 @@ pub struct Store {
     sync: bool,
     /// Whether anything was written since open (then closing flushes).
     written: AtomicBool,
+    read_only: bool,
 }
 
 impl Drop for Store {
@@ -342,7 +349,7 @@ impl Store {
                     });
                 }
             }
-            if !opts.create {
+            if !opts.create || opts.read_only {
                 return Err(StorageError::Missing(shown));
             }
         }
@@ -361,7 +368,12 @@ impl Store {
             let descriptors = present
                 .iter()
                 .map(|name| ColumnFamilyDescriptor::new(name, cf_options(name)));
-            let mut db = DB::open_cf_descriptors(&db_opts, path, descriptors).map_err(|e| {
+            let opened = if opts.read_only {
+                DB::open_cf_descriptors_read_only(&db_opts, path, descriptors, false)
+            } else {
+                DB::open_cf_descriptors(&db_opts, path, descriptors)
+            };
+            let mut db = opened.map_err(|e| {
                 // RocksDB takes an exclusive lock on the folder's LOCK file.
                 if e.as_ref().contains("LOCK: ") {
                     StorageError::InUse(shown.clone())
@@ -389,6 +401,20 @@ impl Store {
                         reason: "no schema version recorded".into(),
                     })
                 }
+            }
+            let lacking = cf::ADDED
+                .iter()
+                .any(|added| !present.iter().any(|p| p == added));
+            if opts.read_only && (upgrade || lacking) {
+                // A reader cannot upgrade: open once to write, then read.
+                drop(db);
+                let writer = StoreOptions {
+                    create: false,
+                    read_only: false,
+                    ..opts.clone()
+                };
+                drop(Store::open(path, &writer)?);
+                return Store::open(path, opts);
             }
             for added in cf::ADDED {
                 if !present.iter().any(|p| p == added) {
@@ -441,7 +467,21 @@ impl Store {
             next_log: AtomicU64::new(next_log),
             sync: opts.sync,
             written: AtomicBool::new(false),
+            read_only: opts.read_only,
         })
+    }
+
+    /// Whether the store was opened for reading only.
+    pub fn is_read_only(&self) -> bool {
+        self.read_only
+    }
+
+    fn writable(&self) -> Result<()> {
+        if self.read_only {
+            Err(StorageError::ReadOnly(self.path.display().to_string()))
+        } else {
+            Ok(())
+        }
     }
 
     /// Where the store lives.
@@ -458,6 +498,7 @@ impl Store {
 
     /// Starts writing a new trace. Nothing is visible until [`TraceWriter::commit`].
     pub fn begin_trace(&self) -> Result<TraceWriter<'_>> {
+        self.writable()?;
         let trace = self
             .next_trace
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |t| t.checked_add(1))
@@ -497,6 +538,7 @@ impl Store {
     }
 
     fn write(&self, batch: WriteBatch) -> Result<()> {
+        self.writable()?;
         let mut w = WriteOptions::default();
         w.set_sync(self.sync);
         self.written.store(true, Ordering::Relaxed);
@@ -692,6 +734,9 @@ impl Store {
 
     /// Flushes memtables to table files (used before measuring disk size).
     pub fn flush(&self) -> Result<()> {
+        if self.read_only {
+            return Ok(());
+        }
         let families: Vec<&ColumnFamily> = cf::ALL
             .iter()
             .filter_map(|name| self.db.cf_handle(name))
@@ -1613,7 +1658,7 @@ mod tests {
                 &missing,
                 &StoreOptions {
                     create: false,
-                    sync: true
+                    ..StoreOptions::default()
                 }
             ),
             Err(StorageError::Missing(_))
@@ -1640,7 +1685,7 @@ mod tests {
                 &path,
                 &StoreOptions {
                     create: false,
-                    sync: true
+                    ..StoreOptions::default()
                 }
             ),
             Err(StorageError::Missing(_))
@@ -1656,7 +1701,7 @@ mod tests {
             &path,
             &StoreOptions {
                 create: false,
-                sync: true,
+                ..StoreOptions::default()
             },
         )
         .unwrap();
@@ -1803,6 +1848,73 @@ mod tests {
             "{err}"
         );
         assert!(err.to_string().contains("schema version 99"));
+    }
+
+    #[test]
+    fn readers_open_beside_a_writer_see_what_was_committed_and_cannot_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db");
+        let reader = StoreOptions {
+            read_only: true,
+            ..StoreOptions::default()
+        };
+        assert!(matches!(
+            Store::open(&path, &reader),
+            Err(StorageError::Missing(_))
+        ));
+        let writer = Store::open(&path, &StoreOptions::default()).unwrap();
+        let first = write_trace(&writer, "g1", "x");
+        // The writer holds the lock; readers open anyway, as many as wanted.
+        let r1 = Store::open(&path, &reader).unwrap();
+        let r2 = Store::open(&path, &reader).unwrap();
+        assert!(r1.is_read_only() && !writer.is_read_only());
+        let second = write_trace(&writer, "g2", "y");
+        for r in [&r1, &r2] {
+            let view = r.read();
+            assert_eq!(view.trace(first).unwrap().unwrap().graph_id, "g1");
+            assert!(view.adjacency(first).unwrap().is_some());
+            // Committed after it opened: not seen.
+            assert!(view.trace(second).unwrap().is_none());
+        }
+        assert!(matches!(r1.begin_trace(), Err(StorageError::ReadOnly(_))));
+        assert!(matches!(
+            r1.cache_answer(&[1; 32], b"x"),
+            Err(StorageError::ReadOnly(_))
+        ));
+        assert!(matches!(
+            r1.drop_trace(first, "no"),
+            Err(StorageError::ReadOnly(_))
+        ));
+        let msg = r1.begin_trace().err().unwrap().to_string();
+        assert!(msg.contains("reading only"), "{msg}");
+        drop((r1, r2));
+        // A reader opened later sees the second trace.
+        let r3 = Store::open(&path, &reader).unwrap();
+        assert!(r3.read().trace(second).unwrap().is_some());
+    }
+
+    #[test]
+    fn a_reader_of_a_version_1_database_upgrades_it_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db");
+        {
+            let mut store = Store::open(&path, &StoreOptions::default()).unwrap();
+            write_trace(&store, "g-old", "x");
+            store
+                .db
+                .put_cf(store.cf(cf::META), META_SCHEMA, 1u32.to_be_bytes())
+                .unwrap();
+            store.db.drop_cf(cf::ADJACENCY).unwrap();
+        }
+        let reader = StoreOptions {
+            read_only: true,
+            ..StoreOptions::default()
+        };
+        let store = Store::open(&path, &reader).unwrap();
+        assert!(store.is_read_only());
+        let found = store.db.get_cf(store.cf(cf::META), META_SCHEMA).unwrap();
+        assert_eq!(found.as_deref(), Some(&SCHEMA_VERSION.to_be_bytes()[..]));
+        assert_eq!(store.read().traces().count(), 1);
     }
 
     #[test]

@@ -97,7 +97,10 @@ impl TraceFindings {
                 reason: v.reason,
             })
             .collect();
-        db.put_memo(&key, &serde_json::to_vec(&findings)?)?;
+        // A reader computes them for itself; the next writer stores them.
+        if !db.is_read_only() {
+            db.put_memo(&key, &serde_json::to_vec(&findings)?)?;
+        }
         Ok(TraceFindings::new(findings))
     }
 
