@@ -192,7 +192,11 @@ fn serve_answers_over_http_takes_imports_and_stops_on_ctrl_c() {
         &["query", "ATTRIBUTE CASES USING evidence"],
     );
     assert!(!o.status.success());
-    assert!(stderr(&o).contains("open in another memtrace process"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("open in another memtrace process"),
+        "{}",
+        stderr(&o)
+    );
 
     // Ctrl-C: it stops, and the database is whole and free again.
     // SAFETY: sending SIGINT to our own child process.
