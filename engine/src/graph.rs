@@ -272,8 +272,28 @@ impl TraceGraph {
         dir: Direction,
         max_depth: Option<u32>,
         cancel: &Cancel,
-        mut admit: impl FnMut(u32, u32, u32) -> Admit,
+        admit: impl FnMut(u32, u32, u32) -> Admit,
         mut visit: impl FnMut(Visit),
+    ) -> Result<()> {
+        self.walk_while(starts, start_depth, dir, max_depth, cancel, admit, |v| {
+            visit(v);
+            true
+        })
+    }
+
+    /// [`walk`](Self::walk), stopped as soon as `visit` answers false (the
+    /// rest of the graph is not walked: a query that wants a few rows of a
+    /// large closure pays for those rows only).
+    #[allow(clippy::too_many_arguments)]
+    pub fn walk_while(
+        &self,
+        starts: &[u32],
+        start_depth: u32,
+        dir: Direction,
+        max_depth: Option<u32>,
+        cancel: &Cancel,
+        mut admit: impl FnMut(u32, u32, u32) -> Admit,
+        mut visit: impl FnMut(Visit) -> bool,
     ) -> Result<()> {
         cancel.check()?;
         let (off, edges, ends) = match dir {
@@ -326,12 +346,15 @@ impl TraceGraph {
                     Admit::Expand => true,
                 };
                 mark(&mut seen, other);
-                visit(Visit {
+                let go_on = visit(Visit {
                     node: other,
                     depth: next_depth,
                     edge: e,
                     parent: node,
                 });
+                if !go_on {
+                    return Ok(());
+                }
                 if expand {
                     queue.push((other, next_depth));
                 }
@@ -685,6 +708,21 @@ mod tests {
     }
 
     proptest! {
+        #[test]
+        fn a_walk_stopped_early_is_a_prefix_of_the_full_walk((vars, edges) in multigraph(),
+                                                             start_pick: u32, stop in 0usize..12) {
+            let g = TraceGraph::from_edges(vars, 3, &edges).unwrap();
+            let start = start_pick % vars;
+            let full = run(&g, &[start], Direction::Backward, None, expand_all);
+            let mut some = Vec::new();
+            g.walk_while(&[start], 0, Direction::Backward, None, &Cancel::new(), expand_all, |v| {
+                some.push((v.node, v.depth, v.edge, v.parent));
+                some.len() < stop
+            })
+            .unwrap();
+            prop_assert_eq!(&some[..], &full[..stop.max(1).min(full.len())]);
+        }
+
         #[test]
         fn walk_equals_a_naive_bfs((vars, edges) in multigraph(), start_pick: u32,
                                    forward: bool, max_depth in proptest::option::of(0u32..6)) {

@@ -75,6 +75,100 @@ impl<'a> Exec<'a> {
         Ok(())
     }
 
+    /// The common case, done while walking: variable starts, no WHILE or
+    /// UNTIL, and a count (without WHERE) or the nodes. A count keeps no
+    /// rows; nodes are handed to the sink as the walk reaches them, and the
+    /// walk stops when the sink wants no more (a LIMIT costs what it
+    /// returns). `None` when the traversal is not of this kind.
+    fn walk_plain(
+        &self,
+        p: &TraversePlan,
+        t: &TraceCtx<'_>,
+        starts: &[StartNode],
+        emit: &mut dyn FnMut(Vec<Value>) -> Result<bool>,
+    ) -> Result<Option<bool>> {
+        let plain = p.while_.is_none()
+            && p.until.is_none()
+            && (p.output == Output::Nodes || (p.output == Output::Count && p.filter.is_none()));
+        let mut var_starts = Vec::with_capacity(starts.len());
+        for s in starts {
+            match *s {
+                StartNode::Var(v) => var_starts.push(v),
+                StartNode::Op(_) => return Ok(None),
+            }
+        }
+        if !plain {
+            return Ok(None);
+        }
+        let g = t.graph()?;
+        let dir = match p.direction {
+            QDir::Backward => Direction::Backward,
+            QDir::Forward => Direction::Forward,
+        };
+        let expand = |_: u32, _: u32, _: u32| Admit::Expand;
+        if p.output == Output::Count {
+            let mut n = 0i64;
+            g.walk(&var_starts, 0, dir, p.max_depth, self.cancel, expand, |v| {
+                if v.depth >= p.min_depth {
+                    n += 1;
+                }
+            })?;
+            return Ok(Some(emit(vec![t.gid(), Value::Int(n)])?));
+        }
+        let mut failure: Option<EngineError> = None;
+        let mut wanted = true;
+        let mut row_of = |v: Visit| -> Result<bool> {
+            if v.depth < p.min_depth {
+                return Ok(true);
+            }
+            if let Some(f) = &p.filter {
+                let row = RecRow {
+                    var: Some(v.node),
+                    op: g.op(v.edge),
+                    edge: Some(v.edge),
+                    ..RecRow::new(t)
+                };
+                if !f.expr.test(&row).map_err(qerr)? {
+                    return Ok(true);
+                }
+            }
+            let via = match g.op(v.edge) {
+                Some(o) => Value::Str(t.op_id(o)?),
+                None => Value::Null,
+            };
+            emit(vec![
+                t.gid(),
+                Value::Str(t.node_id(v.node)?),
+                t.var_field(v.node, &Field::Category)?,
+                Value::from(v.depth),
+                via,
+            ])
+        };
+        g.walk_while(
+            &var_starts,
+            0,
+            dir,
+            p.max_depth,
+            self.cancel,
+            expand,
+            |v| match row_of(v) {
+                Ok(true) => true,
+                Ok(false) => {
+                    wanted = false;
+                    false
+                }
+                Err(e) => {
+                    failure = Some(e);
+                    false
+                }
+            },
+        )?;
+        match failure {
+            Some(e) => Err(e),
+            None => Ok(Some(wanted)),
+        }
+    }
+
     /// Walks one trace; returns false when the sink wants no more rows.
     fn traverse_trace(
         &self,
@@ -137,6 +231,9 @@ impl<'a> Exec<'a> {
             expanding.set(verdict == Admit::Expand);
             verdict
         };
+        if let Some(done) = self.walk_plain(p, t, starts, emit)? {
+            return Ok(done);
+        }
         let mut visits: Vec<Visit> = Vec::new();
         // Visited nodes that the walk expanded (not UNTIL stops).
         let mut expanded: std::collections::HashSet<u32> = std::collections::HashSet::new();
@@ -563,5 +660,39 @@ mod tests {
             .unwrap()
             .rows
             .is_empty());
+    }
+
+    #[test]
+    fn rows_handed_out_while_walking_are_those_of_the_full_walk() {
+        let (_d, db) = cycle();
+        let rows = |q: &str| db.query(q).unwrap().rows;
+        for base in [
+            "TRACE v:c RETURN nodes",
+            "FORWARD v:x RETURN nodes",
+            "TRACE v:c WHERE var.name != 'b' RETURN nodes",
+            "TRACE v:c DEPTH 2..3 RETURN nodes",
+        ] {
+            let all = rows(base);
+            for n in 0..=all.len() + 1 {
+                let some = rows(&format!("{base} LIMIT {n}"));
+                assert_eq!(some[..], all[..n.min(all.len())], "{base} LIMIT {n}");
+            }
+        }
+        let names = |q: &str| -> Vec<String> {
+            rows(q)
+                .iter()
+                .map(|r| r[1].as_str().unwrap().to_string())
+                .collect()
+        };
+        // Breadth-first from c: b, a, then x (the start is never a row).
+        assert_eq!(names("TRACE v:c RETURN nodes"), ["v:b@1", "v:a@1", "v:x@1"]);
+        assert_eq!(
+            names("TRACE v:c WHERE var.name != 'b' RETURN nodes"),
+            ["v:a@1", "v:x@1"]
+        );
+        let count = |q: &str| rows(q)[0][1].as_i64().unwrap();
+        assert_eq!(count("TRACE v:c RETURN count"), 3);
+        assert_eq!(count("TRACE v:c DEPTH 2..3 RETURN count"), 2);
+        assert_eq!(count("TRACE v:c DEPTH 1 RETURN count"), 1);
     }
 }
