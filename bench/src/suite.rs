@@ -17,7 +17,7 @@ use memtrace::attrib::pyvalue::unrepr;
 use memtrace::attrib::{Method, TraceModel};
 use memtrace::gen::set::{generate_set, GenSpec};
 use memtrace::prelude::*;
-use memtrace::{Cancel, Database, EngineError, ImportOptions, InputFormat};
+use memtrace::{Cancel, Database, EngineError, ImportOptions};
 use memtrace_storage::dir_bytes;
 use memtrace_table as table;
 
@@ -152,15 +152,11 @@ pub fn step(a: &SuiteStepArgs) -> Result<Measured> {
             let files = set_files(&a.set, a.n)?;
             let start = Instant::now();
             let db = Database::open(&a.db)?;
-            for (file, _) in &files {
-                let f = std::fs::File::open(file).map_err(io(file.display()))?;
-                let t = db.import_reader(
-                    std::io::BufReader::with_capacity(1 << 16, f),
-                    InputFormat::Json,
-                    &file.display().to_string(),
-                    &ImportOptions::default(),
-                )?;
-                for t in t {
+            // As `memtrace import` does: the files in order, each read on a
+            // second thread one file ahead of the one being written.
+            let paths: Vec<PathBuf> = files.into_iter().map(|(f, _)| f).collect();
+            for report in db.import_paths(&paths, &ImportOptions::default(), &mut |_| {}) {
+                for t in report.result? {
                     let c = t.counts;
                     m.units += (c.variables + c.ops + c.edges) as u64;
                 }

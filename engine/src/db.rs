@@ -299,28 +299,7 @@ impl Database {
             files: files.len(),
             bytes: total,
         });
-        files
-            .into_iter()
-            .map(|f| match f {
-                Ok(path) => {
-                    let bytes = path.metadata().map(|m| m.len()).unwrap_or(0);
-                    progress(Progress::File {
-                        path: path.clone(),
-                        bytes,
-                    });
-                    let result = import::import_file(&self.store, &path, opts, progress);
-                    progress(Progress::FileDone);
-                    FileReport { path, result }
-                }
-                Err((path, e)) => FileReport {
-                    result: Err(EngineError::Io {
-                        path: path.display().to_string(),
-                        source: e,
-                    }),
-                    path,
-                },
-            })
-            .collect()
+        import::import_files(&self.store, files, opts, progress)
     }
 
     /// Every stored trace, by id.

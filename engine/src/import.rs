@@ -140,21 +140,24 @@ fn parse_reader<R: Read>(
         last_report: 0,
         progress,
     };
-    // The buffer sits outside the counter: the parser reads byte by byte.
-    let buffered = BufReader::with_capacity(1 << 16, counting);
+    // The whole input is read first and parsed from memory: parsing from
+    // a slice finds string ends with a fast scan, where a reader is read
+    // byte by byte (the parsed trace holds every string anyway).
+    let mut bytes = Vec::new();
+    let mut counting = counting;
+    counting
+        .read_to_end(&mut bytes)
+        .map_err(|e| EngineError::Io {
+            path: source.to_string(),
+            source: e,
+        })?;
     let ctx = Ctx::default();
-    let mut de = serde_json::Deserializer::from_reader(buffered);
+    let mut de = serde_json::Deserializer::from_slice(&bytes);
     let top = TopSeed(&ctx)
         .deserialize(&mut de)
         .and_then(|top| de.end().map(|_| top));
     let (header, data) = match top {
         Ok(top) => top,
-        Err(e) if e.is_io() => {
-            return Err(EngineError::Io {
-                path: source.to_string(),
-                source: std::io::Error::other(e.to_string()),
-            })
-        }
         Err(_) if count.get() == 0 => {
             return Err(invalid(
                 source,
@@ -493,6 +496,84 @@ pub(crate) fn collect_files(
         }
     }
     out
+}
+
+/// A JSON export read and checked, not yet stored.
+type ParsedFile = Result<(ParsedTrace, Resolved, u64)>;
+
+/// Reads and checks one JSON export file (no store involved).
+fn parse_json_file(path: &Path) -> ParsedFile {
+    let source = path.display().to_string();
+    let file = File::open(path).map_err(|e| EngineError::Io {
+        path: source.clone(),
+        source: e,
+    })?;
+    parse_reader(file, &source, None)
+}
+
+/// Imports files in order, each all-or-nothing. JSON exports are read and
+/// checked on a second thread one file ahead of the one being stored, so
+/// parsing and writing overlap; JSON Lines files are read as they come.
+pub(crate) fn import_files(
+    store: &Store,
+    files: Vec<std::result::Result<PathBuf, (PathBuf, std::io::Error)>>,
+    opts: &ImportOptions,
+    progress: &mut dyn FnMut(Progress),
+) -> Vec<FileReport> {
+    let is_json = |p: &Path| InputFormat::for_path(p) == InputFormat::Json;
+    let ahead: Vec<PathBuf> = files
+        .iter()
+        .filter_map(|f| f.as_ref().ok())
+        .filter(|p| is_json(p))
+        .cloned()
+        .collect();
+    std::thread::scope(|scope| {
+        // A rendezvous channel: the parser is at most one file ahead.
+        let (tx, rx) = std::sync::mpsc::sync_channel::<ParsedFile>(0);
+        scope.spawn(move || {
+            for path in ahead {
+                if tx.send(parse_json_file(&path)).is_err() {
+                    break;
+                }
+            }
+        });
+        files
+            .into_iter()
+            .map(|f| match f {
+                Ok(path) => {
+                    let bytes = path.metadata().map(|m| m.len()).unwrap_or(0);
+                    progress(Progress::File {
+                        path: path.clone(),
+                        bytes,
+                    });
+                    let result = if is_json(&path) {
+                        let source = path.display().to_string();
+                        match rx.recv() {
+                            Ok(parsed) => parsed.and_then(|(t, r, read)| {
+                                progress(Progress::Read(read));
+                                progress(Progress::Storing);
+                                store_trace(store, t, r, opts, &source, read).map(|t| vec![t])
+                            }),
+                            Err(_) => Err(EngineError::BadRequest(format!(
+                                "{source}: the thread that reads files stopped before it"
+                            ))),
+                        }
+                    } else {
+                        import_file(store, &path, opts, progress)
+                    };
+                    progress(Progress::FileDone);
+                    FileReport { path, result }
+                }
+                Err((path, e)) => FileReport {
+                    result: Err(EngineError::Io {
+                        path: path.display().to_string(),
+                        source: e,
+                    }),
+                    path,
+                },
+            })
+            .collect()
+    })
 }
 
 /// Imports one file.
