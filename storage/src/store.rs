@@ -369,7 +369,23 @@ impl Store {
                 .iter()
                 .map(|name| ColumnFamilyDescriptor::new(name, cf_options(name)));
             let opened = if opts.read_only {
-                DB::open_cf_descriptors_read_only(&db_opts, path, descriptors, false)
+                // A writer may delete a table file (flushed or compacted
+                // away) between our reading the manifest and opening the
+                // file: read the manifest again. Once open, every table file
+                // is held open, so later reads do not race.
+                let mut attempt = 0;
+                loop {
+                    let descriptors = present
+                        .iter()
+                        .map(|name| ColumnFamilyDescriptor::new(name, cf_options(name)));
+                    match DB::open_cf_descriptors_read_only(&db_opts, path, descriptors, false) {
+                        Err(e) if attempt < 20 && e.as_ref().contains("No such file") => {
+                            attempt += 1;
+                            std::thread::sleep(std::time::Duration::from_millis(5));
+                        }
+                        other => break other,
+                    }
+                }
             } else {
                 DB::open_cf_descriptors(&db_opts, path, descriptors)
             };

@@ -118,8 +118,9 @@ struct Failure {
 pub struct Flow<'m> {
     model: &'m TraceModel,
     matcher: Matcher<'m>,
-    /// Versions of each variable name, oldest first: (version, var).
-    versions: HashMap<&'m str, Vec<(u32, usize)>>,
+    /// Per variable, its next newer version (the first one with a greater
+    /// version number), if any.
+    newer: Vec<Option<usize>>,
 }
 
 fn category(model: &TraceModel, op: usize) -> &str {
@@ -232,13 +233,23 @@ impl<'m> Flow<'m> {
                 .or_default()
                 .push((v.version, i));
         }
+        let mut newer = vec![None; model.vars.len()];
         for list in versions.values_mut() {
             list.sort_unstable();
+            // One pass: `j` only moves forward.
+            let mut j = 0;
+            for i in 0..list.len() {
+                j = j.max(i + 1);
+                while j < list.len() && list[j].0 <= list[i].0 {
+                    j += 1;
+                }
+                newer[list[i].1] = list.get(j).map(|&(_, var)| var);
+            }
         }
         Flow {
             model,
             matcher: Matcher::new(model),
-            versions,
+            newer,
         }
     }
 
@@ -404,11 +415,8 @@ impl<'m> Flow<'m> {
 
     /// The newer version of `var` and the op that made it, if any.
     fn successor(&self, var: usize) -> Option<(usize, usize)> {
-        let m = self.model;
-        let v = &m.vars[var];
-        let list = self.versions.get(v.full_name.as_str())?;
-        let next = list.iter().find(|(ver, _)| *ver > v.version)?.1;
-        maker(m, next).map(|o| (o, next))
+        let next = self.newer.get(var).copied().flatten()?;
+        maker(self.model, next).map(|o| (o, next))
     }
 
     /// `var` and its later versions from `next` on, each made (before

@@ -11,7 +11,9 @@
 //! does not hold a sentence it lost.
 
 use std::cell::{OnceCell, RefCell};
-use std::collections::{HashMap, HashSet};
+/// Maps and sets with a fast hash (the keys are ids and stems of one trace).
+type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+type HashSet<T> = std::collections::HashSet<T, foldhash::fast::RandomState>;
 use std::rc::Rc;
 
 use super::message::{Body, Messages};
@@ -94,17 +96,24 @@ struct Leaf {
     text: Rc<str>,
     stems: Vec<u32>,
     at: HashMap<u32, Vec<usize>>,
+    /// A searcher for `text`, built the first time a value is searched for it.
+    finder: OnceCell<memchr::memmem::Finder<'static>>,
 }
 
 impl Leaf {
     fn new(text: Rc<str>, stems: Vec<u32>) -> Leaf {
-        let mut at: HashMap<u32, Vec<usize>> = HashMap::new();
+        let mut at: HashMap<u32, Vec<usize>> = HashMap::default();
         for (p, &s) in stems.iter().enumerate() {
             if s != NONE {
                 at.entry(s).or_default().push(p);
             }
         }
-        Leaf { text, stems, at }
+        Leaf {
+            text,
+            stems,
+            at,
+            finder: OnceCell::new(),
+        }
     }
 
     fn positions(&self, s: u32) -> &[usize] {
@@ -182,6 +191,9 @@ pub struct Matcher<'m> {
     /// Answers of [`Matcher::belongs`] by (message, words, names present):
     /// the versions of a rolling memory repeat the same windows.
     judged: RefCell<HashMap<Judged, bool>>,
+    /// Answers of [`Matcher::carries_leaf`] by (variable, leaf): the cases of
+    /// a trace follow the same versions.
+    carried: RefCell<HashMap<(usize, u32), bool>>,
 }
 
 impl<'m> Matcher<'m> {
@@ -192,15 +204,16 @@ impl<'m> Matcher<'m> {
         let mut m = Matcher {
             model,
             messages,
-            ids: RefCell::new(HashMap::new()),
+            ids: RefCell::new(HashMap::default()),
             table: RefCell::new(LeafTable::default()),
             leaves: (0..model.vars.len()).map(|_| OnceCell::new()).collect(),
-            holders: RefCell::new(HashMap::new()),
-            bodies: HashMap::new(),
-            postings: HashMap::new(),
-            speakers: HashSet::new(),
-            speaker_of: HashMap::new(),
-            judged: RefCell::new(HashMap::new()),
+            holders: RefCell::new(HashMap::default()),
+            bodies: HashMap::default(),
+            postings: HashMap::default(),
+            speakers: HashSet::default(),
+            speaker_of: HashMap::default(),
+            judged: RefCell::new(HashMap::default()),
+            carried: RefCell::new(HashMap::default()),
         };
         let bodies: Vec<(usize, String, Option<String>)> = m
             .messages
@@ -464,12 +477,21 @@ impl<'m> Matcher<'m> {
         if self.messages.body(var).is_some() {
             return false;
         }
-        let text = match self.table.borrow().leaves.get(leaf as usize) {
-            Some(l) => Rc::clone(&l.text),
+        if let Some(&known) = self.carried.borrow().get(&(var, leaf)) {
+            return known;
+        }
+        let cell = match self.table.borrow().leaves.get(leaf as usize) {
+            Some(l) => Rc::clone(l),
             None => return false,
         };
-        text.len() >= MIN_CARRIED
-            && memchr::memmem::find(self.model.value(var).as_bytes(), text.as_bytes()).is_some()
+        let carried = cell.text.len() >= MIN_CARRIED
+            && cell
+                .finder
+                .get_or_init(|| memchr::memmem::Finder::new(cell.text.as_bytes()).into_owned())
+                .find(self.model.value(var).as_bytes())
+                .is_some();
+        self.carried.borrow_mut().insert((var, leaf), carried);
+        carried
     }
 
     fn window_holds(&self, cell: &Leaf, item: &Item) -> bool {
@@ -671,7 +693,7 @@ impl<'m> Matcher<'m> {
             .bodies
             .get(&message)
             .map_or(0, |b| words.iter().filter(|w| b.contains(w)).count());
-        let mut others: HashMap<usize, usize> = HashMap::new();
+        let mut others: HashMap<usize, usize> = HashMap::default();
         for w in &words {
             for &m in self.postings.get(w).map(Vec::as_slice).unwrap_or(&[]) {
                 if m != message {
@@ -722,7 +744,7 @@ impl<'m> Matcher<'m> {
             return true;
         };
         let own = words.iter().filter(|w| ours.contains(w)).count();
-        let mut others: HashMap<usize, usize> = HashMap::new();
+        let mut others: HashMap<usize, usize> = HashMap::default();
         for w in words {
             for &m in self.postings.get(w).map(Vec::as_slice).unwrap_or(&[]) {
                 if m != message {
