@@ -243,9 +243,11 @@ impl Adjacency {
         let (Some(&a), Some(&b)) = (off.get(var as usize), off.get(var as usize + 1)) else {
             return Vec::new();
         };
-        list[a as usize..b as usize]
+        // The fields are public: ids out of range are skipped, never a panic.
+        list.get(a as usize..b as usize)
+            .unwrap_or_default()
             .iter()
-            .map(|&e| (e, ends[e as usize], self.op[e as usize]))
+            .filter_map(|&e| Some((e, *ends.get(e as usize)?, *self.op.get(e as usize)?)))
             .collect()
     }
 
