@@ -559,18 +559,6 @@ impl GenStyle {
 }
 
 /// Parses `N` or `LOW..HIGH` (also `LOW..=HIGH`).
-/// Opens the database to write where it can, and else, when another
-/// process holds it, to read only (for work whose writes only save time
-/// later, such as the stored findings of `check`).
-pub fn open_writing_or_reading(path: &std::path::Path) -> Result<Database> {
-    match Database::open_existing(path) {
-        Err(memtrace::EngineError::Storage(memtrace::StorageError::InUse(_))) => {
-            Ok(Database::open_read_only(path)?)
-        }
-        other => Ok(other?),
-    }
-}
-
 pub fn parse_range(text: &str) -> std::result::Result<std::ops::RangeInclusive<usize>, String> {
     let num = |t: &str| {
         t.trim()

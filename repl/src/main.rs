@@ -5,6 +5,7 @@ mod cli;
 mod demo;
 mod error;
 mod formats;
+mod opening;
 mod patterns;
 mod query;
 mod serve;

@@ -105,7 +105,7 @@ pub fn patterns(
     examples: usize,
     format: PatternFormat,
 ) -> Result<ExitCode> {
-    let db = crate::cli::open_writing_or_reading(db_path)?;
+    let db = crate::opening::open_writing_or_reading(db_path)?;
     let specs = if names.is_empty() {
         default_specs(&db, builtin_only)?
     } else {
@@ -172,7 +172,7 @@ pub fn check(
     examples: usize,
     format: PatternFormat,
 ) -> Result<ExitCode> {
-    let db = crate::cli::open_writing_or_reading(db_path)?;
+    let db = crate::opening::open_writing_or_reading(db_path)?;
     let (specs, limits, file_over) = match file {
         Some(path) => {
             let text = std::fs::read_to_string(path).map_err(io(path.display()))?;
