@@ -404,7 +404,7 @@ impl Database {
             .get_or_load(trace, || load(view, trace, &record.counts))
     }
 
-    /// A trace's adjacency (CSR), from the cache or by one prefix scan.
+    /// A trace's adjacency (CSR), from the cache or by one get of its stored value.
     pub(crate) fn trace_graph(&self, view: &ReadView, trace: TraceId) -> Result<Arc<TraceGraph>> {
         self.cached(view, trace, TraceGraph::load)
     }
@@ -501,7 +501,7 @@ impl<'db> Snapshot<'db> {
         self.db.trace_by_id(id)
     }
 
-    /// A trace's adjacency (CSR), from the trace cache or by one prefix scan.
+    /// A trace's adjacency (CSR), from the trace cache or by one get of its stored value.
     pub fn graph(&self, trace: TraceId) -> Result<Arc<TraceGraph>> {
         self.db.trace_graph(&self.view, trace)
     }
