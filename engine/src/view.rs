@@ -22,6 +22,8 @@ pub struct TraceView<'db> {
     store: &'db Arc<Store>,
     id: TraceId,
     record: TraceRecord,
+    /// The trace's adjacency, read once when first needed.
+    graph: std::cell::OnceCell<TraceGraph>,
 }
 
 fn split_node_id(id: &str) -> Option<(&str, u32)> {
@@ -42,6 +44,7 @@ impl<'db> TraceView<'db> {
             store,
             id,
             record,
+            graph: std::cell::OnceCell::new(),
         }
     }
 
@@ -344,11 +347,25 @@ impl<'db> TraceView<'db> {
             .collect()
     }
 
+    /// The trace's adjacency, read with one get the first time.
+    fn graph(&self) -> Result<&TraceGraph> {
+        if let Some(g) = self.graph.get() {
+            return Ok(g);
+        }
+        let g = TraceGraph::load(&self.view, self.id, &self.record.counts)?;
+        Ok(self.graph.get_or_init(|| g))
+    }
+
     fn adjacent(&self, var: &Variable, outgoing: bool) -> Result<Vec<Edge>> {
-        self.view
-            .adjacent(self.id, var.id, outgoing)?
-            .into_iter()
-            .filter_map(|(edge, _, _)| self.view.edge(self.id, edge).transpose().map(|r| (edge, r)))
+        let g = self.graph()?;
+        let edges = if outgoing {
+            g.outgoing(var.id)
+        } else {
+            g.incoming(var.id)
+        };
+        edges
+            .iter()
+            .filter_map(|&edge| self.view.edge(self.id, edge).transpose().map(|r| (edge, r)))
             .map(|(edge, r)| self.edge_with_lookups(edge, r?))
             .collect()
     }
@@ -358,7 +375,7 @@ impl<'db> TraceView<'db> {
     /// start is left out, cycles are followed once). Reads the trace's
     /// adjacency once; the query language's `TRACE` runs on the cached one.
     pub fn ancestors(&self, start: LocalId) -> Result<Vec<LocalId>> {
-        let graph = TraceGraph::load(&self.view, self.id, &self.record.counts)?;
+        let graph = self.graph()?;
         let mut seen = std::collections::HashSet::from([start]);
         let mut queue = std::collections::VecDeque::from([start]);
         let mut out = Vec::new();

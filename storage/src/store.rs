@@ -365,9 +365,11 @@ impl Store {
                     reason: "a RocksDB database without memtrace metadata".into(),
                 });
             }
-            let descriptors = present
-                .iter()
-                .map(|name| ColumnFamilyDescriptor::new(name, cf_options(name)));
+            let descriptors = || {
+                present
+                    .iter()
+                    .map(|name| ColumnFamilyDescriptor::new(name, cf_options(name)))
+            };
             let opened = if opts.read_only {
                 // A writer may delete a table file (flushed or compacted
                 // away) between our reading the manifest and opening the
@@ -375,10 +377,7 @@ impl Store {
                 // is held open, so later reads do not race.
                 let mut attempt = 0;
                 loop {
-                    let descriptors = present
-                        .iter()
-                        .map(|name| ColumnFamilyDescriptor::new(name, cf_options(name)));
-                    match DB::open_cf_descriptors_read_only(&db_opts, path, descriptors, false) {
+                    match DB::open_cf_descriptors_read_only(&db_opts, path, descriptors(), false) {
                         Err(e) if attempt < 20 && e.as_ref().contains("No such file") => {
                             attempt += 1;
                             std::thread::sleep(std::time::Duration::from_millis(5));
@@ -387,7 +386,7 @@ impl Store {
                     }
                 }
             } else {
-                DB::open_cf_descriptors(&db_opts, path, descriptors)
+                DB::open_cf_descriptors(&db_opts, path, descriptors())
             };
             let mut db = opened.map_err(|e| {
                 // RocksDB takes an exclusive lock on the folder's LOCK file.

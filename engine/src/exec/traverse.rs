@@ -15,7 +15,34 @@ use super::row::RecRow;
 use super::run::{qerr, Exec, StartNode};
 use super::value::Sink;
 use crate::error::{EngineError, Result};
-use crate::graph::{Admit, Direction, Visit};
+use crate::graph::{Admit, Direction, TraceGraph, Visit};
+
+/// What WHERE sees of a visited node: the node, and the edge and op that
+/// reached it.
+fn visit_rec<'r, 'a>(t: &'r TraceCtx<'a>, g: &TraceGraph, v: &Visit) -> RecRow<'r, 'a> {
+    RecRow {
+        var: Some(v.node),
+        op: g.op(v.edge),
+        edge: Some(v.edge),
+        ..RecRow::new(t)
+    }
+}
+
+/// The `RETURN nodes` row of a visited node: trace, node id, category,
+/// depth and the op that reached it.
+fn node_row(t: &TraceCtx<'_>, g: &TraceGraph, v: &Visit) -> Result<Vec<Value>> {
+    let via = match g.op(v.edge) {
+        Some(o) => Value::Str(t.op_id(o)?),
+        None => Value::Null,
+    };
+    Ok(vec![
+        t.gid(),
+        Value::Str(t.node_id(v.node)?),
+        t.var_field(v.node, &Field::Category)?,
+        Value::from(v.depth),
+        via,
+    ])
+}
 
 impl<'a> Exec<'a> {
     pub(super) fn traverse(&self, p: &TraversePlan, sink: &mut Sink<'_>) -> Result<()> {
@@ -122,27 +149,11 @@ impl<'a> Exec<'a> {
                 return Ok(true);
             }
             if let Some(f) = &p.filter {
-                let row = RecRow {
-                    var: Some(v.node),
-                    op: g.op(v.edge),
-                    edge: Some(v.edge),
-                    ..RecRow::new(t)
-                };
-                if !f.expr.test(&row).map_err(qerr)? {
+                if !f.expr.test(&visit_rec(t, g, &v)).map_err(qerr)? {
                     return Ok(true);
                 }
             }
-            let via = match g.op(v.edge) {
-                Some(o) => Value::Str(t.op_id(o)?),
-                None => Value::Null,
-            };
-            emit(vec![
-                t.gid(),
-                Value::Str(t.node_id(v.node)?),
-                t.var_field(v.node, &Field::Category)?,
-                Value::from(v.depth),
-                via,
-            ])
+            emit(node_row(t, g, &v)?)
         };
         g.walk_while(
             &var_starts,
@@ -313,12 +324,7 @@ impl<'a> Exec<'a> {
         // Starts are never rows of their own trace's result.
         let start_set: std::collections::HashSet<u32> = start_nodes.iter().copied().collect();
         visits.retain(|v| !start_set.contains(&v.node));
-        let visit_row = |v: &Visit| RecRow {
-            var: Some(v.node),
-            op: g.op(v.edge),
-            edge: Some(v.edge),
-            ..RecRow::new(t)
-        };
+        let visit_row = |v: &Visit| visit_rec(t, g, v);
         let passes = |row: &dyn Row| -> Result<bool> {
             match &p.filter {
                 Some(f) => f.expr.test(row).map_err(qerr),
@@ -350,18 +356,7 @@ impl<'a> Exec<'a> {
                     if !passes(&visit_row(v))? {
                         continue;
                     }
-                    let via = match g.op(v.edge) {
-                        Some(o) => Value::Str(t.op_id(o)?),
-                        None => Value::Null,
-                    };
-                    let row = vec![
-                        t.gid(),
-                        Value::Str(t.node_id(v.node)?),
-                        t.var_field(v.node, &Field::Category)?,
-                        Value::from(v.depth),
-                        via,
-                    ];
-                    if !emit(row)? {
+                    if !emit(node_row(t, g, v)?)? {
                         return Ok(false);
                     }
                 }
