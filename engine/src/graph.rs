@@ -89,6 +89,11 @@ pub struct Visit {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TraceGraph {
     adj: Adjacency,
+    /// The far end of each edge of `in_edges` (its source), in the same
+    /// order: a backward step reads one array instead of two.
+    in_far: Vec<u32>,
+    /// The far end of each edge of `out_edges` (its target).
+    out_far: Vec<u32>,
 }
 
 fn corrupt(trace: Option<TraceId>, reason: String) -> EngineError {
@@ -126,7 +131,7 @@ impl TraceGraph {
                     ),
                 ));
             }
-            return Ok(TraceGraph { adj });
+            return Ok(TraceGraph::new(adj));
         }
         Self::load_index(view, trace, counts)
     }
@@ -174,7 +179,20 @@ impl TraceGraph {
             ));
         }
         let adj = Adjacency::from_edges(counts.variables, counts.ops, source, target, op)?;
-        Ok(TraceGraph { adj })
+        Ok(TraceGraph::new(adj))
+    }
+
+    /// The graph over a checked adjacency, with the far end of every CSR
+    /// entry laid out beside it.
+    fn new(adj: Adjacency) -> TraceGraph {
+        let far = |edges: &[u32], ends: &[u32]| -> Vec<u32> {
+            edges.iter().map(|&e| ends[e as usize]).collect()
+        };
+        TraceGraph {
+            in_far: far(&adj.in_edges, &adj.source),
+            out_far: far(&adj.out_edges, &adj.target),
+            adj,
+        }
     }
 
     /// Builds a graph from `(source, target, op)` per edge, edge `i` being
@@ -189,9 +207,9 @@ impl TraceGraph {
         let source = edges.iter().map(|e| e.0).collect();
         let target = edges.iter().map(|e| e.1).collect();
         let op = edges.iter().map(|e| e.2).collect();
-        Ok(TraceGraph {
-            adj: Adjacency::from_edges(vars, ops, source, target, op)?,
-        })
+        Ok(TraceGraph::new(Adjacency::from_edges(
+            vars, ops, source, target, op,
+        )?))
     }
 
     /// Number of variables (nodes are `0..vars()`).
@@ -248,7 +266,118 @@ impl TraceGraph {
 
     /// Bytes the graph holds on the heap (plus its own size).
     pub fn bytes(&self) -> usize {
-        self.adj.bytes()
+        self.adj.bytes() + (self.in_far.capacity() + self.out_far.capacity()) * 4
+    }
+
+    /// The offsets, edge ids and far ends of the CSR that `dir` follows.
+    fn csr(&self, dir: Direction) -> (&[u32], &[u32], &[u32]) {
+        match dir {
+            Direction::Backward => (&self.adj.in_off, &self.adj.in_edges, &self.in_far),
+            Direction::Forward => (&self.adj.out_off, &self.adj.out_edges, &self.out_far),
+        }
+    }
+
+    /// The visited-set bitmap of a walk, with `starts` marked; the starts
+    /// once each, in order. A start that is not a variable is an error.
+    fn seed(&self, starts: &[u32]) -> Result<(Vec<u64>, Vec<u32>)> {
+        let mut seen = vec![0u64; (self.adj.vars as usize).div_ceil(64)];
+        let mut first = Vec::with_capacity(starts.len());
+        for &s in starts {
+            if s >= self.adj.vars {
+                return Err(EngineError::BadRequest(format!(
+                    "walk from variable {s}, but the trace has {}",
+                    self.adj.vars
+                )));
+            }
+            let (w, b) = (s as usize / 64, 1u64 << (s % 64));
+            if seen[w] & b == 0 {
+                seen[w] |= b;
+                first.push(s);
+            }
+        }
+        Ok((seen, first))
+    }
+
+    /// How many nodes a [`walk`](Self::walk) that expands every node
+    /// reports at a depth of at least `min_depth` (and below `max_depth`'s
+    /// bound, as the walk has it): the size of a closure, counted level by
+    /// level over the far ends alone, with no visit built.
+    pub fn reach_count(
+        &self,
+        starts: &[u32],
+        dir: Direction,
+        min_depth: u32,
+        max_depth: Option<u32>,
+        cancel: &Cancel,
+    ) -> Result<u64> {
+        cancel.check()?;
+        let (off, _, far) = self.csr(dir);
+        let (mut seen, mut level) = self.seed(starts)?;
+        let mut next = Vec::new();
+        let (mut depth, mut count) = (0u32, 0u64);
+        while !level.is_empty() && max_depth.is_none_or(|m| depth < m) {
+            cancel.check()?;
+            for &node in &level {
+                let (a, b) = (off[node as usize] as usize, off[node as usize + 1] as usize);
+                for &other in &far[a..b] {
+                    let (w, bit) = (other as usize / 64, 1u64 << (other % 64));
+                    if seen[w] & bit == 0 {
+                        seen[w] |= bit;
+                        next.push(other);
+                    }
+                }
+            }
+            depth += 1;
+            if depth >= min_depth {
+                count += next.len() as u64;
+            }
+            std::mem::swap(&mut level, &mut next);
+            next.clear();
+        }
+        Ok(count)
+    }
+
+    /// Level by level from `starts` (depth 0), each node at its least
+    /// depth: for each level below `max_depth`, every edge in `dir` of the
+    /// level's nodes is walked, and `level(depth, edges)` gets them (in
+    /// node order, then recorded order) at one hop more than their level.
+    /// The walk stops when `level` answers false. These are the edges a
+    /// plain [`walk`](Self::walk) crosses or finds already crossed.
+    pub fn walk_levels(
+        &self,
+        starts: &[u32],
+        dir: Direction,
+        max_depth: Option<u32>,
+        cancel: &Cancel,
+        mut level: impl FnMut(u32, &[u32]) -> Result<bool>,
+    ) -> Result<()> {
+        cancel.check()?;
+        let (off, edge_ids, far) = self.csr(dir);
+        let (mut seen, mut nodes) = self.seed(starts)?;
+        let (mut next, mut walked) = (Vec::new(), Vec::new());
+        let mut depth = 0u32;
+        while !nodes.is_empty() && max_depth.is_none_or(|m| depth < m) {
+            cancel.check()?;
+            for &node in &nodes {
+                let (a, b) = (off[node as usize] as usize, off[node as usize + 1] as usize);
+                walked.extend_from_slice(&edge_ids[a..b]);
+                for &other in &far[a..b] {
+                    let (w, bit) = (other as usize / 64, 1u64 << (other % 64));
+                    if seen[w] & bit == 0 {
+                        seen[w] |= bit;
+                        next.push(other);
+                    }
+                }
+            }
+            depth += 1;
+            if !level(depth, &walked)? {
+                return Ok(());
+            }
+            walked.clear();
+            std::mem::swap(&mut nodes, &mut next);
+            next.clear();
+        }
+        Ok(())
     }
 
     /// Breadth-first walk from `starts` (at depth `start_depth`; they are
@@ -296,29 +425,13 @@ impl TraceGraph {
         mut visit: impl FnMut(Visit) -> bool,
     ) -> Result<()> {
         cancel.check()?;
-        let (off, edges, ends) = match dir {
-            Direction::Backward => (&self.adj.in_off, &self.adj.in_edges, &self.adj.source),
-            Direction::Forward => (&self.adj.out_off, &self.adj.out_edges, &self.adj.target),
-        };
-        let mut seen = vec![0u64; (self.adj.vars as usize).div_ceil(64)];
+        let (off, edges, fars) = self.csr(dir);
+        let (mut seen, first) = self.seed(starts)?;
         let mark = |seen: &mut Vec<u64>, v: u32| {
             let (w, b) = (v as usize / 64, 1u64 << (v % 64));
-            let fresh = seen[w] & b == 0;
             seen[w] |= b;
-            fresh
         };
-        let mut queue: Vec<(u32, u32)> = Vec::new();
-        for &s in starts {
-            if s >= self.adj.vars {
-                return Err(EngineError::BadRequest(format!(
-                    "walk from variable {s}, but the trace has {}",
-                    self.adj.vars
-                )));
-            }
-            if mark(&mut seen, s) {
-                queue.push((s, start_depth));
-            }
-        }
+        let mut queue: Vec<(u32, u32)> = first.into_iter().map(|s| (s, start_depth)).collect();
         let mut steps = 0u32;
         let mut head = 0;
         while let Some(&(node, depth)) = queue.get(head) {
@@ -330,13 +443,12 @@ impl TraceGraph {
                 continue;
             };
             let (a, b) = (off[node as usize] as usize, off[node as usize + 1] as usize);
-            for &e in &edges[a..b] {
+            for (&e, &other) in edges[a..b].iter().zip(&fars[a..b]) {
                 steps += 1;
                 if steps == CANCEL_CHECK_STEPS {
                     steps = 0;
                     cancel.check()?;
                 }
-                let other = ends[e as usize];
                 if seen[other as usize / 64] & (1u64 << (other % 64)) != 0 {
                     continue;
                 }
@@ -721,6 +833,53 @@ mod tests {
             })
             .unwrap();
             prop_assert_eq!(&some[..], &full[..stop.max(1).min(full.len())]);
+        }
+
+        #[test]
+        fn reach_count_counts_what_the_walk_reports((vars, edges) in multigraph(), picks in proptest::collection::vec(any::<u32>(), 1..4),
+                                                     forward: bool, min_depth in 0u32..4,
+                                                     max_depth in proptest::option::of(0u32..6)) {
+            let g = TraceGraph::from_edges(vars, 3, &edges).unwrap();
+            let starts: Vec<u32> = picks.iter().map(|p| p % vars).collect();
+            let dir = if forward { Direction::Forward } else { Direction::Backward };
+            let walked = run(&g, &starts, dir, max_depth, expand_all)
+                .iter()
+                .filter(|v| v.1 >= min_depth)
+                .count() as u64;
+            prop_assert_eq!(
+                g.reach_count(&starts, dir, min_depth, max_depth, &Cancel::new()).unwrap(),
+                walked
+            );
+        }
+
+        #[test]
+        fn walk_levels_crosses_every_edge_of_each_expanded_node_at_one_hop_more(
+            (vars, edges) in multigraph(), start_pick: u32, forward: bool,
+            max_depth in proptest::option::of(0u32..6)) {
+            let g = TraceGraph::from_edges(vars, 3, &edges).unwrap();
+            let start = start_pick % vars;
+            let dir = if forward { Direction::Forward } else { Direction::Backward };
+            // Expected: the start at 0 and each visit at its depth; every
+            // node below max_depth gives all its edges at its depth + 1.
+            let mut at = vec![(start, 0u32)];
+            at.extend(run(&g, &[start], dir, max_depth, expand_all).iter().map(|v| (v.0, v.1)));
+            let mut want: Vec<(u32, u32)> = Vec::new();
+            for (n, d) in at {
+                if max_depth.is_some_and(|m| d >= m) {
+                    continue;
+                }
+                let list = if forward { g.outgoing(n) } else { g.incoming(n) };
+                want.extend(list.iter().map(|&e| (d + 1, e)));
+            }
+            let mut got: Vec<(u32, u32)> = Vec::new();
+            g.walk_levels(&[start], dir, max_depth, &Cancel::new(), |d, es| {
+                got.extend(es.iter().map(|&e| (d, e)));
+                Ok(true)
+            })
+            .unwrap();
+            want.sort_unstable();
+            got.sort_unstable();
+            prop_assert_eq!(got, want);
         }
 
         #[test]

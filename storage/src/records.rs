@@ -149,15 +149,35 @@ pub struct VarRecord {
 impl VarRecord {
     /// `class_name:name`, or `name` without a (non-empty) class name.
     pub fn full_name(&self) -> String {
-        match self.class_name.as_deref() {
-            Some(c) if !c.is_empty() => format!("{c}:{}", self.name),
-            _ => self.name.clone(),
-        }
+        let mut s = String::with_capacity(self.full_name_len() + 12);
+        self.push_full_name(&mut s);
+        s
     }
 
     /// `full_name@version`, the id edges reference.
     pub fn full_node_id(&self) -> String {
-        format!("{}@{}", self.full_name(), self.version)
+        use std::fmt::Write;
+        let mut s = String::with_capacity(self.full_name_len() + 12);
+        self.push_full_name(&mut s);
+        // Writing an integer to a String cannot fail.
+        let _ = write!(s, "@{}", self.version);
+        s
+    }
+
+    fn class(&self) -> Option<&str> {
+        self.class_name.as_deref().filter(|c| !c.is_empty())
+    }
+
+    fn full_name_len(&self) -> usize {
+        self.class().map_or(0, |c| c.len() + 1) + self.name.len()
+    }
+
+    fn push_full_name(&self, s: &mut String) {
+        if let Some(c) = self.class() {
+            s.push_str(c);
+            s.push(':');
+        }
+        s.push_str(&self.name);
     }
 }
 

@@ -9,7 +9,7 @@ use memtrace_storage::TraceId;
 use super::ctx::TraceCtx;
 use super::row::RecRow;
 use super::run::{qerr, Exec};
-use super::value::{to_json, QueryResult, Sink};
+use super::value::{into_json, QueryResult, Sink};
 use crate::db::{Database, Snapshot};
 use crate::error::Result;
 use crate::extension::{statement_name, CasePick};
@@ -32,7 +32,7 @@ impl Database {
     pub fn query_with(&self, text: &str, params: &Params, cancel: &Cancel) -> Result<QueryResult> {
         let mut rows = Vec::new();
         let columns = self.query_stream(text, params, cancel, &mut |r| {
-            rows.push(r.iter().map(to_json).collect());
+            rows.push(r.into_iter().map(into_json).collect());
             Ok(true)
         })?;
         Ok(QueryResult { columns, rows })

@@ -103,10 +103,11 @@ impl<'a> Exec<'a> {
     }
 
     /// The common case, done while walking: variable starts, no WHILE or
-    /// UNTIL, and a count (without WHERE) or the nodes. A count keeps no
-    /// rows; nodes are handed to the sink as the walk reaches them, and the
-    /// walk stops when the sink wants no more (a LIMIT costs what it
-    /// returns). `None` when the traversal is not of this kind.
+    /// UNTIL, and a count (without WHERE), the nodes or the ops. A count
+    /// keeps no rows and builds no visits; nodes and ops are handed to the
+    /// sink as the walk reaches them, and the walk stops when the sink wants
+    /// no more (a LIMIT costs what it returns). `None` when the traversal
+    /// is not of this kind.
     fn walk_plain(
         &self,
         p: &TraversePlan,
@@ -114,9 +115,11 @@ impl<'a> Exec<'a> {
         starts: &[StartNode],
         emit: &mut dyn FnMut(Vec<Value>) -> Result<bool>,
     ) -> Result<Option<bool>> {
-        let plain = p.while_.is_none()
-            && p.until.is_none()
-            && (p.output == Output::Nodes || (p.output == Output::Count && p.filter.is_none()));
+        let unbounded = p.while_.is_none() && p.until.is_none();
+        let plain = unbounded
+            && (p.output == Output::Nodes
+                || p.output == Output::Ops
+                || (p.output == Output::Count && p.filter.is_none()));
         let mut var_starts = Vec::with_capacity(starts.len());
         for s in starts {
             match *s {
@@ -132,16 +135,16 @@ impl<'a> Exec<'a> {
             QDir::Backward => Direction::Backward,
             QDir::Forward => Direction::Forward,
         };
-        let expand = |_: u32, _: u32, _: u32| Admit::Expand;
-        if p.output == Output::Count {
-            let mut n = 0i64;
-            g.walk(&var_starts, 0, dir, p.max_depth, self.cancel, expand, |v| {
-                if v.depth >= p.min_depth {
-                    n += 1;
-                }
-            })?;
-            return Ok(Some(emit(vec![t.gid(), Value::Int(n)])?));
+        match p.output {
+            Output::Count => {
+                let n = g.reach_count(&var_starts, dir, p.min_depth, p.max_depth, self.cancel)?;
+                let n = i64::try_from(n).unwrap_or(i64::MAX);
+                return Ok(Some(emit(vec![t.gid(), Value::Int(n)])?));
+            }
+            Output::Ops => return self.ops_plain(p, t, g, dir, &var_starts, emit).map(Some),
+            _ => {}
         }
+        let expand = |_: u32, _: u32, _: u32| Admit::Expand;
         let mut failure: Option<EngineError> = None;
         let mut wanted = true;
         let mut row_of = |v: Visit| -> Result<bool> {
@@ -178,6 +181,64 @@ impl<'a> Exec<'a> {
             Some(e) => Err(e),
             None => Ok(Some(wanted)),
         }
+    }
+
+    /// `RETURN ops` of a plain walk, level by level: an op's least depth is
+    /// the level at which the walk first crosses one of its edges, so each
+    /// level's new ops are final once the level is walked, and go to the
+    /// sink then (by op id within a level, as the general path orders
+    /// them). A LIMIT stops the walk. Returns false when the sink wants no
+    /// more rows.
+    fn ops_plain(
+        &self,
+        p: &TraversePlan,
+        t: &TraceCtx<'_>,
+        g: &TraceGraph,
+        dir: Direction,
+        var_starts: &[u32],
+        emit: &mut dyn FnMut(Vec<Value>) -> Result<bool>,
+    ) -> Result<bool> {
+        let mut seen = vec![false; g.op_count() as usize];
+        let mut fresh: Vec<u32> = Vec::new();
+        let mut wanted = true;
+        g.walk_levels(var_starts, dir, p.max_depth, self.cancel, |depth, edges| {
+            fresh.clear();
+            for &e in edges {
+                if let Some(o) = g.op(e) {
+                    if let Some(s) = seen.get_mut(o as usize) {
+                        if !*s {
+                            *s = true;
+                            fresh.push(o);
+                        }
+                    }
+                }
+            }
+            fresh.sort_unstable();
+            for &o in &fresh {
+                let row = RecRow {
+                    op: Some(o),
+                    ..RecRow::new(t)
+                };
+                if let Some(f) = &p.filter {
+                    if !f.expr.test(&row).map_err(qerr)? {
+                        continue;
+                    }
+                }
+                let out = vec![
+                    t.gid(),
+                    Value::Str(t.op_id(o)?),
+                    t.op_field(o, &Field::OpName)?,
+                    t.op_field(o, &Field::Category)?,
+                    Value::from(depth),
+                ];
+                if !emit(out)? {
+                    wanted = false;
+                    return Ok(false);
+                }
+            }
+            Ok(true)
+        })?;
+        Ok(wanted)
     }
 
     /// Walks one trace; returns false when the sink wants no more rows.

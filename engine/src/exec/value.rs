@@ -29,6 +29,15 @@ pub fn to_json(v: &Value) -> serde_json::Value {
     }
 }
 
+/// Converts a query value to JSON, moving its strings.
+pub fn into_json(v: Value) -> serde_json::Value {
+    match v {
+        Value::Str(s) => serde_json::Value::String(s),
+        Value::List(items) => serde_json::Value::Array(items.into_iter().map(into_json).collect()),
+        other => to_json(&other),
+    }
+}
+
 /// Converts JSON to a query value (an object becomes its JSON text).
 pub fn from_json(v: &serde_json::Value) -> Value {
     match v {
