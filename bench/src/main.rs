@@ -36,6 +36,12 @@ struct Cli {
     which: BenchCommand,
 }
 
+/// The allocator: records are decoded into many small strings, and glibc's
+/// allocator spent a third of a pattern run in malloc and free; the
+/// benchmark uses the same one as the command-line tool.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let args = Cli::parse();
     match run(args.which) {

@@ -68,7 +68,7 @@ fn common(c: &Common) -> usize {
 }
 
 /// Approximate heap bytes of a map: its slots plus what the entries own.
-fn map_bytes<V>(map: &HashMap<String, V>, value_heap: impl Fn(&V) -> usize) -> usize {
+fn map_bytes<V, S>(map: &HashMap<String, V, S>, value_heap: impl Fn(&V) -> usize) -> usize {
     map.capacity() * (size_of::<(String, V)>() + 1)
         + map
             .iter()
@@ -81,17 +81,17 @@ fn map_bytes<V>(map: &HashMap<String, V>, value_heap: impl Fn(&V) -> usize) -> u
 #[derive(Debug, Clone)]
 pub struct TraceCatalog {
     vars: Vec<VarRecord>,
-    /// Built on the first lookup: scans and traversals never need them.
-    lookups: OnceLock<Lookups>,
+    /// Built on the first lookup by node id: scans and traversals never
+    /// need it.
+    by_node_id: OnceLock<FastMap<String, u32>>,
+    /// Built on the first lookup by full name (each name's versions).
+    by_name: OnceLock<FastMap<String, Vec<u32>>>,
     bytes: usize,
 }
 
-/// Lookups by node id and full name.
-#[derive(Debug, Clone)]
-struct Lookups {
-    by_node_id: HashMap<String, u32>,
-    by_name: HashMap<String, Vec<u32>>,
-}
+/// A hash map with a fast, non-cryptographic hasher: keys come from one
+/// trace's own records.
+type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 
 /// One trace's sessions and ops, in local-id order, with a lookup by op id.
 #[derive(Debug, Clone)]
@@ -201,31 +201,37 @@ impl TraceCatalog {
     pub fn new(vars: Vec<VarRecord>) -> TraceCatalog {
         let mut catalog = TraceCatalog {
             vars,
-            lookups: OnceLock::new(),
+            by_node_id: OnceLock::new(),
+            by_name: OnceLock::new(),
             bytes: 0,
         };
         catalog.bytes = catalog.measure();
         catalog
     }
 
-    fn lookups(&self) -> &Lookups {
-        self.lookups.get_or_init(|| {
-            let vars = &self.vars;
-            let mut by_node_id = HashMap::with_capacity(vars.len());
-            let mut by_name: HashMap<String, Vec<u32>> = HashMap::new();
-            for (local, v) in vars.iter().enumerate() {
-                by_node_id.entry(v.full_node_id()).or_insert(local as u32);
-                by_name.entry(v.full_name()).or_default().push(local as u32);
+    fn by_node_id(&self) -> &FastMap<String, u32> {
+        self.by_node_id.get_or_init(|| {
+            let mut map = FastMap::with_capacity_and_hasher(self.vars.len(), Default::default());
+            for (local, v) in self.vars.iter().enumerate() {
+                map.entry(v.full_node_id()).or_insert(local as u32);
             }
-            for locals in by_name.values_mut() {
+            map
+        })
+    }
+
+    fn by_name(&self) -> &FastMap<String, Vec<u32>> {
+        self.by_name.get_or_init(|| {
+            let vars = &self.vars;
+            let mut map: FastMap<String, Vec<u32>> = FastMap::default();
+            for (local, v) in vars.iter().enumerate() {
+                map.entry(v.full_name()).or_default().push(local as u32);
+            }
+            for locals in map.values_mut() {
                 // Stable: equal versions (not imported, but possible) keep recorded order.
                 locals.sort_by_key(|&l| vars[l as usize].version);
                 locals.shrink_to_fit();
             }
-            Lookups {
-                by_node_id,
-                by_name,
-            }
+            map
         })
     }
 
@@ -246,10 +252,11 @@ impl TraceCatalog {
         size_of::<Self>()
             + self.vars.capacity() * size_of::<VarRecord>()
             + vars
-            + self.lookups.get().map_or(0, |l| {
-                map_bytes(&l.by_node_id, |_| 0)
-                    + map_bytes(&l.by_name, |v| v.capacity() * size_of::<u32>())
-            })
+            + self.by_node_id.get().map_or(0, |m| map_bytes(m, |_| 0))
+            + self
+                .by_name
+                .get()
+                .map_or(0, |m| map_bytes(m, |v| v.capacity() * size_of::<u32>()))
     }
 
     /// The variables (every version), by local id.
@@ -264,16 +271,19 @@ impl TraceCatalog {
 
     /// The local id of the variable with this full node id (`full_name@version`).
     pub fn var_by_node_id(&self, full_node_id: &str) -> Option<u32> {
-        self.lookups().by_node_id.get(full_node_id).copied()
+        self.by_node_id().get(full_node_id).copied()
     }
 
     /// Local ids of the versions of a full name, oldest version first
     /// (empty for an unknown name).
     pub fn versions(&self, full_name: &str) -> &[u32] {
-        self.lookups()
-            .by_name
-            .get(full_name)
-            .map_or(&[], Vec::as_slice)
+        self.by_name().get(full_name).map_or(&[], Vec::as_slice)
+    }
+
+    /// Each full name's versions (local ids, oldest version first), one
+    /// run per name, in no particular order.
+    pub fn version_runs(&self) -> impl Iterator<Item = &[u32]> {
+        self.by_name().values().map(Vec::as_slice)
     }
 
     /// The local id of the latest version of a full name.

@@ -29,6 +29,19 @@ pub enum PatternFormat {
 }
 
 /// Which patterns a run takes when none are named.
+/// The trace cache's budget for a run of patterns: 16 MiB.
+const PASS_CACHE_BYTES: usize = 16 << 20;
+
+/// Opens the database for one pass of patterns over its traces. Each trace
+/// is read once and all patterns run on it together, so a trace kept in the
+/// cache afterwards would never be read again: the cache keeps little, and
+/// memory stays near what the traces in flight need.
+fn open_for_a_pass(db_path: &Path) -> Result<Database> {
+    let db = crate::opening::open_writing_or_reading(db_path)?;
+    db.set_cache_budget(PASS_CACHE_BYTES);
+    Ok(db)
+}
+
 fn default_specs(db: &Database, builtin_only: bool) -> Result<Vec<PatternSpec>> {
     Ok(db
         .patterns()?
@@ -105,7 +118,7 @@ pub fn patterns(
     examples: usize,
     format: PatternFormat,
 ) -> Result<ExitCode> {
-    let db = crate::opening::open_writing_or_reading(db_path)?;
+    let db = open_for_a_pass(db_path)?;
     let specs = if names.is_empty() {
         default_specs(&db, builtin_only)?
     } else {
@@ -172,7 +185,7 @@ pub fn check(
     examples: usize,
     format: PatternFormat,
 ) -> Result<ExitCode> {
-    let db = crate::opening::open_writing_or_reading(db_path)?;
+    let db = open_for_a_pass(db_path)?;
     let (specs, limits, file_over) = match file {
         Some(path) => {
             let text = std::fs::read_to_string(path).map_err(io(path.display()))?;

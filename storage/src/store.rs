@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use rocksdb::{
-    BlockBasedOptions, ColumnFamily, ColumnFamilyDescriptor, DBCompressionType, Direction,
+    BlockBasedOptions, Cache, ColumnFamily, ColumnFamilyDescriptor, DBCompressionType, Direction,
     IteratorMode, Options, ReadOptions, WriteBatch, WriteOptions, DB,
 };
 use serde::de::DeserializeOwned;
@@ -191,6 +191,13 @@ pub fn base_options() -> Options {
     // keep no timer threads for statistics dumps.
     o.set_max_file_opening_threads(1);
     o.set_skip_stats_update_on_db_open(true);
+    // With a bounded table cache, RocksDB opens at most 16 table files at
+    // open and the rest when a read first needs them, instead of reading
+    // the footer, index and filter of every file before the first query.
+    // The bound also keeps a large database under the usual limit of 1,024
+    // open files per process. (A reader beside a writer opens every file at
+    // once instead: see `Store::open`.)
+    o.set_max_open_files(MAX_OPEN_TABLE_FILES);
     o.set_stats_dump_period_sec(0);
     o.set_stats_persist_period_sec(0);
     // Memtables holding the oldest log are flushed once the logs pass this,
@@ -199,18 +206,51 @@ pub fn base_options() -> Options {
     o
 }
 
+/// Whether a process (this one included) holds the lock of the database at
+/// `path`, that is, has it open to write. Read from the kernel's table of
+/// file locks, by the lock file's inode, so that no descriptor of the lock
+/// file is opened here (closing one would release a lock this process
+/// holds). Where that table cannot be read, a writer is assumed.
+fn lock_held(path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(meta) = std::fs::metadata(path.join("LOCK")) else {
+        // Never opened to write: nothing can hold it.
+        return false;
+    };
+    let Ok(locks) = std::fs::read_to_string("/proc/locks") else {
+        return true;
+    };
+    let inode = meta.ino().to_string();
+    // Each line: "1: POSIX  ADVISORY  WRITE <pid> <major>:<minor>:<inode> <start> <end>".
+    locks.lines().any(|line| {
+        line.split_whitespace()
+            .filter_map(|f| f.rsplit_once(':'))
+            .any(|(dev, ino)| dev.contains(':') && ino == inode)
+    })
+}
+
+/// The table files a store keeps open at most (RocksDB's table cache).
+const MAX_OPEN_TABLE_FILES: i32 = 512;
+
 /// The write-ahead log's size beyond which memtables are flushed.
 const MAX_WAL_BYTES: u64 = 256 << 20;
 
-fn cf_options(name: &str) -> Options {
+/// The block cache that every column family of one open store shares.
+const BLOCK_CACHE_BYTES: usize = 64 << 20;
+
+/// A column family's options, its table blocks cached in `cache`. (Left to
+/// itself, RocksDB gives each column family a block cache of its own, 32
+/// MiB each: over 600 MiB for a store's twenty.)
+fn cf_options(name: &str, cache: &Cache) -> Options {
     let mut o = base_options();
+    let mut b = BlockBasedOptions::default();
+    b.set_block_cache(cache);
     if name == cf::VALUES {
         // Payloads are compressed by us already.
         o.set_compression_type(DBCompressionType::None);
-        let mut b = BlockBasedOptions::default();
         b.set_bloom_filter(10.0, false);
-        o.set_block_based_table_factory(&b);
     }
+    o.set_block_based_table_factory(&b);
     o
 }
 
@@ -245,9 +285,10 @@ fn create_new(path: &Path) -> Result<()> {
         let mut db_opts = base_options();
         db_opts.create_if_missing(true);
         db_opts.create_missing_column_families(true);
+        let cache = Cache::new_lru_cache(BLOCK_CACHE_BYTES);
         let descriptors = cf::ALL
             .iter()
-            .map(|name| ColumnFamilyDescriptor::new(*name, cf_options(name)));
+            .map(|name| ColumnFamilyDescriptor::new(*name, cf_options(name, &cache)));
         let db = DB::open_cf_descriptors(&db_opts, &staging, descriptors)?;
         let mut batch = WriteBatch::default();
         let meta = db.cf_handle(cf::META).expect("created");
@@ -356,7 +397,14 @@ impl Store {
         if !exists {
             create_new(path)?;
         }
-        let db_opts = base_options();
+        let mut db_opts = base_options();
+        if opts.read_only && lock_held(path) {
+            // A writer may compact table files away while we read. Files
+            // held open survive that, so open every one now rather than
+            // when a read first needs it.
+            db_opts.set_max_open_files(-1);
+        }
+        let cache = Cache::new_lru_cache(BLOCK_CACHE_BYTES);
         let db = {
             let present = DB::list_cf(&db_opts, path)?;
             if !present.iter().any(|c| c == cf::META) {
@@ -368,13 +416,14 @@ impl Store {
             let descriptors = || {
                 present
                     .iter()
-                    .map(|name| ColumnFamilyDescriptor::new(name, cf_options(name)))
+                    .map(|name| ColumnFamilyDescriptor::new(name, cf_options(name, &cache)))
             };
             let opened = if opts.read_only {
                 // A writer may delete a table file (flushed or compacted
                 // away) between our reading the manifest and opening the
-                // file: read the manifest again. Once open, every table file
-                // is held open, so later reads do not race.
+                // file: read the manifest again. Beside a writer, every
+                // table file is opened now and held open, so later reads do
+                // not race.
                 let mut attempt = 0;
                 loop {
                     match DB::open_cf_descriptors_read_only(&db_opts, path, descriptors(), false) {
@@ -433,7 +482,7 @@ impl Store {
             }
             for added in cf::ADDED {
                 if !present.iter().any(|p| p == added) {
-                    db.create_cf(added, &cf_options(added))?;
+                    db.create_cf(added, &cf_options(added, &cache))?;
                 }
             }
             if upgrade {
@@ -1863,6 +1912,23 @@ mod tests {
             "{err}"
         );
         assert!(err.to_string().contains("schema version 99"));
+    }
+
+    #[test]
+    fn the_lock_is_seen_held_while_a_writer_is_open_and_stays_held() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db");
+        assert!(!lock_held(&path), "no database, no lock");
+        let writer = Store::open(&path, &StoreOptions::default()).unwrap();
+        assert!(lock_held(&path));
+        // Looking did not release it: a second writer is still refused.
+        assert!(lock_held(&path));
+        assert!(matches!(
+            Store::open(&path, &StoreOptions::default()),
+            Err(StorageError::InUse(_))
+        ));
+        drop(writer);
+        assert!(!lock_held(&path));
     }
 
     #[test]

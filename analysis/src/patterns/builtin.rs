@@ -321,25 +321,24 @@ fn noop_update(t: &TraceParts<'_>, a: &Args) -> Result<Vec<Vec<Value>>> {
     let catalog = t.catalog()?;
     let graph = t.graph()?;
     let vars = catalog.variables();
+    // Each full name's versions, oldest first: a version and the one
+    // before it, in local-id order so that hits keep the recorded order.
+    let mut pairs: Vec<(u32, u32)> = Vec::new();
+    for run in catalog.version_runs() {
+        pairs.extend(run.windows(2).map(|w| (w[1], w[0])));
+    }
+    pairs.sort_unstable();
     let mut out = Vec::new();
-    for (local, v) in vars.iter().enumerate() {
-        if v.version < 2 || is_sentinel(v) {
-            continue;
-        }
-        let versions = catalog.versions(&v.full_name());
-        let Some(at) = versions.iter().position(|&l| l as usize == local) else {
+    for (local, prev) in pairs {
+        let (Some(v), Some(before)) = (vars.get(local as usize), vars.get(prev as usize)) else {
             continue;
         };
-        let Some(&prev) = at.checked_sub(1).and_then(|i| versions.get(i)) else {
-            continue;
-        };
-        let before = &vars[prev as usize];
-        if before.value != v.value {
+        if v.version < 2 || is_sentinel(v) || before.value != v.value {
             continue;
         }
         // The op that wrote this version (the first of the kinds asked for).
         let mut writer = None;
-        for &e in graph.incoming(local as u32) {
+        for &e in graph.incoming(local) {
             if let Some(op) = graph.op(e) {
                 if t.op_is(op, &kinds)? {
                     writer = Some(op);
