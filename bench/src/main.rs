@@ -36,9 +36,8 @@ struct Cli {
     which: BenchCommand,
 }
 
-/// The allocator: records are decoded into many small strings, and glibc's
-/// allocator spent a third of a pattern run in malloc and free; the
-/// benchmark uses the same one as the command-line tool.
+/// The allocator of the command-line tool, so that memtrace's figures are
+/// what its users get.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

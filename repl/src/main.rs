@@ -16,8 +16,7 @@ mod tree;
 use std::process::ExitCode;
 
 /// The allocator: records are decoded into many small strings, and glibc's
-/// allocator spent a third of a pattern run in malloc and free; the
-/// benchmark uses the same one as the command-line tool.
+/// allocator spent a third of a pattern run in malloc and free.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
