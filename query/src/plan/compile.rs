@@ -6,7 +6,7 @@ use crate::keywords::nearest;
 use crate::value::Value;
 
 use super::exprs::expr_pos;
-use super::fields::{fields_of, subject_name, subject_named, Field, Subject};
+use super::fields::{fields_of, id_field, subject_name, subject_named, Field, Subject};
 use super::pexpr::{regex_reason, shown, AggFunc, Func, Pexpr};
 use super::planner::{Planner, Result, Scope};
 use super::types::{AggSpec, Pred, VarKind};
@@ -85,13 +85,9 @@ impl Planner<'_> {
             ));
         }
         if rest.is_empty() {
-            return Err(self.err(
-                path.pos,
-                format!(
-                    "{head} needs a field, such as {head}.{}",
-                    fields_of(subject)[0].0
-                ),
-            ));
+            // A subject alone is its identifier: `RETURN trace` is the
+            // trace's graph id.
+            return Ok(Pexpr::Field(subject, id_field(subject)));
         }
         self.field_in(path, head, subject, fields_of(subject), rest)
     }
@@ -395,9 +391,33 @@ mod tests {
         let e = plan_err("FIND attributions RETURN attribution.meta.x", &[]);
         assert!(e.contains("unknown field attribution.meta"), "{e}");
         assert!(!e.contains(", meta"), "{e}");
-        // Bare names belong to FIND attributions only.
-        let e = plan_err("FIND cases RETURN error_type", &[]);
-        assert!(e.contains("unknown name error_type"), "{e}");
+        // Bare names are the listed records' own fields.
+        let e = plan_err("FIND cases RETURN op_name", &[]);
+        assert!(e.contains("unknown name op_name"), "{e}");
+        assert!(
+            e.contains("case fields written bare: query_id, query"),
+            "{e}"
+        );
+        let f = plan_of("FIND cases RETURN query_id, query, prediction, trace");
+        assert!(matches!(
+            &f.projection.outputs[..4],
+            [
+                Pexpr::Field(Subject::Case, Field::QueryId),
+                Pexpr::Field(Subject::Case, Field::Query),
+                Pexpr::Field(Subject::Case, Field::Prediction),
+                Pexpr::Field(Subject::Trace, Field::Id),
+            ]
+        ));
+        // A subject alone is its identifier.
+        let f = plan_of("FIND attributions RETURN trace, case, op_name");
+        assert!(matches!(
+            &f.projection.outputs[..3],
+            [
+                Pexpr::Field(Subject::Trace, Field::Id),
+                Pexpr::Field(Subject::Attribution, Field::Case),
+                Pexpr::Field(Subject::Attribution, Field::OpName),
+            ]
+        ));
         let e = plan_err("FIND attributions RETURN case.query_id", &[]);
         assert!(e.contains("case. fields are not available here"), "{e}");
         let f = plan_of("FIND cases WHERE case.origin = 'judge'");

@@ -230,6 +230,18 @@ pub(super) fn fields_of(subject: Subject) -> &'static [(&'static str, Field)] {
     }
 }
 
+/// What a subject written alone stands for: its identifier (a trace's
+/// graph id, a variable's full node id, an op's id, a case's query id, a
+/// verdict's case name).
+pub(super) fn id_field(subject: Subject) -> Field {
+    match subject {
+        Subject::Var | Subject::Source | Subject::Target | Subject::Bound(_) => Field::NodeId,
+        Subject::Case => Field::QueryId,
+        Subject::Attribution => Field::Case,
+        Subject::Op | Subject::Edge | Subject::Session | Subject::Trace => Field::Id,
+    }
+}
+
 /// The subjects a field path may start with, as written (`var`, `op`, ...).
 pub const SUBJECTS: &[&str] = &[
     "var",

@@ -24,7 +24,8 @@ impl Planner<'_> {
             subjects,
             vars: &[],
             aggregates: true,
-            bare: (f.kind == FindKind::Attributions).then_some(Attribution),
+            // The listed records' fields may be written bare.
+            bare: Some(subjects[0]),
         };
         let filter_scope = Scope {
             aggregates: false,

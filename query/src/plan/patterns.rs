@@ -373,14 +373,12 @@ mod tests {
             e.contains("column 35: unknown field trace.idd (did you mean trace.id?)"),
             "{e}"
         );
+        // A bare trace is its id.
         let e = plan_err(
-            "RUN PATTERN big OVER TRACES WHERE trace.meta.x = 1 AND trace",
+            "RUN PATTERN big OVER TRACES WHERE trace = 'a' AND var.x = 1",
             &[],
         );
-        assert!(
-            e.contains("column 56: trace needs a field, such as trace.id"),
-            "{e}"
-        );
+        assert!(e.contains("column 51: only trace fields"), "{e}");
         let e = plan_err("RUN PATTERN big OVER TRACES WHERE count(trace.id) > 1", &[]);
         assert!(e.contains("count() is an aggregate"), "{e}");
     }

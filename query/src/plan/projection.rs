@@ -53,7 +53,11 @@ impl Planner<'_> {
             outputs.push(expr);
         }
         for item in &returns.items {
-            columns.push(item.alias.clone().unwrap_or_else(|| item.expr.to_string()));
+            columns.push(
+                item.alias
+                    .clone()
+                    .unwrap_or_else(|| column_text(&item.expr)),
+            );
             outputs.push(if aggregating {
                 self.compile(&item.expr, scope, &mut aggs, &group_texts)?
             } else {
@@ -116,6 +120,16 @@ impl Planner<'_> {
             },
             keys: 0,
         })
+    }
+}
+
+/// A column's name when RETURN gives none: the expression as written, a
+/// bare name (`trace`) without the parentheses that keep it apart from a
+/// keyword in statement text.
+fn column_text(e: &Expr) -> String {
+    match e {
+        Expr::Field(p) if p.parts.len() == 1 => p.parts[0].clone(),
+        other => other.to_string(),
     }
 }
 

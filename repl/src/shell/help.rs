@@ -155,8 +155,10 @@ const TOPICS: &[(&str, &str)] = &[
   trace.    id user_id project_id created_at source meta.<key>
   case.     query_id query golden_answers prediction evidence error_type op_id origin
   attribution.  case query error_type op_id op_name confidence reason method version
-            author at seq micros (FIND attributions; also without attribution.)
-  source., target.  the variable fields of an edge's two ends (FIND edges)",
+            author at seq micros (FIND attributions)
+  source., target.  the variable fields of an edge's two ends (FIND edges)
+  In a FIND the listed records' fields may be written bare (FIND cases RETURN query_id); a
+  prefix alone is its record's id (trace is trace.id, var a full node id, op an op id).",
     ),
     (
         "params",
