@@ -225,12 +225,26 @@ fn duplicates_are_refused_unless_forced_and_selectors_say_which() {
     let db = dir.path().join("t.db");
     let s = sample();
     ok(run(dir.path(), Some(&db), &["import", s.to_str().unwrap()]));
-    let again = run(dir.path(), Some(&db), &["import", s.to_str().unwrap()]);
-    assert_eq!(again.status.code(), Some(1));
+    // The same content again is a no-op that says so.
+    let again = ok(run(dir.path(), Some(&db), &["import", s.to_str().unwrap()]));
     assert!(
-        stderr(&again).contains("already stored (as #1); use --force"),
+        stdout(&again).contains("trace #1 graph-e02a1f3b041740d5b82569831ef2d06e holds the same content; nothing written")
+            && stdout(&again).contains("0 trace(s) stored, 1 already stored with the same content"),
         "{}",
-        stderr(&again)
+        stdout(&again)
+    );
+    // Other content under the same graph id is refused.
+    let other = dir.path().join("other.json");
+    let text = std::fs::read_to_string(&s).unwrap();
+    let mut changed: serde_json::Value = serde_json::from_str(&text).unwrap();
+    changed["user_id"] = serde_json::json!("someone-else");
+    std::fs::write(&other, changed.to_string()).unwrap();
+    let refused = run(dir.path(), Some(&db), &["import", other.to_str().unwrap()]);
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(
+        stderr(&refused).contains("already stored (as #1) with other content; use --force"),
+        "{}",
+        stderr(&refused)
     );
     let forced = ok(run(
         dir.path(),
@@ -251,6 +265,99 @@ fn duplicates_are_refused_unless_forced_and_selectors_say_which() {
         stderr(&unknown)
     );
     ok(run(dir.path(), Some(&db), &["export", "#2"]));
+}
+
+#[test]
+fn importing_a_folder_again_resumes_an_interrupted_import() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("t.db");
+    let set = dir.path().join("set");
+    ok(run(
+        dir.path(),
+        None,
+        &[
+            "gen",
+            "--system",
+            "rag",
+            "--traces",
+            "3",
+            "--seed",
+            "3",
+            "--sessions",
+            "2..2",
+            "--messages",
+            "4..4",
+            "--questions",
+            "4",
+            "--out",
+            set.to_str().unwrap(),
+        ],
+    ));
+    let mut files: Vec<_> = std::fs::read_dir(&set)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json") && !p.ends_with("manifest.json"))
+        .collect();
+    files.sort();
+    assert_eq!(files.len(), 3, "{files:?}");
+    // An import stopped after its first file ...
+    ok(run(
+        dir.path(),
+        Some(&db),
+        &["import", files[0].to_str().unwrap()],
+    ));
+    // ... is resumed by importing the whole folder again.
+    let resumed = ok(run(
+        dir.path(),
+        Some(&db),
+        &["import", set.to_str().unwrap()],
+    ));
+    let out = stdout(&resumed);
+    assert!(
+        out.contains("2 trace(s) stored, 1 already stored with the same content from 3 file(s); 0 file(s) failed"),
+        "{out}"
+    );
+    let traces = json(&ok(run(
+        dir.path(),
+        Some(&db),
+        &["traces", "--format", "json"],
+    )));
+    assert_eq!(traces.as_array().map(Vec::len), Some(3), "{traces}");
+    // JSON Lines: stored lines are skipped, new ones stored.
+    let lines = dir.path().join("all.jsonl");
+    let mut text = String::new();
+    for f in &files {
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap();
+        text.push_str(&v.to_string());
+        text.push('\n');
+    }
+    std::fs::write(&lines, text).unwrap();
+    let db2 = dir.path().join("u.db");
+    let first = dir.path().join("first.jsonl");
+    std::fs::write(
+        &first,
+        std::fs::read_to_string(&lines)
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    ok(run(
+        dir.path(),
+        Some(&db2),
+        &["import", first.to_str().unwrap()],
+    ));
+    let out = stdout(&ok(run(
+        dir.path(),
+        Some(&db2),
+        &["import", lines.to_str().unwrap()],
+    )));
+    assert!(
+        out.contains("2 trace(s) stored, 1 already stored with the same content"),
+        "{out}"
+    );
 }
 
 #[test]

@@ -29,8 +29,10 @@ pub enum EngineError {
         /// What is wrong.
         reason: String,
     },
-    /// The graph id is already stored and `force` was not given.
-    #[error("{source_name}: trace {graph_id} is already stored (as {}); use --force to store it again as a new trace", list_ids(.existing))]
+    /// The graph id is already stored with other content (or content that
+    /// cannot be compared) and `force` was not given. (The same content
+    /// again is not an error: nothing is stored.)
+    #[error("{source_name}: trace {graph_id} is already stored (as {}){}", list_ids(.existing), already_why(*.compared))]
     AlreadyStored {
         /// The file (or `<reader>`).
         source_name: String,
@@ -38,6 +40,10 @@ pub enum EngineError {
         graph_id: String,
         /// The stored traces with that graph id.
         existing: Vec<u32>,
+        /// Whether the stored content was compared (and differs); false
+        /// when the stored trace has no content digest (imported before
+        /// memtrace kept them).
+        compared: bool,
     },
     /// No trace matches.
     #[error("no trace {0} (see `memtrace traces`)")]
@@ -84,3 +90,11 @@ fn list_ids(ids: &[u32]) -> String {
 
 /// Result type of the engine.
 pub type Result<T, E = EngineError> = std::result::Result<T, E>;
+
+fn already_why(compared: bool) -> &'static str {
+    if compared {
+        " with other content; use --force to store this one as a new trace (the same content again is skipped)"
+    } else {
+        ", imported before memtrace kept content digests, so whether this is the same content is not known; use --force to store it again as a new trace"
+    }
+}

@@ -14,7 +14,7 @@ use serde::Serialize;
 use memtrace_storage::records::{
     CaseRecord, Common, Counts, EdgeRecord, OpRecord, SessionRecord, Shared, TraceRecord, VarRecord,
 };
-use memtrace_storage::{Store, TraceId};
+use memtrace_storage::{content_digest, Store, TraceId};
 
 use crate::error::{EngineError, Result};
 use crate::parse::{self, Ctx, InCommon, Invalid, ParsedTrace, Resolved, TopSeed, Tri};
@@ -60,6 +60,9 @@ pub struct ImportedTrace {
     pub counts: Counts,
     /// `smartcomment` or `memtracebench`.
     pub format: String,
+    /// True when this content was already stored as `trace` (an import run
+    /// again, to resume one that was interrupted): nothing was written.
+    pub unchanged: bool,
 }
 
 /// What happened to one file of an import run.
@@ -128,11 +131,18 @@ fn invalid(source: &str, inv: Invalid) -> EngineError {
 }
 
 /// Parses and validates one export object from a reader.
+/// What an export was read from: its size and its content digest.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Source {
+    bytes: u64,
+    digest: [u8; 32],
+}
+
 fn parse_reader<R: Read>(
     reader: R,
     source: &str,
     progress: Option<&mut dyn FnMut(Progress)>,
-) -> Result<(ParsedTrace, Resolved, u64)> {
+) -> Result<(ParsedTrace, Resolved, Source)> {
     let count = Rc::new(Cell::new(0));
     let counting = Counting {
         inner: reader,
@@ -171,7 +181,63 @@ fn parse_reader<R: Read>(
     };
     let parsed = parse::assemble(header, data).map_err(|i| invalid(source, i))?;
     let resolved = parse::validate(&parsed).map_err(|i| invalid(source, i))?;
-    Ok((parsed, resolved, count.get()))
+    let read = Source {
+        bytes: count.get(),
+        // Whitespace around the object is not content (a line's newline,
+        // a file's last one).
+        digest: content_digest(bytes.trim_ascii()),
+    };
+    Ok((parsed, resolved, read))
+}
+
+/// Whether `graph_id` may be stored from content with this digest: `None`
+/// when no trace has it (or `force`), the stored trace when one holds the
+/// same content (nothing to do), and an error when traces hold it with
+/// other content or content that cannot be compared.
+fn stored_already(
+    store: &Store,
+    graph_id: &str,
+    digest: &[u8; 32],
+    opts: &ImportOptions,
+    source: &str,
+) -> Result<Option<(TraceId, TraceRecord)>> {
+    if opts.force {
+        return Ok(None);
+    }
+    let view = store.read();
+    let existing = view.traces_with_graph_id(graph_id)?;
+    if existing.is_empty() {
+        return Ok(None);
+    }
+    let mut compared = true;
+    for &t in &existing {
+        match view.content_digest(t)? {
+            Some(d) if d == *digest => {
+                if let Some(record) = view.trace(t)? {
+                    return Ok(Some((t, record)));
+                }
+            }
+            Some(_) => {}
+            None => compared = false,
+        }
+    }
+    Err(EngineError::AlreadyStored {
+        source_name: source.to_string(),
+        graph_id: graph_id.to_string(),
+        existing,
+        compared,
+    })
+}
+
+/// The report of an import that found its content already stored.
+fn unchanged(trace: TraceId, record: TraceRecord) -> ImportedTrace {
+    ImportedTrace {
+        trace,
+        graph_id: record.graph_id,
+        counts: record.counts,
+        format: record.format,
+        unchanged: true,
+    }
 }
 
 fn shared(tri: Tri, trace_value: Option<&str>) -> Shared {
@@ -209,8 +275,11 @@ fn store_trace(
     r: Resolved,
     opts: &ImportOptions,
     source: &str,
-    bytes: u64,
+    read: Source,
 ) -> Result<ImportedTrace> {
+    if let Some((trace, record)) = stored_already(store, &t.graph_id, &read.digest, opts, source)? {
+        return Ok(unchanged(trace, record));
+    }
     let graph_id = t.graph_id.clone();
     let user_id = t.user_id.clone();
     let project_id = t.project_id.clone();
@@ -225,6 +294,7 @@ fn store_trace(
         "smartcomment"
     };
     let mut w = store.begin_trace()?;
+    w.set_content_digest(read.digest);
     for s in t.sessions {
         w.put_session(&SessionRecord {
             session_id: s.session_id,
@@ -291,7 +361,7 @@ fn store_trace(
             .then(|| serde_json::Value::Object(t.data_extra).to_string()),
         counts: Counts::default(),
         source: source.to_string(),
-        source_bytes: bytes,
+        source_bytes: read.bytes,
         format: format.to_string(),
         imported_at_ms: 0,
     };
@@ -302,11 +372,14 @@ fn store_trace(
             graph_id,
             counts,
             format: format.to_string(),
+            unchanged: false,
         }),
+        // Stored by another writer since the check above.
         Err(existing) => Err(EngineError::AlreadyStored {
             source_name: source.to_string(),
             graph_id,
             existing,
+            compared: false,
         }),
     }
 }
@@ -322,11 +395,11 @@ pub(crate) fn import_json<R: Read>(
     let reborrowed = progress
         .as_mut()
         .map(|p| &mut **p as &mut dyn FnMut(Progress));
-    let (t, r, bytes) = parse_reader(reader, source, reborrowed)?;
+    let (t, r, read) = parse_reader(reader, source, reborrowed)?;
     if let Some(p) = progress {
         p(Progress::Storing);
     }
-    store_trace(store, t, r, opts, source, bytes)
+    store_trace(store, t, r, opts, source, read)
 }
 
 /// Imports JSON Lines from a buffered reader. Every line is validated before
@@ -373,7 +446,7 @@ pub(crate) fn import_lines(
             continue;
         }
         let at = format!("{source}:{n}");
-        let (t, _, _) = parse_reader(line.as_bytes(), &at, None)?;
+        let (t, _, read) = parse_reader(line.as_bytes(), &at, None)?;
         if let Some((_, first_line)) = graph_ids.iter().find(|(g, _)| *g == t.graph_id) {
             if !opts.force {
                 return Err(invalid(
@@ -385,16 +458,9 @@ pub(crate) fn import_lines(
                 ));
             }
         }
-        if !opts.force {
-            let existing = store.read().traces_with_graph_id(&t.graph_id)?;
-            if !existing.is_empty() {
-                return Err(EngineError::AlreadyStored {
-                    source_name: at,
-                    graph_id: t.graph_id,
-                    existing,
-                });
-            }
-        }
+        // Other content under a stored graph id fails the file before
+        // anything is written; the same content is skipped when written.
+        stored_already(store, &t.graph_id, &read.digest, opts, &at)?;
         graph_ids.push((t.graph_id, n));
         if reopen.is_none() {
             kept.push((n, std::mem::take(&mut line)));
@@ -499,7 +565,7 @@ pub(crate) fn collect_files(
 }
 
 /// A JSON export read and checked, not yet stored.
-type ParsedFile = Result<(ParsedTrace, Resolved, u64)>;
+type ParsedFile = Result<(ParsedTrace, Resolved, Source)>;
 
 /// Reads and checks one JSON export file (no store involved).
 fn parse_json_file(path: &Path) -> ParsedFile {
@@ -550,7 +616,7 @@ pub(crate) fn import_files(
                         let source = path.display().to_string();
                         match rx.recv() {
                             Ok(parsed) => parsed.and_then(|(t, r, read)| {
-                                progress(Progress::Read(read));
+                                progress(Progress::Read(read.bytes));
                                 progress(Progress::Storing);
                                 store_trace(store, t, r, opts, &source, read).map(|t| vec![t])
                             }),

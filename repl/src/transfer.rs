@@ -52,11 +52,23 @@ pub fn import_into(
         Progress::FileDone => bar.set_position(done_before + current),
     });
     bar.finish_and_clear();
-    let (mut stored, mut failed) = (0usize, 0usize);
+    let (mut stored, mut same, mut failed) = (0usize, 0usize, 0usize);
     for r in &reports {
         match &r.result {
             Ok(traces) => {
                 for t in traces {
+                    if t.unchanged {
+                        same += 1;
+                        writeln!(
+                            out,
+                            "already stored {}: trace #{} {} holds the same content; nothing written",
+                            r.path.display(),
+                            t.trace,
+                            t.graph_id
+                        )
+                        .map_err(io("standard output"))?;
+                        continue;
+                    }
                     stored += 1;
                     writeln!(
                         out,
@@ -71,9 +83,14 @@ pub fn import_into(
             }
         }
     }
+    let skipped = if same > 0 {
+        format!(", {same} already stored with the same content")
+    } else {
+        String::new()
+    };
     writeln!(
         out,
-        "{stored} trace(s) stored from {} file(s); {failed} file(s) failed",
+        "{stored} trace(s) stored{skipped} from {} file(s); {failed} file(s) failed",
         reports.len() - failed
     )
     .map_err(io("standard output"))?;

@@ -30,6 +30,6 @@ pub use records::{
     Shared, TraceRecord, ValueRef, VarRecord,
 };
 pub use store::{
-    cf, dir_bytes, ReadView, Store, StoreOptions, TraceWriter, OLDEST_SCHEMA_VERSION,
-    SCHEMA_VERSION,
+    cf, content_digest, dir_bytes, ReadView, Store, StoreOptions, TraceWriter,
+    OLDEST_SCHEMA_VERSION, SCHEMA_VERSION,
 };

@@ -35,6 +35,22 @@ pub const OLDEST_SCHEMA_VERSION: u32 = 1;
 
 const META_SCHEMA: &[u8] = b"schema_version";
 const META_NEXT_TRACE: &[u8] = b"next_trace";
+/// Prefix of a trace's content digest in [`cf::META`] (then the trace id).
+const META_CONTENT: &[u8] = b"content:";
+
+/// Where a trace's content digest is kept.
+fn content_key(trace: TraceId) -> Vec<u8> {
+    let mut k = META_CONTENT.to_vec();
+    k.extend_from_slice(&keys::trace_key(trace));
+    k
+}
+
+/// The digest memtrace keeps of what a trace was imported from (blake3 of
+/// the export's bytes), to tell an import of the same content again (a
+/// no-op) from another trace under the same graph id.
+pub fn content_digest(bytes: &[u8]) -> [u8; 32] {
+    *blake3::hash(bytes).as_bytes()
+}
 
 /// Column family names.
 pub mod cf {
@@ -574,6 +590,7 @@ impl Store {
             pending_values: HashMap::new(),
             counts: Counts::default(),
             ends: Default::default(),
+            content: None,
         })
     }
 
@@ -709,6 +726,7 @@ impl Store {
             keys::string_id_key(IdKind::Graph, &record.graph_id, trace),
         );
         batch.delete_cf(self.cf(cf::TRACES), start);
+        batch.delete_cf(self.cf(cf::META), content_key(trace));
         let event = LogEvent {
             at_ms: now_ms(),
             action: "drop".into(),
@@ -824,6 +842,8 @@ pub struct TraceWriter<'s> {
     counts: Counts,
     /// Each edge's (source, target, op), for the trace's adjacency value.
     ends: [Vec<u32>; 3],
+    /// The digest of what the trace is imported from, when known.
+    content: Option<[u8; 32]>,
 }
 
 fn next_local(counter: &mut u32, what: &'static str) -> Result<LocalId> {
@@ -836,6 +856,12 @@ impl<'s> TraceWriter<'s> {
     /// The id the trace will have.
     pub fn trace_id(&self) -> TraceId {
         self.trace
+    }
+
+    /// Keeps `digest` (see [`content_digest`]) as the digest of what the
+    /// trace is imported from.
+    pub fn set_content_digest(&mut self, digest: [u8; 32]) {
+        self.content = Some(digest);
     }
 
     fn cf(&self, name: &str) -> &'s ColumnFamily {
@@ -1022,6 +1048,10 @@ impl<'s> TraceWriter<'s> {
             keys::trace_key(t),
             encode("trace", &record)?,
         );
+        if let Some(digest) = self.content {
+            self.batch
+                .put_cf(store.cf(cf::META), content_key(t), digest);
+        }
         let next = store
             .next_trace
             .load(Ordering::SeqCst)
@@ -1127,6 +1157,15 @@ impl<'a> ReadView<'a> {
         self.get(cf::TRACES, &keys::trace_key(trace))?
             .map(|v| decode("trace", &v))
             .transpose()
+    }
+
+    /// The digest of what a trace was imported from ([`content_digest`]);
+    /// `None` for a trace imported before memtrace kept digests, or not
+    /// stored.
+    pub fn content_digest(&self, trace: TraceId) -> Result<Option<[u8; 32]>> {
+        Ok(self
+            .get(cf::META, &content_key(trace))?
+            .and_then(|v| <[u8; 32]>::try_from(v.as_slice()).ok()))
     }
 
     /// Ids of the traces with this graph id.
@@ -1482,6 +1521,24 @@ mod tests {
             .unwrap();
         }
         w.commit(trace_record(graph_id), true).unwrap().unwrap()
+    }
+
+    #[test]
+    fn a_content_digest_is_kept_with_its_trace_and_dropped_with_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("db"), &StoreOptions::default()).unwrap();
+        let without = write_trace(&store, "g0", "x");
+        let mut w = store.begin_trace().unwrap();
+        let digest = content_digest(b"{\"graph_id\": \"g1\"}");
+        assert_ne!(digest, content_digest(b"{\"graph_id\": \"g2\"}"));
+        w.set_content_digest(digest);
+        let with = w.commit(trace_record("g1"), true).unwrap().unwrap();
+        let view = store.read();
+        assert_eq!(view.content_digest(with).unwrap(), Some(digest));
+        assert_eq!(view.content_digest(without).unwrap(), None);
+        drop(view);
+        store.drop_trace(with, "test").unwrap();
+        assert_eq!(store.read().content_digest(with).unwrap(), None);
     }
 
     #[test]

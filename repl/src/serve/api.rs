@@ -957,14 +957,21 @@ impl Api {
                 json!({
                     "id": i.trace, "graph_id": i.graph_id, "format": i.format,
                     "variables": i.counts.variables, "ops": i.counts.ops, "edges": i.counts.edges,
+                    "unchanged": i.unchanged,
                 })
             })
             .collect();
+        // Nothing new when every trace was already stored with this content.
+        let status = if imported.iter().all(|i| i.unchanged) {
+            200
+        } else {
+            201
+        };
         self.structures
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clear();
-        Ok(Reply::json(201, &json!({"imported": list})))
+        Ok(Reply::json(status, &json!({"imported": list})))
     }
 }
 

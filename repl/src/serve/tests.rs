@@ -462,9 +462,24 @@ fn queries_return_tables_graphs_and_caret_errors() {
 #[test]
 fn imports_store_whole_traces_or_nothing() {
     let (_d, api, _gid, doc) = api();
-    // The same graph id again is a conflict; with force it is a new trace.
-    let (status, e) = call(&api, "POST", "/api/import", &doc.to_string());
+    // The same content again stores nothing and says so.
+    let (status, v) = call(&api, "POST", "/api/import", &doc.to_string());
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["imported"][0]["unchanged"], true, "{v}");
+    assert_eq!(v["imported"][0]["id"], 1, "{v}");
+    // The same graph id with other content is a conflict; with force it
+    // is a new trace.
+    let mut other = doc.clone();
+    other["user_id"] = serde_json::json!("someone-else");
+    let (status, e) = call(&api, "POST", "/api/import", &other.to_string());
     assert_eq!(status, 409, "{e}");
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("with other content"),
+        "{e}"
+    );
     assert_eq!(get(&api, "/api/traces")["total"], 1);
     let (status, v) = call(
         &api,
