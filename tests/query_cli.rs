@@ -418,3 +418,69 @@ fn the_shell_leaves_at_quit_and_reports_unknown_commands() {
         "nothing runs after :quit: {out}"
     );
 }
+
+#[test]
+fn a_statement_over_its_time_limit_is_stopped_with_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("t.db");
+    let set = dir.path().join("set");
+    ok(run(
+        dir.path(),
+        None,
+        &[
+            "gen",
+            "--system",
+            "all",
+            "--traces",
+            "4",
+            "--seed",
+            "7",
+            "--out",
+            set.to_str().unwrap(),
+        ],
+    ));
+    ok(run(
+        dir.path(),
+        Some(&db),
+        &["import", set.to_str().unwrap()],
+    ));
+    // Every path of up to 30 edges between any two variables: far longer
+    // than the limit (hundreds of milliseconds against 20).
+    let heavy = "MATCH (a)-[*1..30]->(b) RETURN count(*)";
+    let o = run(
+        dir.path(),
+        Some(&db),
+        &["query", heavy, "--timeout", "0.02"],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(
+        stderr(&o).contains("the statement ran longer than 0.02 s and was stopped (--timeout)"),
+        "{}",
+        stderr(&o)
+    );
+    // Within its limit a statement answers as without one.
+    let quick = ok(run(
+        dir.path(),
+        Some(&db),
+        &[
+            "query",
+            "SHOW TRACES",
+            "--timeout",
+            "30",
+            "--format",
+            "json",
+        ],
+    ));
+    assert_eq!(json(&quick)["rows"].as_array().map(Vec::len), Some(4));
+    let bad = run(
+        dir.path(),
+        Some(&db),
+        &["query", "SHOW TRACES", "--timeout", "soon"],
+    );
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(
+        stderr(&bad).contains("not a number of seconds above zero"),
+        "{}",
+        stderr(&bad)
+    );
+}

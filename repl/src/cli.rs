@@ -120,6 +120,10 @@ pub enum Command {
         /// A parameter for `$name` in the statement, as NAME=VALUE (repeatable).
         #[arg(long = "param", value_parser = crate::query::parse_param)]
         params: Vec<(String, memtrace::Value)>,
+        /// Stop a statement that runs longer than this many seconds (each
+        /// statement has its own limit; none by default).
+        #[arg(long, value_parser = crate::query::parse_timeout)]
+        timeout: Option<std::time::Duration>,
     },
     /// Recall@k of BM25 pseudo-evidence against the known source evidence of failed cases.
     #[command(
@@ -448,13 +452,14 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             file,
             format,
             params,
+            timeout,
         } => {
             let source = match (text, file) {
                 (Some(t), _) => crate::query::Source::Text(t),
                 (None, Some(f)) => crate::query::Source::File(f),
                 (None, None) => crate::query::Source::Stdin,
             };
-            crate::query::run(&cli.db, &source, format, &params)
+            crate::query::run(&cli.db, &source, format, &params, timeout)
         }
         Command::Demo => crate::demo::run(&cli.db),
         Command::Gen {

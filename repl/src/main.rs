@@ -10,6 +10,7 @@ mod patterns;
 mod query;
 mod serve;
 mod shell;
+mod timeout;
 mod transfer;
 mod tree;
 

@@ -3,6 +3,7 @@
 use std::io::{IsTerminal, Read, Write};
 use std::path::Path;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::ValueEnum;
 use std::collections::HashMap;
@@ -139,6 +140,16 @@ impl Source {
     }
 }
 
+/// Reads `--timeout`: seconds, more than zero (`2`, `0.5`).
+pub fn parse_timeout(text: &str) -> std::result::Result<Duration, String> {
+    match text.trim().parse::<f64>() {
+        Ok(s) if s > 0.0 && s.is_finite() && s < 1e9 => Ok(Duration::from_secs_f64(s)),
+        _ => Err(format!(
+            "{text:?} is not a number of seconds above zero (such as 2 or 0.5)"
+        )),
+    }
+}
+
 /// Runs the statements of `source` against the database at `db`, in order,
 /// printing each result; stops at the first statement that fails.
 pub fn run(
@@ -146,6 +157,7 @@ pub fn run(
     source: &Source,
     format: QueryFormat,
     params: &[(String, Value)],
+    timeout: Option<Duration>,
 ) -> Result<ExitCode> {
     let text = source.read()?;
     let statements = memtrace::query::parse_script(&text).map_err(memtrace::EngineError::from)?;
@@ -168,15 +180,27 @@ pub fn run(
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     for (i, stmt) in statements.iter().enumerate() {
-        let done = db
-            .plan(stmt, &params, &text)
-            .and_then(|plan| print_result(&db, &plan, format, &cancel, &mut out, i > 0, width));
+        let mut one = |cancel: &Cancel| {
+            db.plan(stmt, &params, &text)
+                .and_then(|plan| print_result(&db, &plan, format, cancel, &mut out, i > 0, width))
+        };
+        let done = match timeout {
+            Some(limit) => crate::timeout::with_timeout(limit, one),
+            None => one(&cancel),
+        };
         if let Err(e) = done {
             out.flush().map_err(io("stdout"))?;
+            let e: CliError = match (e, timeout) {
+                (EngineError::Cancelled, Some(limit)) => CliError::Usage(format!(
+                    "the statement ran longer than {} s and was stopped (--timeout)",
+                    limit.as_secs_f64()
+                )),
+                (e, _) => e.into(),
+            };
             return Err(if several {
                 CliError::Usage(format!("statement {} ({stmt}): {e}", i + 1))
             } else {
-                e.into()
+                e
             });
         }
     }

@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::io::Read;
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use memtrace::attrib::evidence::{evidence, MessageIndex};
@@ -19,6 +19,7 @@ use serde_json::{json, Map, Value};
 
 use super::assets;
 use super::http::{ApiError, Reply, Target};
+use crate::timeout::with_timeout;
 
 /// Rows a query returns at most over HTTP.
 pub const MAX_ROWS: usize = 5000;
@@ -243,22 +244,6 @@ fn direction(target: &Target) -> Result<&'static str, ApiError> {
             "dir: {other:?} is neither backward nor forward"
         ))),
     }
-}
-
-/// Runs `f` with a cancellation token that fires after `timeout`.
-fn with_timeout<T>(timeout: Duration, f: impl FnOnce(&Cancel) -> T) -> T {
-    let cancel = Cancel::new();
-    let (done, wait) = mpsc::channel::<()>();
-    let watch = cancel.clone();
-    let timer = std::thread::spawn(move || {
-        if let Err(mpsc::RecvTimeoutError::Timeout) = wait.recv_timeout(timeout) {
-            watch.cancel();
-        }
-    });
-    let out = f(&cancel);
-    drop(done);
-    let _ = timer.join();
-    out
 }
 
 impl Api {
