@@ -533,7 +533,7 @@ fn attribution_through_the_embedding_api() {
         cases: None,
         method: Method::Evidence,
     };
-    let verdicts = db.attribute(&req, &Cancel::new(), &mut |_, _| {}).unwrap();
+    let verdicts = db.attribute(&req, &Cancel::new(), &mut |_| {}).unwrap();
     assert_eq!(verdicts.len(), failed);
     assert!(verdicts.iter().all(|v| v.error_type.is_some()));
     assert_eq!(db.store_verdicts(&verdicts, "api test").unwrap(), failed);
@@ -542,7 +542,7 @@ fn attribution_through_the_embedding_api() {
     assert!(stored.iter().all(|s| s.author == "api test"));
 
     let e = db
-        .evaluate(Method::Evidence, None, &Cancel::new(), &mut |_, _| {})
+        .evaluate(Method::Evidence, None, &Cancel::new(), &mut |_| {})
         .unwrap();
     assert_eq!(e.cases, failed);
     assert!(
@@ -604,7 +604,7 @@ fn picked_cases_are_attributed_each_in_its_own_trace() {
         },
     ];
     let verdicts = db
-        .attribute_picked(&picks, Method::Evidence, &Cancel::new(), &mut |_, _| {})
+        .attribute_picked(&picks, Method::Evidence, &Cancel::new(), &mut |_| {})
         .unwrap();
     let got: Vec<(u32, &str)> = verdicts
         .iter()
@@ -626,7 +626,7 @@ fn picked_cases_are_attributed_each_in_its_own_trace() {
                 method: Method::Evidence,
             },
             &Cancel::new(),
-            &mut |_, _| {},
+            &mut |_| {},
         )
         .unwrap();
     assert_eq!(
@@ -646,7 +646,7 @@ fn picked_cases_are_attributed_each_in_its_own_trace() {
             }],
             Method::Evidence,
             &Cancel::new(),
-            &mut |_, _| {},
+            &mut |_| {},
         )
         .unwrap_err();
     assert!(
@@ -655,7 +655,7 @@ fn picked_cases_are_attributed_each_in_its_own_trace() {
         "{e}"
     );
     assert!(db
-        .attribute_picked(&[], Method::Llm, &Cancel::new(), &mut |_, _| {})
+        .attribute_picked(&[], Method::Llm, &Cancel::new(), &mut |_| {})
         .unwrap()
         .is_empty());
 }
@@ -689,7 +689,7 @@ fn llm_attribution_summaries_and_feedback_through_the_embedding_api() {
         cases: None,
         method: Method::Hybrid,
     };
-    let verdicts = db.attribute(&req, &Cancel::new(), &mut |_, _| {}).unwrap();
+    let verdicts = db.attribute(&req, &Cancel::new(), &mut |_| {}).unwrap();
     assert_eq!(verdicts.len(), db.failed_cases(None).unwrap().len());
     assert!(verdicts.iter().all(|v| v.cost.is_some_and(|c| c.calls > 0)));
     db.store_verdicts(&verdicts, "api test").unwrap();
@@ -761,7 +761,7 @@ fn patterns_are_saved_run_and_dropped_through_the_embedding_api() {
                 method: memtrace::attrib::Method::Evidence,
             },
             &memtrace::Cancel::new(),
-            &mut |_, _| {},
+            &mut |_| {},
         )
         .unwrap();
     let retrieval = verdicts

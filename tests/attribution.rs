@@ -22,7 +22,7 @@ fn fixture(system: &str) -> String {
 }
 
 fn evaluate(db: &Database) -> Evaluation {
-    db.evaluate(Method::Evidence, None, &Cancel::new(), &mut |_, _| {})
+    db.evaluate(Method::Evidence, None, &Cancel::new(), &mut |_| {})
         .expect("an evaluation")
 }
 

@@ -201,14 +201,14 @@ fn attribute(call: &Call<'_, '_>, p: &AttributePlan, sink: &mut Sink<'_>) -> Res
                 cases: cases.as_deref(),
                 method,
             };
-            db.attribute(&req, call.cancel, &mut |_, _| {})?
+            db.attribute(&req, call.cancel, &mut |_| {})?
         }
         CaseSource::Query { plan, .. } => {
             let picks = match plan.as_ref() {
                 Plan::RunPattern(r) => pattern_case_picks(db, call.snapshot, r, call.cancel)?,
                 other => call.snapshot.case_picks(other, call.cancel)?,
             };
-            db.attribute_picked(&picks, method, call.cancel, &mut |_, _| {})?
+            db.attribute_picked(&picks, method, call.cancel, &mut |_| {})?
         }
     };
     db.store_verdicts(&verdicts, "query")?;

@@ -49,7 +49,7 @@ struct Row {
 fn evaluate(db: &Database, runs: usize) -> Result<Evaluation> {
     let mut all = Vec::new();
     for _ in 0..runs.max(1) {
-        all.push(db.evaluate(Method::Evidence, None, &Cancel::new(), &mut |_, _| {})?);
+        all.push(db.evaluate(Method::Evidence, None, &Cancel::new(), &mut |_| {})?);
     }
     all.sort_by_key(|e| e.median_micros);
     let mid = all.len() / 2;

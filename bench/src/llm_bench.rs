@@ -124,10 +124,10 @@ pub fn run(a: &LlmBenchArgs) -> Result<ExitCode> {
                 method,
             },
             &Cancel::new(),
-            &mut |_, _| {},
+            &mut |_| {},
         )?;
         let secs = started.elapsed().as_secs_f64();
-        let e = db.evaluate(method, None, &Cancel::new(), &mut |_, _| {})?;
+        let e = db.evaluate(method, None, &Cancel::new(), &mut |_| {})?;
         results.push((method, verdicts, secs, e));
     }
     // Full dump per case: the dump of the case's trace.

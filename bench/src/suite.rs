@@ -215,7 +215,7 @@ pub fn step(a: &SuiteStepArgs) -> Result<Measured> {
         "attribute" => {
             let db = Database::open_existing(&a.db)?;
             let start = Instant::now();
-            let e = db.evaluate(Method::Evidence, None, &Cancel::new(), &mut |_, _| {})?;
+            let e = db.evaluate(Method::Evidence, None, &Cancel::new(), &mut |_| {})?;
             m.seconds = start.elapsed().as_secs_f64();
             m.units = (e.cases + e.unlabelled) as u64;
             m.correct = (

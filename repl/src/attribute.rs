@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use memtrace::attrib::eval::{Evaluation, Score};
-use memtrace::attrib::{AttributeRequest, ErrorType, Method, Verdict};
+use memtrace::attrib::{AttributeRequest, ErrorType, Method, RunProgress, Verdict};
 use memtrace::prelude::*;
 use memtrace::{Cancel, Database};
 
@@ -28,6 +28,55 @@ pub fn trace_bar(what: &str) -> ProgressBar {
         .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     bar
+}
+
+/// A progress bar over the cases of an LLM run, on standard error: cases
+/// with a verdict of the cases expected (estimated from the traces read so
+/// far), the calls and tokens spent so far, and the time left.
+pub fn case_bar(what: &str) -> ProgressBar {
+    let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+    bar.set_style(
+        ProgressStyle::with_template(&format!(
+            "{{spinner}} [{{elapsed_precise}}] {{wide_bar}} {{pos}}/{{len}} cases {what}, {{msg}}, about {{eta}} left"
+        ))
+        .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    bar
+}
+
+/// What an LLM run has spent so far, for its progress bar.
+pub fn spent(p: &RunProgress) -> String {
+    let c = &p.cost;
+    format!(
+        "{} call(s) ({} answered from the cache), {} tokens in, {} out{}",
+        c.calls,
+        c.cached_calls,
+        c.tokens_in,
+        c.tokens_out,
+        if c.estimated { " (some estimated)" } else { "" }
+    )
+}
+
+/// The progress bar of a run with `method`: over traces for the evidence
+/// method, over cases with what they cost for the LLM methods.
+pub fn run_bar(method: Method, what: &str) -> ProgressBar {
+    if method.needs_llm() {
+        case_bar(what)
+    } else {
+        trace_bar(what)
+    }
+}
+
+/// Moves `bar` (made by [`run_bar`] for `method`) to `p`.
+pub fn show_progress(bar: &ProgressBar, method: Method, p: &RunProgress) {
+    if method.needs_llm() {
+        bar.set_length(p.cases_expected().max(p.cases_done) as u64);
+        bar.set_position(p.cases_done as u64);
+        bar.set_message(spent(p));
+    } else {
+        bar.set_length(p.traces as u64);
+        bar.set_position(p.traces_read as u64);
+    }
 }
 
 /// A token that Ctrl-C cancels, for the LLM methods: the run stops at the
@@ -77,10 +126,7 @@ pub fn attribute_all(
                 method,
             },
             &cancel,
-            &mut |done, total| {
-                bar.set_length(total as u64);
-                bar.set_position(done as u64);
-            },
+            &mut |p| show_progress(bar, method, p),
         )
         .map_err(llm_run_error(method))?;
     bar.finish_and_clear();
@@ -148,7 +194,7 @@ pub fn attribute(
     if method.needs_llm() {
         announce_llm(&db)?;
     }
-    let bar = trace_bar("attributed");
+    let bar = run_bar(method, "attributed");
     let (verdicts, stored) = attribute_all(&db, trace, method, &bar)?;
     match format {
         Listing::Json => println!("{}", serde_json::to_string_pretty(&verdicts)?),
@@ -333,18 +379,11 @@ pub fn eval(
     if method.needs_llm() {
         announce_llm(&db)?;
     }
-    let bar = trace_bar("evaluated");
+    let bar = run_bar(method, "evaluated");
     let e = db
-        .evaluate_with(
-            method,
-            trace,
-            pseudo,
-            &cancel_token(method),
-            &mut |done, total| {
-                bar.set_length(total as u64);
-                bar.set_position(done as u64);
-            },
-        )
+        .evaluate_with(method, trace, pseudo, &cancel_token(method), &mut |p| {
+            show_progress(&bar, method, p)
+        })
         .map_err(llm_run_error(method))?;
     bar.finish_and_clear();
     match format {

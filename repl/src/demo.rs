@@ -231,7 +231,7 @@ pub fn run(path: &Path) -> Result<ExitCode> {
     }
 
     heading(&mut out, "Accuracy against the generated labels")?;
-    let e = db.evaluate(Method::Evidence, None, &Cancel::new(), &mut |_, _| {})?;
+    let e = db.evaluate(Method::Evidence, None, &Cancel::new(), &mut |_| {})?;
     write!(out, "{}", render_evaluation(&e, 0)).map_err(io("standard output"))?;
 
     heading(&mut out, "Report")?;

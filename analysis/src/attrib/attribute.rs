@@ -13,7 +13,7 @@ use super::flow;
 use super::model::TraceModel;
 use super::stored::{stored_verdicts, StoredVerdict};
 use super::traces::{trace_cases, views};
-use super::verdict::{Method, Verdict};
+use super::verdict::{Method, RunProgress, Verdict};
 use crate::error::{AnalysisError, Result};
 use memtrace_engine::{now_ms, Cancel, CaseOrigin, CasePick, Database, TraceId, TraceView};
 
@@ -245,7 +245,7 @@ pub trait Attribute {
         &self,
         req: &AttributeRequest<'_>,
         cancel: &Cancel,
-        progress: &mut dyn FnMut(usize, usize),
+        progress: &mut dyn FnMut(&RunProgress),
     ) -> Result<Vec<Verdict>>;
 
     /// Attributes exactly the cases picked, each in its own trace, with
@@ -260,7 +260,7 @@ pub trait Attribute {
         picks: &[CasePick],
         method: Method,
         cancel: &Cancel,
-        progress: &mut dyn FnMut(usize, usize),
+        progress: &mut dyn FnMut(&RunProgress),
     ) -> Result<Vec<Verdict>>;
 
     /// Appends verdicts to their traces as `author`, one batch per trace.
@@ -308,7 +308,7 @@ impl Attribute for Database {
         &self,
         req: &AttributeRequest<'_>,
         cancel: &Cancel,
-        progress: &mut dyn FnMut(usize, usize),
+        progress: &mut dyn FnMut(&RunProgress),
     ) -> Result<Vec<Verdict>> {
         attribute_with(self, req, false, cancel, progress)
     }
@@ -318,10 +318,10 @@ impl Attribute for Database {
         picks: &[CasePick],
         method: Method,
         cancel: &Cancel,
-        progress: &mut dyn FnMut(usize, usize),
+        progress: &mut dyn FnMut(&RunProgress),
     ) -> Result<Vec<Verdict>> {
         if picks.is_empty() {
-            progress(0, 0);
+            progress(&RunProgress::default());
             return Ok(Vec::new());
         }
         let mut wanted: BTreeMap<TraceId, Vec<&CaseOrigin>> = BTreeMap::new();
@@ -416,7 +416,7 @@ pub(crate) fn attribute_with(
     req: &AttributeRequest<'_>,
     pseudo_only: bool,
     cancel: &Cancel,
-    progress: &mut dyn FnMut(usize, usize),
+    progress: &mut dyn FnMut(&RunProgress),
 ) -> Result<Vec<Verdict>> {
     let views = views(db, req.trace)?;
     let mut named = Named {
@@ -444,7 +444,7 @@ fn attribute_views(
     pseudo_only: bool,
     selection: &mut dyn Selection,
     cancel: &Cancel,
-    progress: &mut dyn FnMut(usize, usize),
+    progress: &mut dyn FnMut(&RunProgress),
 ) -> Result<Vec<Verdict>> {
     let llm = if method.needs_llm() {
         Some(agent::client_for(db)?)
@@ -452,7 +452,10 @@ fn attribute_views(
         None
     };
     let mut out = Vec::new();
-    let total = views.len();
+    let mut state = RunProgress {
+        traces: views.len(),
+        ..RunProgress::default()
+    };
     // LLM methods: cases of several traces go out together, so that the
     // configured concurrency is used across traces; a group is sent once
     // it holds enough cases, which bounds the trace models held at once.
@@ -471,24 +474,34 @@ fn attribute_views(
                 c.source_evidence.clear();
             }
         }
+        state.traces_read = done + 1;
+        state.cases_seen += cases.len();
         match &llm {
             None => {
                 if !cases.is_empty() {
                     let setup = started.elapsed().as_micros() as u64;
                     out.extend(attribute_trace(&model, &cases, setup, cancel)?);
                 }
-                progress(done + 1, total);
+                state.cases_done += cases.len();
+                progress(&state);
             }
             Some((client, rt)) => {
                 if !cases.is_empty() {
                     waiting += cases.len();
                     group.push(Prepared::new(model, cases, method));
                 }
+                progress(&state);
                 if !selection.waits() && waiting >= 4 * width {
-                    out.extend(attribute_group_llm(db, client, rt, &group, method, cancel)?);
+                    let run = LlmRun {
+                        db,
+                        client,
+                        rt,
+                        method,
+                        cancel,
+                    };
+                    out.extend(attribute_group_llm(&run, &group, &mut state, progress)?);
                     group.clear();
                     waiting = 0;
-                    progress(done + 1, total);
                 }
             }
         }
@@ -496,24 +509,45 @@ fn attribute_views(
     selection.finish()?;
     if let Some((client, rt)) = &llm {
         if !group.is_empty() {
-            out.extend(attribute_group_llm(db, client, rt, &group, method, cancel)?);
+            let run = LlmRun {
+                db,
+                client,
+                rt,
+                method,
+                cancel,
+            };
+            out.extend(attribute_group_llm(&run, &group, &mut state, progress)?);
         }
-        progress(total, total);
+        progress(&state);
     }
     Ok(out)
+}
+
+/// What an LLM attribution runs with.
+struct LlmRun<'a> {
+    db: &'a Database,
+    client: &'a memtrace_llm::Client,
+    rt: &'a tokio::runtime::Runtime,
+    method: Method,
+    cancel: &'a Cancel,
 }
 
 /// Attributes the cases of a group of traces with the LLM loop, up to
 /// the configured concurrency at once, in trace and case order.
 fn attribute_group_llm(
-    db: &Database,
-    client: &memtrace_llm::Client,
-    rt: &tokio::runtime::Runtime,
+    run: &LlmRun<'_>,
     group: &[Prepared],
-    method: Method,
-    cancel: &Cancel,
+    state: &mut RunProgress,
+    progress: &mut dyn FnMut(&RunProgress),
 ) -> Result<Vec<Verdict>> {
-    use futures_util::stream::{self, StreamExt, TryStreamExt};
+    use futures_util::stream::{self, StreamExt};
+    let LlmRun {
+        db,
+        client,
+        rt,
+        method,
+        cancel,
+    } = *run;
     let runs = group.iter().flat_map(|p| {
         p.cases.iter().enumerate().map(move |(i, case)| {
             agent::attribute_case(
@@ -530,7 +564,22 @@ fn attribute_group_llm(
         })
     });
     let width = client.config().concurrency.max(1);
-    let verdicts = rt.block_on(stream::iter(runs).buffered(width).try_collect())?;
+    // Each verdict, in case order, as soon as it and those before it are
+    // in: the progress hears every case and what it cost.
+    let verdicts = rt.block_on(async {
+        let mut answers = stream::iter(runs).buffered(width);
+        let mut verdicts = Vec::new();
+        while let Some(v) = answers.next().await {
+            let v = v?;
+            state.cases_done += 1;
+            if let Some(c) = &v.cost {
+                state.cost.add(c);
+            }
+            progress(state);
+            verdicts.push(v);
+        }
+        Ok::<_, AnalysisError>(verdicts)
+    })?;
     for p in group {
         p.model.read_error()?;
     }

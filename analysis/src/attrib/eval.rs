@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use super::attribute::{attribute_with, AttributeRequest};
 use super::traces::views;
-use super::verdict::{Cost, ErrorType, Method, Verdict};
+use super::verdict::{Cost, ErrorType, Method, RunProgress, Verdict};
 use crate::error::Result;
 use memtrace_engine::Cancel;
 use memtrace_engine::Database;
@@ -126,7 +126,7 @@ pub trait Evaluate {
         method: Method,
         trace: Option<&str>,
         cancel: &Cancel,
-        progress: &mut dyn FnMut(usize, usize),
+        progress: &mut dyn FnMut(&RunProgress),
     ) -> Result<Evaluation>;
 
     /// As [`Database::evaluate`]; with `pseudo_only`, every case gets BM25
@@ -138,7 +138,7 @@ pub trait Evaluate {
         trace: Option<&str>,
         pseudo_only: bool,
         cancel: &Cancel,
-        progress: &mut dyn FnMut(usize, usize),
+        progress: &mut dyn FnMut(&RunProgress),
     ) -> Result<Evaluation>;
 }
 
@@ -148,7 +148,7 @@ impl Evaluate for Database {
         method: Method,
         trace: Option<&str>,
         cancel: &Cancel,
-        progress: &mut dyn FnMut(usize, usize),
+        progress: &mut dyn FnMut(&RunProgress),
     ) -> Result<Evaluation> {
         self.evaluate_with(method, trace, false, cancel, progress)
     }
@@ -159,7 +159,7 @@ impl Evaluate for Database {
         trace: Option<&str>,
         pseudo_only: bool,
         cancel: &Cancel,
-        progress: &mut dyn FnMut(usize, usize),
+        progress: &mut dyn FnMut(&RunProgress),
     ) -> Result<Evaluation> {
         let verdicts = attribute_with(
             self,

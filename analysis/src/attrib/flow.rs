@@ -1248,7 +1248,7 @@ mod tests {
                 cases: None,
                 method: Method::Evidence,
             };
-            db.attribute(&req, &Cancel::new(), &mut |_, _| {}).unwrap()
+            db.attribute(&req, &Cancel::new(), &mut |_| {}).unwrap()
         }
     }
 

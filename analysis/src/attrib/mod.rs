@@ -32,4 +32,4 @@ pub use model::TraceModel;
 pub use stored::StoredVerdict;
 pub(crate) use stored::{read_verdicts, stored_verdicts};
 pub(crate) use traces::trace_cases;
-pub use verdict::{Cost, ErrorType, Method, Step, Verdict};
+pub use verdict::{Cost, ErrorType, Method, RunProgress, Step, Verdict};

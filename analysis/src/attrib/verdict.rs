@@ -191,6 +191,35 @@ pub struct Verdict {
     pub cost: Option<Cost>,
 }
 
+/// How far an attribution run is, as its progress callback hears it
+/// (after each trace, and with an LLM method after each case).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct RunProgress {
+    /// Traces read so far.
+    pub traces_read: usize,
+    /// Traces the run reads.
+    pub traces: usize,
+    /// Failed cases found in the traces read so far.
+    pub cases_seen: usize,
+    /// Cases that have their verdict.
+    pub cases_done: usize,
+    /// What the LLM's answers cost so far (nothing with the evidence
+    /// method).
+    pub cost: Cost,
+}
+
+impl RunProgress {
+    /// The cases the whole run will have, estimated from the traces read
+    /// so far (exact once every trace is read).
+    pub fn cases_expected(&self) -> usize {
+        if self.traces_read == 0 || self.traces_read >= self.traces {
+            return self.cases_seen;
+        }
+        let per_trace = self.cases_seen as f64 / self.traces_read as f64;
+        (per_trace * self.traces as f64).round() as usize
+    }
+}
+
 /// What an LLM verdict cost.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Cost {

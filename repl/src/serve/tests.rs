@@ -31,7 +31,7 @@ fn api() -> (tempfile::TempDir, Api, String, Value) {
         cases: None,
         method: Method::Evidence,
     };
-    let verdicts = db.attribute(&req, &Cancel::new(), &mut |_, _| {}).unwrap();
+    let verdicts = db.attribute(&req, &Cancel::new(), &mut |_| {}).unwrap();
     db.store_verdicts(&verdicts, "test").unwrap();
     let api = Api::new(db, "test.db".into(), Duration::from_secs(30));
     (dir, api, t.graph_id, t.document)

@@ -265,7 +265,7 @@ fn run(db: &Database, method: Method) -> crate::Result<Vec<Verdict>> {
             method,
         },
         &Cancel::new(),
-        &mut |_, _| {},
+        &mut |_| {},
     )
 }
 
@@ -736,4 +736,58 @@ fn an_endpoint_without_usage_gets_estimated_token_counts() {
         c.tokens_in
     );
     assert!(c.tokens_out > 0);
+}
+
+#[test]
+fn an_llm_run_reports_each_case_and_what_it_cost_as_it_goes() {
+    let (_dir, db, ids) = open();
+    let server = serve(vec![
+        call("explore", json!({"var": ids.message})),
+        finish("ExtractionError", &ids.extract),
+    ]);
+    db.set_llm_config(config(&server));
+    let mut heard: Vec<crate::attrib::RunProgress> = Vec::new();
+    let v = db
+        .attribute(
+            &AttributeRequest {
+                trace: None,
+                cases: None,
+                method: Method::Llm,
+            },
+            &Cancel::new(),
+            &mut |p| heard.push(*p),
+        )
+        .unwrap();
+    assert_eq!(v.len(), 1);
+    // The trace read: its case is seen, not done, nothing spent.
+    let read = heard.first().unwrap();
+    assert_eq!((read.traces_read, read.traces, read.cases_seen), (1, 1, 1));
+    assert_eq!((read.cases_done, read.cost.calls), (0, 0));
+    assert_eq!(read.cases_expected(), 1);
+    // The case done, with the two calls it took.
+    let done = heard.iter().find(|p| p.cases_done == 1).unwrap();
+    assert_eq!(done.cost.calls, 2);
+    assert!(
+        done.cost.tokens_in > 0 && done.cost.tokens_out > 0,
+        "{done:?}"
+    );
+    assert_eq!(heard.last().unwrap().cases_done, 1);
+    assert!(heard.windows(2).all(|w| w[1].cases_done >= w[0].cases_done));
+}
+
+#[test]
+fn the_cases_a_run_expects_are_estimated_from_the_traces_read() {
+    let p = crate::attrib::RunProgress {
+        traces_read: 2,
+        traces: 10,
+        cases_seen: 7,
+        ..Default::default()
+    };
+    assert_eq!(p.cases_expected(), 35);
+    let all = crate::attrib::RunProgress {
+        traces_read: 10,
+        ..p
+    };
+    assert_eq!(all.cases_expected(), 7);
+    assert_eq!(crate::attrib::RunProgress::default().cases_expected(), 0);
 }
