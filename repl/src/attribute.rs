@@ -17,15 +17,23 @@ use memtrace_table as table;
 /// Who verdicts stored by the command line are from.
 pub const AUTHOR: &str = "memtrace attribute";
 
+fn trace_template(what: &str) -> String {
+    format!("{{spinner}} [{{elapsed_precise}}] {{wide_bar}} {{pos}}/{{len}} traces {what}")
+}
+
+fn case_template(what: &str) -> String {
+    format!(
+        "{{spinner}} [{{elapsed_precise}}] {{wide_bar}} {{pos}}/{{len}} cases {what}, {{msg}}, about {{eta}} left"
+    )
+}
+
 /// A progress bar over the traces, on standard error (hidden when it is not
 /// a terminal).
 pub fn trace_bar(what: &str) -> ProgressBar {
     let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
     bar.set_style(
-        ProgressStyle::with_template(&format!(
-            "{{spinner}} [{{elapsed_precise}}] {{wide_bar}} {{pos}}/{{len}} traces {what}"
-        ))
-        .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        ProgressStyle::with_template(&trace_template(what))
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     bar
 }
@@ -36,10 +44,8 @@ pub fn trace_bar(what: &str) -> ProgressBar {
 pub fn case_bar(what: &str) -> ProgressBar {
     let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
     bar.set_style(
-        ProgressStyle::with_template(&format!(
-            "{{spinner}} [{{elapsed_precise}}] {{wide_bar}} {{pos}}/{{len}} cases {what}, {{msg}}, about {{eta}} left"
-        ))
-        .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        ProgressStyle::with_template(&case_template(what))
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     bar
 }
@@ -502,4 +508,31 @@ pub fn feedback(
     println!("cost: {}", cost_line(&f.cost));
     println!("wrote {}", out.display());
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_bars_templates_parse_and_say_what_was_spent() {
+        for t in [trace_template("attributed"), case_template("attributed")] {
+            assert!(ProgressStyle::with_template(&t).is_ok(), "{t}");
+        }
+        let p = RunProgress {
+            cost: memtrace::attrib::Cost {
+                calls: 3,
+                cached_calls: 1,
+                tokens_in: 1200,
+                tokens_out: 80,
+                estimated: true,
+                seconds: 1.0,
+            },
+            ..RunProgress::default()
+        };
+        assert_eq!(
+            spent(&p),
+            "3 call(s) (1 answered from the cache), 1200 tokens in, 80 out (some estimated)"
+        );
+    }
 }
