@@ -271,12 +271,10 @@ fn duplicates_are_refused_unless_forced_and_selectors_say_which() {
 fn importing_a_folder_again_resumes_an_interrupted_import() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("t.db");
-    let set = dir.path().join("set");
-    ok(run(
+    let set = gen_set(
         dir.path(),
-        None,
+        "set",
         &[
-            "gen",
             "--system",
             "rag",
             "--traces",
@@ -289,10 +287,8 @@ fn importing_a_folder_again_resumes_an_interrupted_import() {
             "4..4",
             "--questions",
             "4",
-            "--out",
-            set.to_str().unwrap(),
         ],
-    ));
+    );
     let mut files: Vec<_> = std::fs::read_dir(&set)
         .unwrap()
         .map(|e| e.unwrap().path())

@@ -87,12 +87,20 @@ pub fn with_sample() -> (tempfile::TempDir, PathBuf) {
     (dir, db)
 }
 
+/// Runs `memtrace gen ARGS... --out OUT` in `dir`: a set written to `dir/OUT`.
+pub fn gen_set(dir: &Path, out: &str, args: &[&str]) -> PathBuf {
+    let mut all = vec!["gen"];
+    all.extend_from_slice(args);
+    all.extend(["--out", out]);
+    ok(run(dir, None, &all));
+    dir.join(out)
+}
+
 /// A small generated set of the four systems (4 traces of 25 questions,
 /// seed `seed`), imported into `t.db` in a new folder.
 pub fn generated(seed: &str) -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let args = [
-        "gen",
         "--system",
         "all",
         "--traces",
@@ -105,10 +113,8 @@ pub fn generated(seed: &str) -> (tempfile::TempDir, PathBuf) {
         "10..12",
         "--questions",
         "25",
-        "--out",
-        "g",
     ];
-    ok(run(dir.path(), None, &args));
+    gen_set(dir.path(), "g", &args);
     let db = dir.path().join("t.db");
     ok(run(dir.path(), Some(&db), &["import", "g"]));
     (dir, db)

@@ -423,22 +423,11 @@ fn the_shell_leaves_at_quit_and_reports_unknown_commands() {
 fn a_statement_over_its_time_limit_is_stopped_with_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("t.db");
-    let set = dir.path().join("set");
-    ok(run(
+    let set = gen_set(
         dir.path(),
-        None,
-        &[
-            "gen",
-            "--system",
-            "all",
-            "--traces",
-            "4",
-            "--seed",
-            "7",
-            "--out",
-            set.to_str().unwrap(),
-        ],
-    ));
+        "set",
+        &["--system", "all", "--traces", "4", "--seed", "7"],
+    );
     ok(run(
         dir.path(),
         Some(&db),

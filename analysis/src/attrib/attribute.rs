@@ -451,6 +451,13 @@ fn attribute_views(
     } else {
         None
     };
+    let run = llm.as_ref().map(|(client, rt)| LlmRun {
+        db,
+        client,
+        rt,
+        method,
+        cancel,
+    });
     let mut out = Vec::new();
     let mut state = RunProgress {
         traces: views.len(),
@@ -476,7 +483,7 @@ fn attribute_views(
         }
         state.traces_read = done + 1;
         state.cases_seen += cases.len();
-        match &llm {
+        match &run {
             None => {
                 if !cases.is_empty() {
                     let setup = started.elapsed().as_micros() as u64;
@@ -485,21 +492,14 @@ fn attribute_views(
                 state.cases_done += cases.len();
                 progress(&state);
             }
-            Some((client, rt)) => {
+            Some(run) => {
                 if !cases.is_empty() {
                     waiting += cases.len();
                     group.push(Prepared::new(model, cases, method));
                 }
                 progress(&state);
                 if !selection.waits() && waiting >= 4 * width {
-                    let run = LlmRun {
-                        db,
-                        client,
-                        rt,
-                        method,
-                        cancel,
-                    };
-                    out.extend(attribute_group_llm(&run, &group, &mut state, progress)?);
+                    out.extend(attribute_group_llm(run, &group, &mut state, progress)?);
                     group.clear();
                     waiting = 0;
                 }
@@ -507,16 +507,9 @@ fn attribute_views(
         }
     }
     selection.finish()?;
-    if let Some((client, rt)) = &llm {
+    if let Some(run) = &run {
         if !group.is_empty() {
-            let run = LlmRun {
-                db,
-                client,
-                rt,
-                method,
-                cancel,
-            };
-            out.extend(attribute_group_llm(&run, &group, &mut state, progress)?);
+            out.extend(attribute_group_llm(run, &group, &mut state, progress)?);
         }
         progress(&state);
     }

@@ -44,6 +44,18 @@ fn node_row(t: &TraceCtx<'_>, g: &TraceGraph, v: &Visit) -> Result<Vec<Value>> {
     ])
 }
 
+/// The `RETURN ops` row of an op at its least depth: trace, op id, name,
+/// kind and depth.
+fn op_row(t: &TraceCtx<'_>, o: u32, depth: u32) -> Result<Vec<Value>> {
+    Ok(vec![
+        t.gid(),
+        Value::Str(t.op_id(o)?),
+        t.op_field(o, &Field::OpName)?,
+        t.op_field(o, &Field::Category)?,
+        Value::from(depth),
+    ])
+}
+
 impl<'a> Exec<'a> {
     pub(super) fn traverse(&self, p: &TraversePlan, sink: &mut Sink<'_>) -> Result<()> {
         let only = match &p.scope {
@@ -224,14 +236,7 @@ impl<'a> Exec<'a> {
                         continue;
                     }
                 }
-                let out = vec![
-                    t.gid(),
-                    Value::Str(t.op_id(o)?),
-                    t.op_field(o, &Field::OpName)?,
-                    t.op_field(o, &Field::Category)?,
-                    Value::from(depth),
-                ];
-                if !emit(out)? {
+                if !emit(op_row(t, o, depth)?)? {
                     wanted = false;
                     return Ok(false);
                 }
@@ -552,14 +557,7 @@ impl<'a> Exec<'a> {
                             if !passes(&row)? {
                                 continue;
                             }
-                            let out = vec![
-                                t.gid(),
-                                Value::Str(t.op_id(o)?),
-                                t.op_field(o, &Field::OpName)?,
-                                t.op_field(o, &Field::Category)?,
-                                Value::from(d),
-                            ];
-                            if !emit(out)? {
+                            if !emit(op_row(t, o, d)?)? {
                                 return Ok(false);
                             }
                         }
