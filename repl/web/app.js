@@ -646,12 +646,43 @@
     return sec;
   }
 
+  // An op id that opens the provenance graph of that op.
+  function opLink(gid, opId) {
+    return h('a', { class: 'mono small', href: routes.graph(gid, opId, 'backward', 2), title: 'Provenance graph of ' + opId, 'data-testid': 'op-link' }, opId);
+  }
+
+  // Whether a verdict says what the file's own label says.
+  function agreement(v, label) {
+    if (!label || !v) return null;
+    const typeOk = !label.error_type || label.error_type === v.error_type;
+    const opOk = !label.op_id || label.op_id === v.op_id;
+    const ok = typeOk && opOk;
+    const what = ok ? 'agrees with the file\u2019s label'
+      : !typeOk && !opOk ? 'differs from the file\u2019s label: error type and op'
+      : !typeOk ? 'differs from the file\u2019s label: error type' : 'differs from the file\u2019s label: op';
+    return h('p', { class: 'agreement ' + (ok ? 'agrees' : 'differs'), 'data-testid': 'agreement', 'data-agrees': ok ? 'yes' : 'no' }, what);
+  }
+
+  function fileLabelColumn(gid, label) {
+    const col = h('article', { class: 'verdict file-label', 'data-testid': 'file-label', 'aria-label': 'The label in the trace file' },
+      h('h3', null, 'Label in the file'));
+    const dl = h('dl', { class: 'facts compact' });
+    if (label.error_type) dl.append(h('dt', null, 'Error type'), h('dd', { 'data-testid': 'file-label-type' }, errorBadge(label.error_type)));
+    if (label.op_id) dl.append(h('dt', null, 'Op'), h('dd', null, opLink(gid, label.op_id), label.op_name ? h('div', null, label.op_name) : null));
+    col.appendChild(dl);
+    col.appendChild(h('p', { class: 'muted small' }, 'final_error_type and final_op_id, as the file records them'));
+    return col;
+  }
+
   function verdictsGrid(gid, d) {
     const verdicts = d.verdicts || {};
+    const label = d.file_label || null;
     let methods = asList(d.methods).slice();
     if (!methods.length) methods = METHOD_ORDER.slice();
     for (const m of Object.keys(verdicts)) if (!methods.includes(m)) methods.push(m);
-    const grid = h('div', { class: 'verdicts', 'data-testid': 'verdicts', style: { '--cols': String(methods.length) } });
+    const cols = methods.length + (label ? 1 : 0);
+    const grid = h('div', { class: 'verdicts', 'data-testid': 'verdicts', style: { '--cols': String(cols) } });
+    if (label) grid.appendChild(fileLabelColumn(gid, label));
     for (const m of methods) {
       const v = verdicts[m];
       const col = h('article', { class: 'verdict' + (v ? '' : ' none'), 'data-testid': 'verdict', 'data-method': m, 'aria-label': 'Verdict of method ' + m },
@@ -662,12 +693,14 @@
         const dl = h('dl', { class: 'facts compact' });
         const add = (k, val) => { if (val !== undefined && val !== null && val !== '') dl.append(h('dt', null, k), h('dd', null, val)); };
         add('Error type', errorBadge(v.error_type));
-        add('Op', v.op_id ? h('span', null, h('span', { class: 'mono small', title: v.op_id }, v.op_id), v.op_name ? h('div', null, v.op_name) : null) : null);
+        add('Op', v.op_id ? h('span', null, opLink(gid, v.op_id), v.op_name ? h('div', null, v.op_name) : null) : null);
         add('Confidence', typeof v.confidence === 'number' ? v.confidence.toFixed(2) : v.confidence);
         add('Reason', v.reason ? h('span', { class: 'text' }, v.reason) : null);
         add('Author', v.author);
         add('At', v.at);
         col.appendChild(dl);
+        const agrees = agreement(v, label);
+        if (agrees) col.appendChild(agrees);
         const chain = asList(v.chain);
         if (chain.length) {
           const ol = h('ol', { class: 'chain' });

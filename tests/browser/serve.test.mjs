@@ -162,6 +162,21 @@ test('trace page timeline and case page verdicts', { timeout: TEST_TIMEOUT }, as
     const text = await col.innerText();
     if (v) assert.ok(text.includes(v.error_type), `the ${m} column shows its error type ${v.error_type}`);
     else assert.match(text, /no verdict/);
+    if (v && v.op_id) {
+      const href = await col.locator('[data-testid="op-link"]').first().getAttribute('href');
+      assert.ok(href && href.startsWith('#/graph/') && href.includes(enc(v.op_id)), `the ${m} column links its op to a graph: ${href}`);
+    }
+    if (v && fx.case.file_label) {
+      const agrees = fx.case.file_label.error_type === v.error_type && fx.case.file_label.op_id === v.op_id;
+      const shown = await col.locator('[data-testid="agreement"]').getAttribute('data-agrees');
+      assert.equal(shown, agrees ? 'yes' : 'no', `the ${m} column says whether it agrees with the file's label`);
+    }
+  }
+  // The file's own label stands beside the verdicts.
+  if (fx.case.file_label) {
+    const label = page.locator('[data-testid="file-label"]');
+    assert.equal(await label.count(), 1, 'the file label has a column');
+    assert.ok((await label.innerText()).includes(fx.case.file_label.error_type), 'the file label shows its error type');
   }
   await shot(page, 'case.png');
   await done();

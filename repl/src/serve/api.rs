@@ -603,6 +603,27 @@ impl Api {
             .filter(|l| l.case == c.id)
             .map(label_json)
             .collect();
+        // The label the file itself carries (MemTraceBench's
+        // final_error_type and final_op_id), to set beside the verdicts.
+        let file_label = ctx
+            .view
+            .cases()?
+            .into_iter()
+            .find(|r| r.query_id.as_deref() == Some(c.id.as_str()))
+            .filter(|r| r.final_error_type.is_some() || r.final_op_id.is_some())
+            .map(|r| {
+                let op_name = r.final_op_id.as_deref().and_then(|id| {
+                    m.ops
+                        .iter()
+                        .find(|o| o.op_id == id)
+                        .and_then(|o| o.op_name.clone())
+                });
+                json!({
+                    "error_type": r.final_error_type,
+                    "op_id": r.final_op_id,
+                    "op_name": op_name,
+                })
+            });
         Ok(Reply::ok(&json!({
             "trace": trace_json(&ctx.view.info(), None),
             "case": c.id,
@@ -617,6 +638,7 @@ impl Api {
             "methods": methods,
             "verdicts": verdicts,
             "labels": labels,
+            "file_label": file_label,
             "ops": provenance_ops(m, prediction_node.as_deref().or(c.query_node.as_deref())),
         })))
     }

@@ -142,6 +142,21 @@ fn a_case_shows_its_verdicts_and_labels_append() {
     assert_eq!(v["verdicts"]["evidence"]["method"], "evidence");
     assert!(v["verdicts"].get("human").is_none());
     assert!(!v["evidence"].as_array().unwrap().is_empty());
+    // The file's own label, to set beside the verdicts; its op opens a graph.
+    let file = &v["file_label"];
+    assert!(
+        file["error_type"]
+            .as_str()
+            .is_some_and(|t| t.ends_with("Error")),
+        "{v}"
+    );
+    let blamed = file["op_id"].as_str().unwrap();
+    assert!(file["op_name"].as_str().is_some(), "{v}");
+    let graph = get(
+        &api,
+        &format!("/api/traces/{}/graph?start={}", enc(&gid), enc(blamed)),
+    );
+    assert!(!graph["nodes"].as_array().unwrap().is_empty(), "{graph}");
     let ops = v["ops"].as_array().unwrap();
     assert!(!ops.is_empty(), "the case has ops on its provenance");
     let op = ops[0]["op_id"].as_str().unwrap();
