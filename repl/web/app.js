@@ -86,7 +86,7 @@
     case: (gid, c) => '#/case/' + enc(gid) + '/' + enc(c),
     graph: (gid, start, dir, depth) =>
       '#/graph/' + enc(gid) + qs({ start, dir: dir || 'backward', depth: depth == null ? 2 : depth }),
-    query: () => '#/query',
+    query: (stmt) => '#/query' + qs({ q: stmt || null }),
   };
 
   function qs(obj) {
@@ -1607,8 +1607,12 @@
 
   function queryPage(ctx) {
     setTitle('Query');
+    // A statement in the address (#/query?q=...) is run at once: results can
+    // be bookmarked and shared. Else the last statement of this tab is shown.
+    const linked = ctx.parsed.query.get('q');
     let last = '';
     try { last = sessionStorage.getItem(QUERY_KEY) || ''; } catch (_) { /* storage off */ }
+    if (linked) last = linked;
     const input = h('textarea', {
       id: 'q-input', 'data-testid': 'query-input', rows: 4, spellcheck: 'false', class: 'mono',
       placeholder: 'SHOW TRACES', value: last,
@@ -1631,6 +1635,9 @@
       const stmt = input.value.trim();
       if (!stmt) return;
       try { sessionStorage.setItem(QUERY_KEY, input.value); } catch (_) { /* storage off */ }
+      // Keep the statement in the address without reloading the page.
+      const here = routes.query(stmt);
+      if (location.hash !== here) history.replaceState(null, '', here);
       const my = ++runSeq;
       run.disabled = true;
       result.setAttribute('aria-busy', 'true');
@@ -1660,13 +1667,22 @@
         h('thead', null, h('tr', null, cols.map((c) => h('th', { scope: 'col' }, c)))));
       const tb = h('tbody');
       const traceCol = cols.indexOf('trace');
+      // Columns that hold a variable's full node id or an op id open the
+      // provenance graph of that node in the row's trace.
+      const NODE_COLS = ['node', 'var', 'var.node_id', 'var.full_node_id', 'source', 'target', 'edge.source', 'edge.target'];
+      const OP_COLS = ['op_id', 'op', 'op.id', 'via_op'];
+      const isNodeCol = (c) => NODE_COLS.includes(c) || OP_COLS.includes(c);
       for (const r of rows) {
         const tr = h('tr', { 'data-testid': 'query-row' });
-        asList(r).forEach((v, i) => {
+        const row = asList(r);
+        const rowTrace = traceCol >= 0 && typeof row[traceCol] === 'string' ? row[traceCol] : null;
+        row.forEach((v, i) => {
           const t = cellText(v);
           if (t === null) tr.appendChild(h('td', { class: 'muted' }, 'null'));
           else if (i === traceCol && typeof v === 'string') tr.appendChild(h('td', { class: 'mono' }, h('a', { href: routes.trace(v) }, t)));
-          else tr.appendChild(h('td', { class: typeof v === 'number' ? 'num' : '' }, t));
+          else if (rowTrace && typeof v === 'string' && isNodeCol(cols[i])) {
+            tr.appendChild(h('td', { class: 'mono' }, h('a', { href: routes.graph(rowTrace, v, 'backward', 2), 'data-testid': 'query-node-link' }, t)));
+          } else tr.appendChild(h('td', { class: typeof v === 'number' ? 'num' : '' }, t));
         });
         tb.appendChild(tr);
       }
@@ -1710,6 +1726,7 @@
 
     appEl.append(h('h1', null, 'Query'), form, result);
     ctx.ready();
+    if (linked) exec();
   }
 
   // ------------------------------------------------------------------ start

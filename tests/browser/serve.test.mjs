@@ -337,6 +337,18 @@ test('query page: table, graph toggle, syntax error with caret', { timeout: TEST
   await shot(page, 'query.png');
   await page.locator('[data-testid="view-table"]').click();
   assert.ok(await page.locator('[data-testid="query-table"]').isVisible(), 'the table is back');
+  // Node cells open the provenance graph of their node in the row's trace.
+  const nodeLink = await page.locator('[data-testid="query-node-link"]').first().getAttribute('href');
+  assert.ok(nodeLink && nodeLink.startsWith('#/graph/' + enc(fx.gid) + '?'), `a node cell links to its graph: ${nodeLink}`);
+  // The statement is kept in the address: opened again, it runs at once.
+  const address = await page.evaluate(() => location.hash);
+  assert.ok(address.startsWith('#/query?q='), `the statement is in the address: ${address}`);
+  const again = await openPage();
+  await go(again.page, address);
+  await again.page.locator('[data-testid="query-result"][aria-busy="false"][data-runs="1"]').waitFor({ state: 'attached' });
+  assert.ok(await again.page.locator('[data-testid="query-table"] tbody tr').count() >= 1, 'the bookmarked statement ran');
+  assert.equal(await again.page.locator('[data-testid="query-input"]').inputValue(), `TRACE ${quote(fx.start)} IN TRACE ${quote(fx.gid)} DEPTH 2`);
+  await again.done();
 
   await input.fill('FIND ops WHERE');
   await page.locator('[data-testid="query-run"]').click();
