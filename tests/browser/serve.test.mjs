@@ -132,6 +132,30 @@ test('traces page: table, failed filter, system filter', { timeout: TEST_TIMEOUT
   for (const s of systems) assert.equal(s.trim(), system);
   // The failed filter is still on.
   assert.match(await page.evaluate(() => location.hash), /failed=1/);
+
+  // Sorting by failed cases, most first, and back; the order is in the address.
+  await go(page, '');
+  await page.locator('[data-testid="sort-failed_cases"]').click();
+  await page.waitForFunction(() => /[?&]sort=failed_cases(&|$)/.test(location.hash));
+  await ready(page);
+  const counts = (await page.locator('[data-testid="trace-row"] [data-col="failed"]').allInnerTexts()).map(num);
+  assert.ok(counts.length >= 2, 'too few traces to sort');
+  for (let i = 1; i < counts.length; i++) assert.ok(counts[i - 1] >= counts[i], `most failed first: ${counts}`);
+  assert.match(await page.evaluate(() => location.hash), /desc=1/);
+  await page.locator('[data-testid="sort-failed_cases"]').click();
+  await page.waitForFunction(() => /sort=failed_cases/.test(location.hash) && !/desc=1/.test(location.hash));
+  await ready(page);
+  const up = (await page.locator('[data-testid="trace-row"] [data-col="failed"]').allInnerTexts()).map(num);
+  for (let i = 1; i < up.length; i++) assert.ok(up[i - 1] <= up[i], `fewest failed first: ${up}`);
+
+  // Searching by part of a graph id keeps the matching rows only.
+  const part = String(fx.gid).slice(0, Math.max(3, Math.floor(String(fx.gid).length / 2)));
+  await page.locator('[data-testid="filter-search"]').fill(part);
+  await page.waitForFunction((p) => new URLSearchParams(location.hash.split('?')[1] || '').get('search') === p, part);
+  await ready(page);
+  const ids = await page.locator('[data-testid="trace-row"]').evaluateAll((rs) => rs.map((r) => r.getAttribute('data-graph-id')));
+  assert.ok(ids.includes(fx.gid), `the searched trace ${fx.gid} is shown`);
+  for (const id of ids) assert.ok(id.toLowerCase().includes(part.toLowerCase()), `${id} does not hold ${part}`);
   await done();
 });
 
