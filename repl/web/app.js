@@ -549,6 +549,26 @@
     return sec;
   }
 
+  // Milliseconds since the epoch of a recorded time (ISO 8601, with or
+  // without a zone: without one it is read as UTC), or null.
+  function timeOf(text) {
+    if (!text) return null;
+    let t = String(text).trim().replace(' ', 'T');
+    if (/^\d{4}-\d{2}-\d{2}T[\d:.]+$/.test(t)) t += 'Z';
+    // JavaScript reads at most milliseconds.
+    t = t.replace(/(\.\d{3})\d+/, '$1');
+    const ms = Date.parse(t);
+    return Number.isNaN(ms) ? null : ms;
+  }
+
+  function fmtDuration(ms) {
+    if (ms < 1) return '<1 ms';
+    if (ms < 1000) return `${Math.round(ms)} ms`;
+    if (ms < 60000) return `${(ms / 1000).toFixed(ms < 10000 ? 2 : 1)} s`;
+    const m = Math.floor(ms / 60000);
+    return `${m} min ${Math.round((ms - m * 60000) / 1000)} s`;
+  }
+
   function timelineSection(gid, data, offset) {
     const sessions = asList(data.sessions);
     const total = data.ops_total != null ? data.ops_total : null;
@@ -578,24 +598,34 @@
     for (const se of sessions) {
       const ops = asList(se.ops);
       const ol = h('ol', { class: 'ops' });
-      for (const op of ops) {
+      // Traces record when each op started, not when it ended: an op's
+      // duration is shown as the time to the next op of its session.
+      const starts = ops.map((op) => timeOf(op.created_at));
+      ops.forEach((op, i) => {
+        const next = starts[i + 1];
+        const took = starts[i] != null && next != null && next >= starts[i] ? next - starts[i] : null;
         ol.appendChild(h('li', { class: 'op', 'data-testid': 'timeline-op', 'data-op-id': op.op_id },
           h('div', { class: 'ophead' },
             chip(op.category),
             h('span', { class: 'opname' }, op.name || '(unnamed op)'),
             h('span', { class: 'mono muted small', title: op.op_id }, op.op_id),
-            op.created_at ? h('span', { class: 'muted small time' }, op.created_at) : null),
+            op.created_at ? h('span', { class: 'muted small time' }, op.created_at) : null,
+            took != null ? h('span', { class: 'duration small', 'data-testid': 'op-duration', 'data-ms': String(took),
+              title: 'time from this op to the next op of the session' }, fmtDuration(took)) : null),
           h('div', { class: 'io' },
             idList(op.inputs, (id) => nodeLink(gid, id, 'backward')),
             h('span', { class: 'arrow', 'aria-label': 'to' }, ' \u2192 '),
             idList(op.outputs, (id) => nodeLink(gid, id, 'backward'))),
           op.comment ? h('div', { class: 'comment small muted' }, truncate(op.comment, 300)) : null));
-      }
+      });
+      const known = starts.filter((x) => x != null);
+      const span = known.length >= 2 ? Math.max(...known) - Math.min(...known) : null;
       tl.appendChild(h('section', { class: 'session', 'data-testid': 'session', 'data-session-id': se.session_id },
         h('h3', null,
           h('span', null, se.name || se.session_id || 'session'),
           ' ', se.category ? chip(se.category) : null,
           se.created_at ? h('span', { class: 'muted small time' }, ' ' + se.created_at) : null,
+          span != null ? h('span', { class: 'muted small', 'data-testid': 'session-span' }, ` \u00b7 ops span ${fmtDuration(span)}`) : null,
           h('span', { class: 'muted small' }, ` \u00b7 ${fmtNum(ops.length)} ${ops.length === 1 ? 'op' : 'ops'}`)),
         ol));
     }

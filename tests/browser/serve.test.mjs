@@ -165,6 +165,11 @@ test('trace page timeline and case page verdicts', { timeout: TEST_TIMEOUT }, as
   const ops = page.locator('[data-testid="timeline"] [data-testid="timeline-op"]');
   assert.ok(await ops.count() >= 1, 'the timeline shows no op');
   assert.ok(await page.locator('[data-testid="timeline"] [data-testid="session"]').count() >= 1, 'the timeline shows no session');
+  // Each op's time to the next op of its session, when both have a time.
+  const took = await page.locator('[data-testid="op-duration"]').evaluateAll((es) => es.map((e) => Number(e.dataset.ms)));
+  assert.ok(took.length >= 1, 'no op shows a duration');
+  for (const ms of took) assert.ok(Number.isFinite(ms) && ms >= 0, `a duration of ${ms} ms`);
+  assert.ok(await page.locator('[data-testid="session-span"]').count() >= 1, 'no session shows the span of its ops');
   assert.ok(await page.locator('[data-testid="case-link"]').count() >= 1, 'no failed case is listed');
   await shot(page, 'trace.png');
 
