@@ -1,19 +1,26 @@
 //! A trace's adjacency as one stored value: the edges' ends and ops, and
 //! the compressed sparse rows (CSR) that list, per variable and per op, the
-//! edges that touch it. Traces are immutable once stored, so this is built
-//! once, at import, and read back with one get and a copy: no per-edge
-//! index entries to scan and no graph to build at query time.
+//! edges that touch it. Traces are immutable once stored, so this is
+//! written once, at import, and read back with one get: no per-edge index
+//! entries to scan.
 //!
-//! Layout (all integers little-endian `u32`): the magic `MTA1`, then the
-//! counts `vars`, `ops`, `edges`, then the sections in this order:
-//! `source[edges]`, `target[edges]`, `op[edges]`, `out_off[vars + 1]`,
-//! `out_edges[edges]`, `in_off[vars + 1]`, `in_edges[edges]`,
-//! `op_off[ops + 1]`, `op_edges[edges]`.
+//! Layout (all integers little-endian `u32`): a magic, then the counts
+//! `vars`, `ops`, `edges`, then sections.
+//! - `MTA2` (written now): `source[edges]`, `target[edges]`, `op[edges]`.
+//!   The CSR lists are rebuilt from them when the value is read (a counting
+//!   sort, linear in the edges): the value is less than half the size, so a
+//!   cold read moves less than half the bytes.
+//! - `MTA1` (written before, still read): the same three sections, then
+//!   `out_off[vars + 1]`, `out_edges[edges]`, `in_off[vars + 1]`,
+//!   `in_edges[edges]`, `op_off[ops + 1]`, `op_edges[edges]`.
 
 use crate::error::StorageError;
 use crate::Result;
 
-const MAGIC: &[u8; 4] = b"MTA1";
+/// The layout written now: the ends only.
+const MAGIC: &[u8; 4] = b"MTA2";
+/// The earlier layout, with the CSR lists stored too.
+const MAGIC_WITH_ROWS: &[u8; 4] = b"MTA1";
 
 /// One trace's adjacency: per edge its source, target and op; per variable
 /// the edges leaving and entering it; per op the edges it induced. Each list
@@ -140,11 +147,27 @@ impl Adjacency {
         ]
     }
 
-    /// The stored form (see the module's layout).
+    /// The stored form (see the module's layout): the ends only.
     pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(16 + 12 * self.source.len());
+        out.extend_from_slice(MAGIC);
+        for n in [self.vars, self.ops, self.edges()] {
+            out.extend_from_slice(&n.to_le_bytes());
+        }
+        for section in [&self.source, &self.target, &self.op] {
+            for &w in section.iter() {
+                out.extend_from_slice(&w.to_le_bytes());
+            }
+        }
+        out
+    }
+
+    /// The earlier stored form, with the CSR lists (`MTA1`), which
+    /// [`decode`](Self::decode) still reads.
+    pub fn encode_with_rows(&self) -> Vec<u8> {
         let words: usize = self.sections().iter().map(|s| s.len()).sum();
         let mut out = Vec::with_capacity(16 + 4 * words);
-        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(MAGIC_WITH_ROWS);
         for n in [self.vars, self.ops, self.edges()] {
             out.extend_from_slice(&n.to_le_bytes());
         }
@@ -156,20 +179,26 @@ impl Adjacency {
         out
     }
 
-    /// Reads the stored form back, checking every id and offset, so that a
-    /// damaged value is an error and never an out-of-range access later.
+    /// Reads either stored form back, checking every id and offset, so that
+    /// a damaged value is an error and never an out-of-range access later.
     pub fn decode(bytes: &[u8]) -> Result<Adjacency> {
         let header = bytes
             .get(..16)
             .ok_or_else(|| damaged(format!("{} bytes, shorter than its header", bytes.len())))?;
-        if &header[..4] != MAGIC {
-            return Err(damaged("not an adjacency value (bad magic)".into()));
-        }
+        let with_rows = match &header[..4] {
+            m if m == MAGIC => false,
+            m if m == MAGIC_WITH_ROWS => true,
+            _ => return Err(damaged("not an adjacency value (bad magic)".into())),
+        };
         let word =
             |i: usize| u32::from_le_bytes([header[i], header[i + 1], header[i + 2], header[i + 3]]);
         let (vars, ops, edges) = (word(4), word(8), word(12));
         let (v, o, e) = (vars as usize, ops as usize, edges as usize);
-        let lens = [e, e, e, v + 1, e, v + 1, e, o + 1, e];
+        let lens: &[usize] = if with_rows {
+            &[e, e, e, v + 1, e, v + 1, e, o + 1, e]
+        } else {
+            &[e, e, e]
+        };
         let words: usize = lens.iter().sum();
         let body = &bytes[16..];
         if body.len() != 4 * words {
@@ -183,12 +212,17 @@ impl Adjacency {
             .chunks_exact(4)
             .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]));
         let mut next = |n: usize| -> Vec<u32> { all.by_ref().take(n).collect() };
+        let (source, target, op) = (next(e), next(e), next(e));
+        if !with_rows {
+            // The rows are rebuilt; from_edges checks every id.
+            return Adjacency::from_edges(vars, ops, source, target, op);
+        }
         let a = Adjacency {
             vars,
             ops,
-            source: next(e),
-            target: next(e),
-            op: next(e),
+            source,
+            target,
+            op,
             out_off: next(v + 1),
             out_edges: next(e),
             in_off: next(v + 1),
@@ -289,9 +323,24 @@ mod tests {
 
     #[test]
     fn damaged_values_are_errors_not_panics() {
-        let good = Adjacency::from_edges(3, 1, vec![0, 1], vec![1, 2], vec![0, 0])
-            .unwrap()
-            .encode();
+        let a = Adjacency::from_edges(3, 1, vec![0, 1], vec![1, 2], vec![0, 0]).unwrap();
+        for good in [a.encode(), a.encode_with_rows()] {
+            damaged_forms_of(&good);
+        }
+        // The compact form is less than half the size of the one with rows.
+        let big = Adjacency::from_edges(
+            100,
+            10,
+            (0..300).map(|i| i % 100).collect(),
+            (0..300).map(|i| (i * 7) % 100).collect(),
+            (0..300).map(|i| i % 10).collect(),
+        )
+        .unwrap();
+        assert!(2 * big.encode().len() < big.encode_with_rows().len());
+    }
+
+    fn damaged_forms_of(good: &[u8]) {
+        let good = good.to_vec();
         assert!(Adjacency::decode(&good).is_ok());
         assert!(Adjacency::decode(&good[..10]).is_err());
         assert!(Adjacency::decode(&good[..good.len() - 4]).is_err());
@@ -327,6 +376,7 @@ mod tests {
             });
             let a = Adjacency::from_edges(vars, ops, s, t, o).unwrap();
             prop_assert_eq!(Adjacency::decode(&a.encode()).unwrap(), a.clone());
+            prop_assert_eq!(Adjacency::decode(&a.encode_with_rows()).unwrap(), a.clone());
             for v in 0..vars {
                 let out = &a.out_edges[a.out_off[v as usize] as usize..a.out_off[v as usize + 1] as usize];
                 let want: Vec<u32> = (0..a.edges()).filter(|&e| a.source[e as usize] == v).collect();
