@@ -84,8 +84,9 @@
     traces: (q) => '#/' + qs(q),
     trace: (gid, q) => '#/trace/' + enc(gid) + qs(q),
     case: (gid, c) => '#/case/' + enc(gid) + '/' + enc(c),
-    graph: (gid, start, dir, depth) =>
-      '#/graph/' + enc(gid) + qs({ start, dir: dir || 'backward', depth: depth == null ? 2 : depth }),
+    graph: (gid, start, dir, depth, mark) =>
+      '#/graph/' + enc(gid) + qs({ start, dir: dir || 'backward', depth: depth == null ? 2 : depth,
+        mark: mark && mark.length ? mark.join(',') : null }),
     query: (stmt) => '#/query' + qs({ q: stmt || null }),
   };
 
@@ -664,7 +665,8 @@
         h('a', { href: '#/' }, 'Traces'), ' / ', h('a', { href: routes.trace(gid), class: 'mono' }, gid), ' / ', h('span', { class: 'mono' }, cid)),
       h('h1', null, 'Failed case ', h('span', { class: 'mono' }, cid)),
       h('div', { class: 'actions' },
-        start ? h('a', { class: 'button primary', href: routes.graph(gid, start, 'backward', 2), 'data-testid': 'open-graph' }, 'Provenance graph')
+        start ? h('a', { class: 'button primary', href: routes.graph(gid, start, 'backward', markDepth(data), blamedPath(data)), 'data-testid': 'open-graph',
+          title: 'The prediction\u2019s provenance, the blamed op and the evidence\u2019s path to it marked' }, 'Provenance graph')
           : h('span', { class: 'muted' }, 'No prediction or query node to start a graph from.'),
         h('a', { class: 'button', href: API.annotationsUrl(gid), download: `${String(gid).replace(/[^A-Za-z0-9._-]/g, '_')}-annotations.json`, 'data-testid': 'annotations-link' },
           'Download the trace\u2019s annotations (JSON)')),
@@ -690,6 +692,31 @@
       const d = await API.case(gid, cid);
       if (ctx.alive()) paint(d);
     }
+  }
+
+  // What the case's graph marks: the op the evidence verdict (else another
+  // verdict, else the file's label) blames, and the variables and ops of
+  // the evidence's chain to it.
+  function blamedPath(d) {
+    const vs = d.verdicts || {};
+    const v = vs.evidence || vs.hybrid || vs.llm || vs.human || null;
+    const ids = [];
+    const add = (x) => { if (x && !ids.includes(x)) ids.push(x); };
+    if (v) {
+      add(v.op_id);
+      for (const st of asList(v.chain)) { add(st.var); add(st.op_id); }
+    }
+    if (d.file_label) add(d.file_label.op_id);
+    return ids;
+  }
+
+  // Deep enough to reach the evidence's chain from the prediction, within
+  // reason (the graph page allows 20).
+  function markDepth(d) {
+    const vs = d.verdicts || {};
+    const v = vs.evidence || vs.hybrid || vs.llm || vs.human || null;
+    const steps = v ? asList(v.chain).length : 0;
+    return Math.min(6, Math.max(2, steps + 1));
   }
 
   function caseFacts(gid, d) {
@@ -1128,6 +1155,8 @@
       this.handlers = handlers || {};
       this.t = { x: 0, y: 0, k: 1 };
       this.selected = null;
+      // Ids drawn marked: a verdict's blamed op and the evidence's path to it.
+      this.marked = new Set(this.handlers.marked || []);
       this.layout = null;
       this.expansions = 0;
       this.markerId = 'mt-arrow-' + (++markerSeq);
@@ -1315,7 +1344,8 @@
         const c = catColors(op.category);
         const r = OP_R;
         const g = s('g', {
-          class: 'gop', 'data-testid': 'graph-op', 'data-id': id, transform: `translate(${p.cx},${p.cy})`,
+          class: 'gop' + (this.marked.has(id) ? ' marked' : ''), 'data-testid': 'graph-op', 'data-id': id,
+          'data-marked': this.marked.has(id) ? '1' : '0', transform: `translate(${p.cx},${p.cy})`,
           tabindex: 0, role: 'button', 'aria-label': `op ${op.name || id}`,
         },
           s('title', null, `${op.name || ''}\n${id}${op.category ? '\ncategory: ' + op.category : ''}`),
@@ -1336,8 +1366,10 @@
         if (frontier) cls.push('frontier');
         if (n.start) cls.push('start');
         if (this.selected === id) cls.push('selected');
+        if (this.marked.has(id)) cls.push('marked');
         const g = s('g', {
-          class: cls.join(' '), 'data-testid': 'graph-node', 'data-id': id, transform: `translate(${p.x},${p.y})`,
+          class: cls.join(' '), 'data-testid': 'graph-node', 'data-id': id, 'data-marked': this.marked.has(id) ? '1' : '0',
+          transform: `translate(${p.x},${p.y})`,
           tabindex: 0, role: 'button', 'aria-label': `variable ${id}${frontier ? ', has more edges' : ''}`,
           'data-frontier': frontier ? '1' : '0',
         },
@@ -1406,7 +1438,7 @@
 
   // The graph component shared by the graph page and the query page: the SVG,
   // counts, a node panel, and expansion through the API.
-  function graphExplorer(gid, graph) {
+  function graphExplorer(gid, graph, marked) {
     const model = new GraphModel(graph && graph.direction);
     model.merge(graph);
     const counts = h('span', { class: 'counts', 'data-testid': 'graph-counts', role: 'status' });
@@ -1415,6 +1447,7 @@
     let panelToken = 0;
 
     const view = new GraphView(model, {
+      marked: marked || [],
       onSelect: (id) => selectNode(id),
       onExpand: (id) => expand(id),
       onOp: (id, op) => showOp(id, op),
@@ -1618,6 +1651,7 @@
     const start = q.get('start') || '';
     const dir = q.get('dir') === 'forward' ? 'forward' : 'backward';
     const depth = Math.min(20, Math.max(1, parseInt(q.get('depth') || '2', 10) || 2));
+    const mark = (q.get('mark') || '').split(',').map((x) => x.trim()).filter(Boolean);
     setTitle('Graph ' + (start || gid));
 
     const startIn = h('input', { id: 'g-start', type: 'text', value: start, class: 'mono', size: 32, required: true });
@@ -1649,7 +1683,7 @@
 
     API.graph(gid, { start, dir, depth }).then((g) => {
       if (!ctx.alive()) return;
-      const ex = graphExplorer(g.trace || gid, Object.assign({ direction: dir }, g));
+      const ex = graphExplorer(g.trace || gid, Object.assign({ direction: dir }, g), mark);
       clear(body).appendChild(ex.el);
       ex.start();
       ctx.ready();

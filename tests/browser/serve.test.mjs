@@ -226,6 +226,14 @@ test('provenance graph: draw, expand a frontier node, node panel', { timeout: TE
   assert.ok(await nodes.count() >= 1, 'the graph has no node');
   assert.match(await page.locator('[data-testid="graph-counts"]').innerText(), /^\d[\d,]* nodes, \d[\d,]* ops, \d[\d,]* edges$/);
   assert.equal(await page.locator(`[data-testid="graph-node"][data-id=${JSON.stringify(fx.start)}]`).count(), 1, 'the start node is drawn');
+  // The blamed op and the evidence's path are marked, where drawn.
+  const mark = (params.get('mark') || '').split(',').filter(Boolean);
+  const ev = fx.case.verdicts && fx.case.verdicts.evidence;
+  if (ev && ev.op_id) assert.ok(mark.includes(ev.op_id), `the graph marks the blamed op ${ev.op_id}: ${mark}`);
+  const markedIds = await page.locator('svg[data-testid="graph"] [data-marked="1"]').evaluateAll((es) => es.map((e) => e.getAttribute('data-id')));
+  for (const id of markedIds) assert.ok(mark.includes(id), `${id} is marked but not asked for`);
+  const drawnIds = await page.locator('svg[data-testid="graph"] [data-id]').evaluateAll((es) => es.map((e) => e.getAttribute('data-id')));
+  for (const id of mark) if (drawnIds.includes(id)) assert.ok(markedIds.includes(id), `${id} is drawn but not marked`);
   await shot(page, 'graph.png');
 
   // Expand frontier nodes until one adds nodes (a node's missing edges may all
