@@ -239,7 +239,8 @@ pub trait Attribute {
     fn evidence_recall(&self, k: usize) -> Result<RecallReport>;
 
     /// Attributes the failed cases a request names, trace by trace.
-    /// `progress` hears (traces done, traces in all) after each trace.
+    /// `progress` hears a [`RunProgress`] after each trace and, with an LLM
+    /// method, after each case.
     /// Nothing is stored; see [`Database::store_verdicts`].
     fn attribute(
         &self,
@@ -253,8 +254,9 @@ pub trait Attribute {
     /// `ATTRIBUTE (RUN PATTERN ...)` run. Verdicts come in the order of
     /// `picks` (a case picked twice is attributed once). A pick whose trace
     /// holds no such failed case is an error, raised before any of that
-    /// trace's cases is sent to an LLM. `progress` hears (traces done,
-    /// traces in all). Nothing is stored; see [`Database::store_verdicts`].
+    /// trace's cases is sent to an LLM. `progress` hears a [`RunProgress`]
+    /// as [`attribute`](Self::attribute) does. Nothing is stored; see
+    /// [`Database::store_verdicts`].
     fn attribute_picked(
         &self,
         picks: &[CasePick],

@@ -120,7 +120,8 @@ type Label = (String, String);
 pub trait Evaluate {
     /// Runs `method` over the failed cases (of one trace or all) and scores
     /// its verdicts against the cases' labels (`final_error_type`,
-    /// `final_op_id`). Nothing is stored.
+    /// `final_op_id`). Nothing is stored. `progress` hears a
+    /// [`RunProgress`] as attribution's does.
     fn evaluate(
         &self,
         method: Method,
