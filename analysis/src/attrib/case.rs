@@ -4,7 +4,7 @@
 //! A case carries what an attributor may read: the question, the gold
 //! answer, the prediction, the judge's response and the source evidence.
 //! Labels (`final_error_type`, `final_op_id`) are not part of it; only
-//! evaluation reads them, from [`crate::Case`].
+//! evaluation reads them, from [`memtrace_engine::Case`].
 
 use memtrace_engine::CaseOrigin;
 use serde::Serialize;

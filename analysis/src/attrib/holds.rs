@@ -257,7 +257,7 @@ impl<'m> Matcher<'m> {
         *ids.entry(s).or_insert(next)
     }
 
-    /// The stem id of every token of a text ([`NONE`] for words that say
+    /// The stem id of every token of a text (`NONE` for words that say
     /// nothing).
     pub fn stems(&self, text: &str) -> Vec<u32> {
         tokens(text).iter().map(|t| self.id(t)).collect()
