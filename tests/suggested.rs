@@ -10,20 +10,7 @@ use common_cli::*;
 
 use std::path::Path;
 
-/// Words a statement starts with.
-const KEYWORDS: &[&str] = &[
-    "TRACE",
-    "FORWARD",
-    "MATCH",
-    "FIND",
-    "SHOW",
-    "DESCRIBE",
-    "ATTRIBUTE",
-    "EXPLAIN",
-    "SAVE",
-    "RUN",
-    "DROP",
-];
+use memtrace::query::{PATTERN_STATEMENTS, STATEMENTS};
 
 /// One suggested statement, where it was found, and the error it is shown
 /// with (if any).
@@ -48,7 +35,7 @@ impl Suggested {
 
 fn starts_statement(line: &str) -> bool {
     let first = line.split_whitespace().next().unwrap_or("");
-    KEYWORDS.contains(&first)
+    STATEMENTS.contains(&first) || PATTERN_STATEMENTS.contains(&first)
 }
 
 /// Drops a `-- comment` that is outside quotes.

@@ -310,30 +310,20 @@ impl TraceGraph {
         max_depth: Option<u32>,
         cancel: &Cancel,
     ) -> Result<u64> {
-        cancel.check()?;
-        let (off, _, far) = self.csr(dir);
-        let (mut seen, mut level) = self.seed(starts)?;
-        let mut next = Vec::new();
-        let (mut depth, mut count) = (0u32, 0u64);
-        while !level.is_empty() && max_depth.is_none_or(|m| depth < m) {
-            cancel.check()?;
-            for &node in &level {
-                let (a, b) = (off[node as usize] as usize, off[node as usize + 1] as usize);
-                for &other in &far[a..b] {
-                    let (w, bit) = (other as usize / 64, 1u64 << (other % 64));
-                    if seen[w] & bit == 0 {
-                        seen[w] |= bit;
-                        next.push(other);
-                    }
+        let mut count = 0u64;
+        self.levels(
+            starts,
+            dir,
+            max_depth,
+            cancel,
+            false,
+            |depth, reached, _| {
+                if depth >= min_depth {
+                    count += reached as u64;
                 }
-            }
-            depth += 1;
-            if depth >= min_depth {
-                count += next.len() as u64;
-            }
-            std::mem::swap(&mut level, &mut next);
-            next.clear();
-        }
+                Ok(true)
+            },
+        )?;
         Ok(count)
     }
 
@@ -351,6 +341,24 @@ impl TraceGraph {
         cancel: &Cancel,
         mut level: impl FnMut(u32, &[u32]) -> Result<bool>,
     ) -> Result<()> {
+        self.levels(starts, dir, max_depth, cancel, true, |depth, _, edges| {
+            level(depth, edges)
+        })
+    }
+
+    /// The level loop of [`reach_count`](Self::reach_count) and
+    /// [`walk_levels`](Self::walk_levels): after each level, `each(depth,
+    /// nodes newly reached, edges walked)` (the edges only when
+    /// `with_edges`, else empty); it answers false to stop.
+    fn levels(
+        &self,
+        starts: &[u32],
+        dir: Direction,
+        max_depth: Option<u32>,
+        cancel: &Cancel,
+        with_edges: bool,
+        mut each: impl FnMut(u32, usize, &[u32]) -> Result<bool>,
+    ) -> Result<()> {
         cancel.check()?;
         let (off, edge_ids, far) = self.csr(dir);
         let (mut seen, mut nodes) = self.seed(starts)?;
@@ -360,7 +368,9 @@ impl TraceGraph {
             cancel.check()?;
             for &node in &nodes {
                 let (a, b) = (off[node as usize] as usize, off[node as usize + 1] as usize);
-                walked.extend_from_slice(&edge_ids[a..b]);
+                if with_edges {
+                    walked.extend_from_slice(&edge_ids[a..b]);
+                }
                 for &other in &far[a..b] {
                     let (w, bit) = (other as usize / 64, 1u64 << (other % 64));
                     if seen[w] & bit == 0 {
@@ -370,7 +380,7 @@ impl TraceGraph {
                 }
             }
             depth += 1;
-            if !level(depth, &walked)? {
+            if !each(depth, next.len(), &walked)? {
                 return Ok(());
             }
             walked.clear();

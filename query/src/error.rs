@@ -3,7 +3,7 @@
 use thiserror::Error;
 
 use crate::grammar::Rule;
-use crate::keywords::{nearest, KEYWORDS};
+use crate::keywords::{nearest, KEYWORDS, PATTERN_STATEMENTS, STATEMENTS};
 
 /// Why a text is not a valid query.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
@@ -213,21 +213,6 @@ fn closed(s: &str) -> bool {
     }
     false
 }
-
-/// The keywords that start a statement.
-const STATEMENTS: [&str; 8] = [
-    "TRACE",
-    "FORWARD",
-    "MATCH",
-    "FIND",
-    "SHOW",
-    "DESCRIBE",
-    "ATTRIBUTE",
-    "EXPLAIN",
-];
-
-/// The keywords that start a pattern statement (not allowed after EXPLAIN).
-const PATTERN_STATEMENTS: [&str; 3] = ["SAVE", "RUN", "DROP"];
 
 /// Why `word`, found after the text `before`, cannot stand where a pattern
 /// statement's part was expected: a keyword as a pattern's name, a pattern

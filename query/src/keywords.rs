@@ -93,6 +93,21 @@ pub fn nearest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) ->
         .map(|(_, c)| c)
 }
 
+/// The keywords that start a statement (pattern statements aside).
+pub const STATEMENTS: [&str; 8] = [
+    "TRACE",
+    "FORWARD",
+    "MATCH",
+    "FIND",
+    "SHOW",
+    "DESCRIBE",
+    "ATTRIBUTE",
+    "EXPLAIN",
+];
+
+/// The keywords that start a pattern statement (not allowed after EXPLAIN).
+pub const PATTERN_STATEMENTS: [&str; 3] = ["SAVE", "RUN", "DROP"];
+
 /// The outputs of TRACE and FORWARD (`RETURN nodes`, ...): words, not keywords.
 pub const OUTPUTS: [&str; 6] = ["nodes", "ops", "edges", "subgraph", "paths", "count"];
 

@@ -27,27 +27,26 @@ fn case_template(what: &str) -> String {
     )
 }
 
-/// A progress bar over the traces, on standard error (hidden when it is not
-/// a terminal).
-pub fn trace_bar(what: &str) -> ProgressBar {
+/// A progress bar on standard error (hidden when it is not a terminal),
+/// drawn with `template`.
+fn bar_with(template: &str) -> ProgressBar {
     let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
     bar.set_style(
-        ProgressStyle::with_template(&trace_template(what))
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     bar
+}
+
+/// A progress bar over the traces, on standard error.
+pub fn trace_bar(what: &str) -> ProgressBar {
+    bar_with(&trace_template(what))
 }
 
 /// A progress bar over the cases of an LLM run, on standard error: cases
 /// with a verdict of the cases expected (estimated from the traces read so
 /// far), the calls and tokens spent so far, and the time left.
 pub fn case_bar(what: &str) -> ProgressBar {
-    let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
-    bar.set_style(
-        ProgressStyle::with_template(&case_template(what))
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
-    bar
+    bar_with(&case_template(what))
 }
 
 /// What an LLM run has spent so far, for its progress bar.
