@@ -27,7 +27,12 @@ impl Drop for Server {
 }
 
 fn start(cwd: &Path, db: &Path, addr: &str) -> Server {
-    let mut child = command(cwd, Some(db), &["serve", "--addr", addr])
+    start_with(cwd, db, &["--addr", addr])
+}
+
+/// `memtrace serve ARGS...`, once it listens.
+fn start_with(cwd: &Path, db: &Path, args: &[&str]) -> Server {
+    let mut child = command(cwd, Some(db), &[&["serve"], args].concat())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -199,20 +204,155 @@ fn serve_answers_over_http_takes_imports_and_stops_on_ctrl_c() {
     );
 
     // Ctrl-C: it stops, and the database is whole and free again.
-    // SAFETY: sending SIGINT to our own child process.
-    unsafe { libc::kill(server.child.id() as i32, libc::SIGINT) };
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let status = loop {
-        if let Some(s) = server.child.try_wait().unwrap() {
-            break s;
-        }
-        assert!(Instant::now() < deadline, "serve did not stop on SIGINT");
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let status = interrupt(&mut server);
     assert!(status.success(), "{status:?}");
     assert!(!db.join("serve.json").exists(), "the note is removed");
     let o = ok(run(dir.path(), Some(&db), &["traces", "--format", "json"]));
     assert_eq!(json(&o).as_array().unwrap().len(), 2);
+}
+
+/// Sends SIGINT and waits (up to 20 s) for the server to stop.
+fn interrupt(server: &mut Server) -> std::process::ExitStatus {
+    // SAFETY: sending SIGINT to our own child process.
+    unsafe { libc::kill(server.child.id() as i32, libc::SIGINT) };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some(s) = server.child.try_wait().unwrap() {
+            return s;
+        }
+        assert!(Instant::now() < deadline, "serve did not stop on SIGINT");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Opens a connection and sends `head` (and nothing more).
+fn stall(addr: &str, head: &str) -> TcpStream {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.write_all(head.as_bytes()).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    s
+}
+
+/// What the server sends on a stalled connection until it closes it.
+fn answer_of(mut s: TcpStream) -> String {
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[test]
+fn stalled_clients_hold_no_thread_and_are_cut_off() {
+    let (dir, db) = with_sample();
+    let server = start_with(
+        dir.path(),
+        &db,
+        &[
+            "--addr",
+            "127.0.0.1:0",
+            "--threads",
+            "1",
+            "--idle-timeout",
+            "1",
+        ],
+    );
+    let a = server.addr.clone();
+    let post = |path: &str, len: usize, start: &str| {
+        format!(
+            "POST {path} HTTP/1.1\r\nHost: {a}\r\nContent-Type: application/json\r\nContent-Length: {len}\r\n\r\n{start}"
+        )
+    };
+    // Twice as many stalled clients of each kind as the server has places:
+    // halfway through their headers, through an upload, through a query.
+    let mut heads = Vec::new();
+    let mut bodies = Vec::new();
+    for _ in 0..8 {
+        heads.push(stall(&a, &format!("GET /api/health HTTP/1.1\r\nHost: {a}")));
+        bodies.push(stall(&a, &post("/api/import", 100_000, "{\"graph")));
+        bodies.push(stall(&a, &post("/api/query", 1000, "{")));
+    }
+    // Every endpoint still answers, at once.
+    assert_eq!(get(&a, "/api/health")["traces"], 1);
+    let (status, out) = request(
+        &a,
+        "POST",
+        "/api/query",
+        &[("Content-Type", "application/json")],
+        br#"{"statement":"FIND ops RETURN count(*)"}"#,
+    );
+    assert_eq!(status, 200, "{out}");
+    // A stalled body is answered 408 and nothing of it is stored; stalled
+    // headers get the connection closed.
+    for s in bodies {
+        let text = answer_of(s);
+        assert!(text.starts_with("HTTP/1.1 408"), "{text}");
+        assert!(text.contains("nothing of it was stored"), "{text}");
+    }
+    for s in heads {
+        assert_eq!(
+            answer_of(s),
+            "",
+            "a stalled head is closed without an answer"
+        );
+    }
+    assert_eq!(get(&a, "/api/health")["traces"], 1);
+}
+
+#[test]
+fn a_query_whose_client_leaves_is_stopped_and_frees_its_place() {
+    let (dir, db) = with_sample();
+    let mut server = start_with(
+        dir.path(),
+        &db,
+        &[
+            "--addr",
+            "127.0.0.1:0",
+            "--threads",
+            "1",
+            "--query-timeout",
+            "600",
+            "--log",
+        ],
+    );
+    let a = server.addr.clone();
+    // A cross product of nine node sets: runs for minutes on the sample.
+    let heavy =
+        br#"{"statement":"MATCH (a), (b), (c), (d), (e), (f), (g), (h), (i) RETURN count(*)"}"#;
+    let mut s = stall(
+        &a,
+        &format!(
+            "POST /api/query HTTP/1.1\r\nHost: {a}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+            heavy.len()
+        ),
+    );
+    s.write_all(heavy).unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    // While it holds the only place, the page and health still answer.
+    assert_eq!(get(&a, "/api/health")["traces"], 1);
+    assert_eq!(request(&a, "GET", "/", &[], b"").0, 200);
+    drop(s);
+    // Its place is free again well before the 10 s a request waits for
+    // one: the query stopped when its client left.
+    let (status, out) = request(
+        &a,
+        "POST",
+        "/api/query",
+        &[("Content-Type", "application/json")],
+        br#"{"statement":"FIND ops RETURN count(*)"}"#,
+    );
+    assert_eq!(status, 200, "{out}");
+    assert!(interrupt(&mut server).success());
+    let mut log = String::new();
+    server
+        .child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut log)
+        .unwrap();
+    assert!(
+        log.contains("POST /api/query: the client went away; its work was stopped"),
+        "{log}"
+    );
 }
 
 #[test]

@@ -195,18 +195,21 @@ pub enum Command {
     },
     /// A local web viewer: traces, timelines, failed cases with their verdicts, provenance graphs, a query box, and labels.
     #[command(
-        after_help = "Examples:\n  memtrace serve                         then open http://127.0.0.1:7878\n  memtrace --db runs.db serve --addr 127.0.0.1:8080\n  memtrace serve --addr 0.0.0.0:7878     other machines may connect (a warning says so)\n\nThe app is built into the binary and needs no network. It only reads, except for labels, which\nare appended with their author and time. The JSON API under /api/ is described in README.md\n(section \"memtrace serve\"). While it serves, other memtrace commands cannot open the database;\nimport through the server: curl -H 'Content-Type: application/json' --data-binary @trace.json\nhttp://127.0.0.1:7878/api/import"
+        after_help = "Examples:\n  memtrace serve                         then open http://127.0.0.1:7878\n  memtrace --db runs.db serve --addr 127.0.0.1:8080\n  memtrace serve --addr 0.0.0.0:7878     other machines may connect (a warning says so)\n\nThe app is built into the binary and needs no network. It only reads, except for labels, which\nare appended with their author and time. The JSON API under /api/ is described in README.md\n(section \"memtrace serve\"). While it serves, commands that only read (traces, query, log, ...)\nwork beside it; commands that write cannot open the database: import through the server with\ncurl -H 'Content-Type: application/json' --data-binary @trace.json http://127.0.0.1:7878/api/import\n\nIt cannot be frozen: clients that send nothing for --idle-timeout seconds are cut off, at most\n--threads requests read the database at once (the page and /api/health answer regardless), and a\nquery stops when its client goes away or after --query-timeout seconds."
     )]
     Serve {
         /// Address to listen on (HOST:PORT; port 0 picks a free port). Loopback unless you say otherwise.
         #[arg(long, default_value = "127.0.0.1:7878")]
         addr: String,
-        /// Threads answering requests.
+        /// Requests that read or query the database at once; more wait up to 10 s, then get 503.
         #[arg(long, default_value_t = 4)]
         threads: usize,
         /// Stop a query after this many seconds.
         #[arg(long, default_value_t = 30)]
         query_timeout: u64,
+        /// Disconnect a client that sends nothing for this many seconds (headers, body, or between requests).
+        #[arg(long, default_value = "20", value_parser = crate::query::parse_timeout)]
+        idle_timeout: std::time::Duration,
         /// Print one line per request on standard error.
         #[arg(long)]
         log: bool,
@@ -377,6 +380,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             addr,
             threads,
             query_timeout,
+            idle_timeout,
             log,
         } => crate::serve::serve(
             &cli.db,
@@ -384,6 +388,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
                 addr,
                 threads,
                 query_timeout: std::time::Duration::from_secs(query_timeout),
+                idle_timeout,
                 log,
             },
         ),

@@ -9,7 +9,13 @@ use memtrace::Cancel;
 /// Runs `f` with a cancellation token that fires after `timeout`; the
 /// timer stops as soon as `f` returns.
 pub fn with_timeout<T>(timeout: Duration, f: impl FnOnce(&Cancel) -> T) -> T {
-    let cancel = Cancel::new();
+    with_timeout_on(&Cancel::new(), timeout, f)
+}
+
+/// Runs `f` with `cancel`, which also fires after `timeout` (others holding a
+/// clone, such as a server whose client went away, may fire it sooner).
+pub fn with_timeout_on<T>(cancel: &Cancel, timeout: Duration, f: impl FnOnce(&Cancel) -> T) -> T {
+    let cancel = cancel.clone();
     let (done, wait) = mpsc::channel::<()>();
     let watch = cancel.clone();
     let timer = std::thread::spawn(move || {

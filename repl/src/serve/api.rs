@@ -19,7 +19,7 @@ use serde_json::{json, Map, Value};
 
 use super::assets;
 use super::http::{ApiError, Reply, Target};
-use crate::timeout::with_timeout;
+use crate::timeout::with_timeout_on;
 
 /// Rows a query returns at most over HTTP.
 pub const MAX_ROWS: usize = 5000;
@@ -264,18 +264,37 @@ impl Api {
     }
 
     /// Answers one request. `body` is read only by the endpoints that take one.
+    #[cfg(test)]
     pub fn handle(&self, method: &str, url: &str, body: &mut dyn Read) -> Reply {
+        self.handle_until(method, url, body, &Cancel::new())
+    }
+
+    /// [`handle`](Self::handle), with a token that stops a query or a graph
+    /// walk when it fires (the server fires it when the client goes away).
+    pub fn handle_until(
+        &self,
+        method: &str,
+        url: &str,
+        body: &mut dyn Read,
+        cancel: &Cancel,
+    ) -> Reply {
         let target = match Target::parse(url) {
             Ok(t) => t,
             Err(e) => return e.reply(),
         };
-        match self.route(method, &target, body) {
+        match self.route(method, &target, body, cancel) {
             Ok(r) => r,
             Err(e) => e.reply(),
         }
     }
 
-    fn route(&self, method: &str, t: &Target, body: &mut dyn Read) -> Result<Reply, ApiError> {
+    fn route(
+        &self,
+        method: &str,
+        t: &Target,
+        body: &mut dyn Read,
+        cancel: &Cancel,
+    ) -> Result<Reply, ApiError> {
         let seg: Vec<&str> = t.segments.iter().map(String::as_str).collect();
         let get = |allowed: &str| -> Result<(), ApiError> {
             if method == "GET" || method == "HEAD" {
@@ -355,7 +374,7 @@ impl Api {
             }
             ["api", "traces", trace, "graph"] => {
                 get("GET")?;
-                self.graph(trace, t)
+                self.graph(trace, t, cancel)
             }
             ["api", "traces", trace, "expand"] => {
                 get("GET")?;
@@ -377,7 +396,7 @@ impl Api {
             }
             ["api", "query"] => {
                 post()?;
-                self.query(body)
+                self.query(body, cancel)
             }
             ["api", "import"] => {
                 post()?;
@@ -761,7 +780,7 @@ impl Api {
         Ok(Some(self.graph_json(view, dir, &starts, &nodes, &edges)?))
     }
 
-    fn graph(&self, trace: &str, t: &Target) -> Result<Reply, ApiError> {
+    fn graph(&self, trace: &str, t: &Target, cancel: &Cancel) -> Result<Reply, ApiError> {
         let view = self.db.trace(trace)?;
         let start = t
             .param("start")
@@ -780,7 +799,7 @@ impl Api {
         params.insert("start".into(), QValue::Str(start.to_string()));
         params.insert("trace".into(), QValue::Str(format!("#{}", view.id())));
         let plan = self.db.prepare(&text, &params)?;
-        let graph = with_timeout(self.query_timeout, |cancel| {
+        let graph = with_timeout_on(cancel, self.query_timeout, |cancel| {
             self.traverse_graph(&view, &plan, cancel)
         })?;
         Ok(Reply::ok(&graph.unwrap_or(Value::Null)))
@@ -876,7 +895,7 @@ impl Api {
         })))
     }
 
-    fn query(&self, body: &mut dyn Read) -> Result<Reply, ApiError> {
+    fn query(&self, body: &mut dyn Read, cancel: &Cancel) -> Result<Reply, ApiError> {
         let b = json_body(body)?;
         only_fields(&b, &["statement"])?;
         let text = text_field(&b, "statement", None)?;
@@ -903,7 +922,7 @@ impl Api {
             },
             _ => None,
         };
-        with_timeout(self.query_timeout, |cancel| {
+        with_timeout_on(cancel, self.query_timeout, |cancel| {
             let mut rows: Vec<Value> = Vec::new();
             let mut truncated = false;
             let columns = self.db.run_plan(&plan, cancel, &mut |row| {

@@ -10,7 +10,8 @@ use memtrace::prelude::*;
 use memtrace::{Cancel, Database, ImportOptions, InputFormat};
 use serde_json::{json, Value};
 
-use super::{loopback_host, Api};
+use super::server::loopback_host;
+use super::Api;
 
 /// An API over a database with one small generated Mem0 trace whose failed
 /// cases have evidence-flow verdicts. Returns the trace's graph id and the
