@@ -306,16 +306,42 @@ impl Serialize for List<'_, '_, '_> {
     }
 }
 
-/// Text escaped for a double-quoted DOT string.
+/// Text escaped for a double-quoted DOT string: backslashes and quotes
+/// escaped, a line break as DOT's `\n`, and every other control character
+/// (see [`memtrace_table::is_hidden`]) as the text `\u{…}` that the label
+/// shows, so that neither the file nor the drawing holds a raw one.
 pub fn dot_escape(s: &str) -> String {
-    s.replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            c if memtrace_table::is_hidden(c) => {
+                // The backslash of `\u{…}` is escaped, so DOT shows it.
+                out.push('\\');
+                memtrace_table::push_escaped(&mut out, c);
+            }
+            c => out.push(c),
+        }
+    }
+    out
 }
 
-/// Text escaped for a double-quoted Mermaid label.
+/// Text escaped for a double-quoted Mermaid label: quotes as `#quot;`, a
+/// line break as a space, and every other control character as the text
+/// `\u{…}`.
 pub fn mermaid_escape(s: &str) -> String {
-    s.replace('"', "#quot;").replace('\n', " ")
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("#quot;"),
+            '\n' => out.push(' '),
+            c if memtrace_table::is_hidden(c) => memtrace_table::push_escaped(&mut out, c),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 fn op_label(o: &OpRecord) -> String {
@@ -410,4 +436,27 @@ fn write(t: &TraceView<'_>, format: ExportFormat, out: &mut dyn Write) -> Result
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn drawings_hold_no_raw_control_character() {
+        let id = "\u{1b}]0;pwned\u{7}\"q\"\\\n\u{1b}[31m\0\u{202e}";
+        let dot = dot_escape(id);
+        assert_eq!(
+            dot,
+            "\\\\u{1b}]0;pwned\\\\u{7}\\\"q\\\"\\\\\\n\\\\u{1b}[31m\\\\u{0}\\\\u{202e}"
+        );
+        let mermaid = mermaid_escape(id);
+        assert_eq!(
+            mermaid,
+            "\\u{1b}]0;pwned\\u{7}#quot;q#quot;\\ \\u{1b}[31m\\u{0}\\u{202e}"
+        );
+        for text in [dot, mermaid] {
+            assert!(!text.chars().any(memtrace_table::is_hidden), "{text:?}");
+        }
+    }
 }

@@ -341,16 +341,17 @@ pub fn render_evaluation(e: &Evaluation, misses: usize) -> String {
     if misses > 0 && !e.misses.is_empty() {
         out.push_str("\nMisses\n");
         for m in e.misses.iter().take(misses) {
+            let v = |s: &str| table::visible(s).into_owned();
             out.push_str(&format!(
                 "- {} {} {:?}\n  label:   {} at {}\n  verdict: {} at {}\n  reason:  {}\n",
-                m.trace,
-                m.case,
+                v(&m.trace),
+                v(&m.case),
                 m.query,
-                m.true_error_type,
-                m.true_op,
-                m.error_type,
-                m.op,
-                m.reason
+                v(&m.true_error_type),
+                v(&m.true_op),
+                v(&m.error_type),
+                v(&m.op),
+                v(&m.reason)
             ));
         }
     }
@@ -490,13 +491,18 @@ pub fn feedback(
             Some(e) => format!("no suggestion: {e}"),
         };
         println!(
-            "{key}: {} case(s) via {}; {state}",
+            "{}: {} case(s) via {}; {}",
+            table::visible(key),
             p.cases.len(),
-            p.ops.join(", ")
+            table::visible(&p.ops.join(", ")),
+            table::visible(&state)
         );
     }
     for (op, n) in &f.ops_without_prompt {
-        println!("{op}: {n} case(s), but the op reads no prompt variable");
+        println!(
+            "{}: {n} case(s), but the op reads no prompt variable",
+            table::visible(op)
+        );
     }
     if f.prompts.is_empty() {
         println!(

@@ -815,14 +815,19 @@ fn drop_trace(db: &std::path::Path, trace: &str, yes: bool, reason: &str) -> Res
     if !yes {
         eprintln!(
             "would remove trace #{} {} ({} variables, {} edges); pass --yes to remove it",
-            info.id, info.graph_id, info.counts.variables, info.counts.edges
+            info.id,
+            table::visible(&info.graph_id),
+            info.counts.variables,
+            info.counts.edges
         );
         return Ok(ExitCode::from(1));
     }
     let info = db.drop_trace(&format!("#{}", info.id), reason)?;
     println!(
-        "removed trace #{} {} (logged: {reason})",
-        info.id, info.graph_id
+        "removed trace #{} {} (logged: {})",
+        info.id,
+        table::visible(&info.graph_id),
+        table::visible(reason)
     );
     Ok(ExitCode::SUCCESS)
 }

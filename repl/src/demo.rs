@@ -203,10 +203,10 @@ pub fn run(path: &Path) -> Result<ExitCode> {
                 out,
                 "verdict: {} at {} ({}), confidence {:.2}\nreason:  {}",
                 v.error_type.map_or("-", ErrorType::name),
-                v.op_id.as_deref().unwrap_or("-"),
-                v.op_name.as_deref().unwrap_or("-"),
+                table::visible(v.op_id.as_deref().unwrap_or("-")),
+                table::visible(v.op_name.as_deref().unwrap_or("-")),
                 v.confidence,
-                v.reason
+                table::visible(&v.reason)
             )
             .map_err(io("standard output"))?;
             let name = c.id.trim_start_matches("query:");

@@ -36,7 +36,7 @@ fn main() -> ExitCode {
     match cli::run(args) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", memtrace_table::visible_lines(&e.to_string()));
             if let Some(hint) = serve::busy_hint(&db, &e) {
                 eprintln!("{hint}");
             }

@@ -236,7 +236,7 @@ pub fn check(
         .iter()
         .zip(&limits)
         .filter(|(p, max)| p.hits > **max)
-        .map(|(p, max)| format!("{} ({} > {max})", p.name, p.hits))
+        .map(|(p, max)| format!("{} ({} > {max})", table::visible(&p.name), p.hits))
         .collect();
     if over_limit.is_empty() {
         eprintln!(
@@ -405,7 +405,7 @@ fn print(report: &PatternReport, limits: Option<&[u64]>, format: PatternFormat) 
                 println!();
                 println!(
                     "{}: {} hit(s) in {} trace(s); the first {}:",
-                    p.name,
+                    table::visible(&p.name),
                     p.hits,
                     p.per_trace.len(),
                     p.examples.len()

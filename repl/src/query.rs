@@ -78,6 +78,9 @@ fn cell(v: &Value) -> String {
     }
 }
 
+/// A cell as a table shows it: on one line (line breaks and tabs as
+/// spaces), other control characters shown escaped ([`table::visible`]),
+/// cut to [`CELL_MAX`] characters with `…`.
 pub fn cut(s: &str) -> String {
     let one_line: String = s
         .chars()
@@ -89,6 +92,7 @@ pub fn cut(s: &str) -> String {
             }
         })
         .collect();
+    let one_line = table::visible(&one_line).into_owned();
     if one_line.chars().count() <= CELL_MAX {
         one_line
     } else {
@@ -412,5 +416,6 @@ mod tests {
         assert_eq!(cut(&long).chars().count(), CELL_MAX);
         assert!(cut(&long).ends_with('…'));
         assert_eq!(cut("a\nb"), "a b");
+        assert_eq!(cut("\u{1b}[31mred\0"), "\\u{1b}[31mred\\u{0}");
     }
 }

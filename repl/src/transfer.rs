@@ -10,6 +10,7 @@ use memtrace::{Database, ExportFormat, ImportOptions, Progress};
 
 use crate::error::{io, Result};
 use crate::formats::ExportAs;
+use memtrace_table::{visible, visible_lines};
 
 /// The sample export bundled with memtrace (a real smartcomment 0.1.2 recording).
 pub const SAMPLE: &str = include_str!("../../tests/fixtures/sample_export.json");
@@ -27,7 +28,8 @@ fn progress_bar() -> ProgressBar {
 
 /// Imports `paths` into `db` with a progress bar on standard error, writing
 /// a line per stored trace and a summary to `out` and each failure to
-/// standard error. Returns (traces stored, files failed).
+/// standard error (paths, ids and messages with their control characters
+/// shown escaped). Returns (traces stored, files failed).
 pub fn import_into(
     db: &Database,
     paths: &[PathBuf],
@@ -62,9 +64,9 @@ pub fn import_into(
                         writeln!(
                             out,
                             "already stored {}: trace #{} {} holds the same content; nothing written",
-                            r.path.display(),
+                            visible(&r.path.display().to_string()),
                             t.trace,
-                            t.graph_id
+                            visible(&t.graph_id)
                         )
                         .map_err(io("standard output"))?;
                         continue;
@@ -73,13 +75,13 @@ pub fn import_into(
                     writeln!(
                         out,
                         "imported {}: trace #{} {} ({} sessions, {} variables, {} ops, {} edges, {} cases)",
-                        r.path.display(), t.trace, t.graph_id, t.counts.sessions, t.counts.variables, t.counts.ops, t.counts.edges, t.counts.cases
+                        visible(&r.path.display().to_string()), t.trace, visible(&t.graph_id), t.counts.sessions, t.counts.variables, t.counts.ops, t.counts.edges, t.counts.cases
                     ).map_err(io("standard output"))?;
                 }
             }
             Err(e) => {
                 failed += 1;
-                eprintln!("error: {e}");
+                eprintln!("error: {}", visible_lines(&e.to_string()));
             }
         }
     }

@@ -1,10 +1,12 @@
 //! `--format tree`: a TRACE or FORWARD result drawn as its provenance tree,
 //! with the op that made each step on the branch (as `cargo tree` draws
-//! dependencies).
+//! dependencies). Ids and op names are drawn with their control characters
+//! shown escaped (`memtrace_table::visible`).
 
 use std::collections::BTreeMap;
 
 use memtrace::{dot_escape, mermaid_escape, Value};
+use memtrace_table::visible;
 
 /// One node of the drawn tree: its children in the order first met.
 #[derive(Debug, Default)]
@@ -38,7 +40,7 @@ impl Branch {
             let last = i + 1 == self.children.len();
             out.push_str(prefix);
             out.push_str(if last { "└── " } else { "├── " });
-            out.push_str(&format!("[{op}] {node}\n"));
+            out.push_str(&format!("[{}] {}\n", visible(op), visible(node)));
             let deeper = format!("{prefix}{}", if last { "    " } else { "│   " });
             child.draw(&deeper, out);
         }
@@ -89,7 +91,11 @@ pub fn draw(rows: &[Vec<Value>], op_name: &dyn Fn(&str, &str) -> String) -> Stri
             if !out.is_empty() {
                 out.push('\n');
             }
-            out.push_str(&format!("{start}   (trace {trace})\n"));
+            out.push_str(&format!(
+                "{}   (trace {})\n",
+                visible(start),
+                visible(trace)
+            ));
             tree.draw("", &mut out);
         }
     }
@@ -152,6 +158,20 @@ mod tests {
              └── [op-1] y@1\n"
         );
         assert_eq!(draw(&[], &|_, op| op.to_string()), "");
+    }
+
+    #[test]
+    fn control_characters_are_drawn_escaped() {
+        let rows = vec![row(
+            "t\u{1b}]0;pwned\u{7}",
+            &["p\0@1", "op-\u{1b}[31m", "q\u{202e}@1"],
+        )];
+        let drawn = draw(&rows, &|_, op| format!("{op}\u{9b}"));
+        assert_eq!(
+            drawn,
+            "p\\u{0}@1   (trace t\\u{1b}]0;pwned\\u{7})\n\
+             └── [op-\\u{1b}[31m\\u{9b}] q\\u{202e}@1\n"
+        );
     }
 }
 

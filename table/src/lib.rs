@@ -1,20 +1,29 @@
-//! How is a result shown in a terminal? Plain aligned tables, cut to the terminal's width, and byte sizes.
+//! How is a result shown in a terminal? Plain aligned tables, cut to the terminal's width, byte
+//! sizes, and control characters shown escaped ([`visible`]), so that text from a trace cannot
+//! act on the terminal.
 
 #![deny(missing_docs)]
 
+mod visible;
+
 use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
+
+pub use visible::{is_hidden, push_escaped, visible, visible_lines};
 
 /// Narrowest a column is cut to when a table must fit a width.
 const MIN_COLUMN: usize = 8;
 
 /// Renders rows under a header, each column as wide as its widest cell.
-/// Columns listed in `right` are right-aligned (numbers).
+/// Columns listed in `right` are right-aligned (numbers). Control
+/// characters in the header and cells are shown escaped ([`visible`]).
 pub fn render(header: &[&str], rows: &[Vec<String>], right: &[usize]) -> String {
     render_fit(header, rows, right, None)
 }
 
-/// `text` cut to at most `width` terminal columns, ending with `…` when cut.
+/// `text` cut to at most `width` terminal columns, ending with `…` when cut,
+/// with its control characters shown escaped ([`visible`]).
 pub fn cut_to(text: &str, width: usize) -> String {
+    let text = visible(text);
     if text.width() <= width {
         return text.to_string();
     }
@@ -41,8 +50,13 @@ pub fn render_fit(
     right: &[usize],
     max_width: Option<usize>,
 ) -> String {
+    let header: Vec<std::borrow::Cow<'_, str>> = header.iter().map(|h| visible(h)).collect();
+    let rows: Vec<Vec<std::borrow::Cow<'_, str>>> = rows
+        .iter()
+        .map(|r| r.iter().map(|c| visible(c)).collect())
+        .collect();
     let mut widths: Vec<usize> = header.iter().map(|h| h.width()).collect();
-    for row in rows {
+    for row in &rows {
         for (i, cell) in row.iter().enumerate() {
             if i < widths.len() {
                 widths[i] = widths[i].max(cell.width());
@@ -86,13 +100,13 @@ pub fn render_fit(
             .collect();
         parts.join("  ").trim_end().to_string()
     };
-    let mut out = line(header.to_vec());
+    let mut out = line(header.iter().map(|h| h.as_ref()).collect());
     out.push('\n');
     let rules: Vec<String> = widths.iter().map(|w| "-".repeat(*w)).collect();
     out.push_str(&line(rules.iter().map(String::as_str).collect()));
     out.push('\n');
-    for row in rows {
-        out.push_str(&line(row.iter().map(String::as_str).collect()));
+    for row in &rows {
+        out.push_str(&line(row.iter().map(|c| c.as_ref()).collect()));
         out.push('\n');
     }
     out
@@ -187,6 +201,27 @@ mod tests {
         // Each of these takes two columns.
         assert_eq!(cut_to("日本語テキスト", 7), "日本語…");
         assert_eq!(cut_to("日本語テキスト", 7).width(), 7);
+    }
+
+    #[test]
+    fn control_characters_in_cells_and_headers_are_shown_escaped() {
+        let rows = vec![vec![
+            "\u{1b}]0;pwned\u{7}".to_string(),
+            "\u{1b}[31mred\0".to_string(),
+        ]];
+        let t = render_fit(&["id\u{202e}", "value"], &rows, &[], Some(80));
+        assert!(!t.chars().any(|c| is_hidden(c) && c != '\n'), "{t:?}");
+        assert_eq!(
+            t,
+            "id\\u{202e}           value\n\
+             -------------------  ------------------\n\
+             \\u{1b}]0;pwned\\u{7}  \\u{1b}[31mred\\u{0}\n"
+        );
+        // Cut to fit, on what is shown.
+        let t = render_fit(&["id", "value"], &rows, &[], Some(30));
+        assert!(t.lines().all(|l| l.width() <= 30), "{t}");
+        assert!(!t.chars().any(|c| is_hidden(c) && c != '\n'), "{t:?}");
+        assert_eq!(cut_to("a\u{1b}b", 20), "a\\u{1b}b");
     }
 
     #[test]

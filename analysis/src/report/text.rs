@@ -19,7 +19,8 @@ pub(super) fn cut(s: &str, max: usize) -> String {
 }
 
 /// A value for a Markdown table cell or line: cut, one line, with the
-/// characters that would change the table or the formatting escaped.
+/// characters that would change the table or the formatting escaped, and
+/// control characters shown as `\u{…}` (`memtrace_table::visible`).
 pub(super) fn md(s: &str) -> String {
     md_cut(s, MAX_CHARS)
 }
@@ -40,14 +41,21 @@ pub(super) fn md_cut(s: &str, max: usize) -> String {
             '&' => out.push_str("&amp;"),
             '<' => out.push_str("&lt;"),
             '>' => out.push_str("&gt;"),
-            c if c.is_control() => out.push(' '),
+            '\t' => out.push(' '),
+            c if memtrace_table::is_hidden(c) => {
+                // Markdown shows `\\` as one backslash.
+                out.push('\\');
+                memtrace_table::push_escaped(&mut out, c);
+            }
             c => out.push(c),
         }
     }
     out
 }
 
-/// Text escaped for HTML element content and quoted attribute values.
+/// Text escaped for HTML element content and quoted attribute values;
+/// control characters other than line breaks and tabs are shown as
+/// `\u{…}`.
 pub(super) fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
@@ -57,7 +65,9 @@ pub(super) fn esc(s: &str) -> String {
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&#39;"),
-            c if c.is_control() && c != '\n' && c != '\t' => out.push(' '),
+            c if memtrace_table::is_hidden(c) && c != '\n' && c != '\t' => {
+                memtrace_table::push_escaped(&mut out, c)
+            }
             c => out.push(c),
         }
     }
@@ -161,5 +171,11 @@ mod tests {
             "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;"
         );
         assert_eq!(utc(86_400_000 + 61 * 60_000), "1970-01-02 01:01 UTC");
+        // Control characters are shown, not sent.
+        assert_eq!(
+            md("\u{1b}]0;pwned\u{7}\0\u{202e}"),
+            "\\\\u{1b}\\]0;pwned\\\\u{7}\\\\u{0}\\\\u{202e}"
+        );
+        assert_eq!(esc("\u{1b}[31m\0"), "\\u{1b}[31m\\u{0}");
     }
 }

@@ -129,9 +129,11 @@ const FUNCTIONS: &[&str] = &[
     "count(", "min(", "max(", "sum(", "avg(", "lower(", "upper(", "length(",
 ];
 
+/// A completion: what the list shows (control characters shown escaped)
+/// and what is put into the line.
 fn pair(display: impl Into<String>, replacement: impl Into<String>) -> Pair {
     Pair {
-        display: display.into(),
+        display: memtrace_table::visible(&display.into()).into_owned(),
         replacement: replacement.into(),
     }
 }

@@ -28,6 +28,7 @@ use rustyline::Editor;
 use crate::error::{CliError, Result};
 use crate::formats::ExportAs;
 use crate::query::{print_result, QueryFormat};
+use memtrace_table::visible_lines;
 
 use help::{META, QUERY_FORMATS};
 use helper::{Known, ShellHelper};
@@ -272,14 +273,14 @@ impl Session {
                     let ok = match self.command(meta, out) {
                         Ok(()) => true,
                         Err(e) => {
-                            let _ = writeln!(err, "error: {e}");
+                            let _ = writeln!(err, "error: {}", visible_lines(&e.to_string()));
                             false
                         }
                     };
                     Step::Next { ok }
                 }
                 Err(e) => {
-                    let _ = writeln!(err, "error: {e}");
+                    let _ = writeln!(err, "error: {}", visible_lines(&e.to_string()));
                     Step::Next { ok: false }
                 }
             };
@@ -305,7 +306,7 @@ impl Session {
         let statements = match db.parse_script(text) {
             Ok(s) => s,
             Err(e) => {
-                let _ = writeln!(err, "error: {e}");
+                let _ = writeln!(err, "error: {}", visible_lines(&e.to_string()));
                 return false;
             }
         };
@@ -344,7 +345,7 @@ impl Session {
                     return false;
                 }
                 Err(e) => {
-                    let _ = writeln!(err, "error: {which}{e}");
+                    let _ = writeln!(err, "error: {which}{}", visible_lines(&e.to_string()));
                     return false;
                 }
             }

@@ -8,7 +8,9 @@ use memtrace::attrib::{ErrorType, Method};
 use memtrace::prelude::*;
 use memtrace::{Cancel, Database, Params, Result};
 
-/// Distinct names found in the database, each list sorted.
+/// Distinct names found in the database, each list sorted. A name that holds
+/// a control character is left out: it could not be typed, and completing it
+/// would put the character into the line being edited.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Names {
     /// Graph ids of the traces.
@@ -96,6 +98,17 @@ impl Names {
             })
             .map(|p| p.name)
             .collect();
+        for list in [
+            &mut names.traces,
+            &mut names.owners,
+            &mut names.classes,
+            &mut names.categories,
+            &mut names.op_names,
+            &mut names.op_kinds,
+            &mut names.case_patterns,
+        ] {
+            list.retain(|n| !n.chars().any(memtrace_table::is_hidden));
+        }
         Ok(names)
     }
 
