@@ -442,3 +442,106 @@ fn json_lines_files_import_one_trace_per_line() {
     assert_eq!(t[2]["variables"], 30);
     assert_eq!(t[2]["edges"], 50);
 }
+
+#[test]
+fn export_with_labels_keeps_every_failed_case_and_imports_back() {
+    use memtrace::attrib::{ErrorType, LabelInput};
+    use memtrace::prelude::*;
+
+    let (dir, db) = generated("5");
+    let d = dir.path();
+    let traces = json(&ok(run(d, Some(&db), &["traces", "--format", "json"])));
+    let gid = traces[0]["graph_id"].as_str().unwrap().to_string();
+    let cases_of = |db: &std::path::Path| {
+        json(&ok(run(
+            d,
+            Some(db),
+            &[
+                "query",
+                &format!(
+                    "FIND cases IN TRACE '{gid}' RETURN case.query_id, case.query, \
+                     case.golden_answers, case.prediction, case.evidence, case.error_type, \
+                     case.op_id"
+                ),
+                "--format",
+                "json",
+            ],
+        )))["rows"]
+            .clone()
+    };
+    let before = cases_of(&db);
+    let n = before.as_array().unwrap().len();
+    assert!(n >= 2, "{before}");
+    // Without labels, the file is the trace's export.
+    let plain = dir.path().join("plain.json");
+    let labelled = dir.path().join("labelled.json");
+    for (file, extra) in [(&plain, None), (&labelled, Some("--labels"))] {
+        let mut args = vec!["export", gid.as_str(), "-o", file.to_str().unwrap()];
+        args.extend(extra);
+        ok(run(d, Some(&db), &args));
+    }
+    assert_eq!(
+        std::fs::read_to_string(&plain).unwrap(),
+        std::fs::read_to_string(&labelled).unwrap()
+    );
+    // One case labelled by a person.
+    let (case, op) = {
+        let opened = memtrace::Database::open(&db).unwrap();
+        let case = opened.failed_cases(Some(&gid)).unwrap()[1].id.clone();
+        let op = opened.trace(&gid).unwrap().ops().unwrap()[2].op_id.clone();
+        opened
+            .add_label(
+                &gid,
+                &case,
+                &LabelInput {
+                    error_type: ErrorType::DeletionError,
+                    op_id: &op,
+                    reason: "seen",
+                    author: "ana",
+                },
+            )
+            .unwrap();
+        (case, op)
+    };
+    ok(run(
+        d,
+        Some(&db),
+        &["export", &gid, "--labels", "-o", labelled.to_str().unwrap()],
+    ));
+    let other = dir.path().join("other.db");
+    ok(run(
+        d,
+        Some(&other),
+        &["import", labelled.to_str().unwrap()],
+    ));
+    let after = cases_of(&other);
+    assert_eq!(after.as_array().unwrap().len(), n, "every failed case");
+    for (i, (was, is)) in before
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(after.as_array().unwrap())
+        .enumerate()
+    {
+        if was[0] == case.as_str() {
+            let (is, was) = (is.as_array().unwrap(), was.as_array().unwrap());
+            assert_eq!(is[..5], was[..5], "case {i}");
+            assert_eq!(is[5], "DeletionError");
+            assert_eq!(is[6], op.as_str());
+        } else {
+            assert_eq!(is, was, "case {i}");
+        }
+    }
+    // The label is kept only in the smartcomment format.
+    let o = run(
+        d,
+        Some(&db),
+        &["export", &gid, "--labels", "--format", "dot"],
+    );
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("--labels writes a MemTraceBench file"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -14,7 +14,7 @@ use memtrace::{Database, TraceInfo};
 
 use crate::error::{io, CliError, Result};
 use crate::formats::{ExportAs, Listing};
-use crate::transfer::{export_to, import_into};
+use crate::transfer::{export_to, import_into, Exported};
 use memtrace_table as table;
 
 const AFTER_HELP: &str = "\
@@ -65,7 +65,7 @@ pub enum Command {
     },
     /// Write a trace back as smartcomment JSON, or draw it as DOT or Mermaid.
     #[command(
-        after_help = "Examples:\n  memtrace export graph-e02a1f3b041740d5b82569831ef2d06e > back.json\n  memtrace export '#1' --format mermaid -o trace.mmd"
+        after_help = "Examples:\n  memtrace export graph-e02a1f3b041740d5b82569831ef2d06e > back.json\n  memtrace export '#1' --format mermaid -o trace.mmd\n  memtrace export mem0-0002-s7 --labels -o labelled.json"
     )]
     Export {
         /// The trace: its graph id, or #ID.
@@ -73,6 +73,10 @@ pub enum Command {
         /// Output format.
         #[arg(long, value_enum, default_value_t = ExportAs::Smartcomment)]
         format: ExportAs,
+        /// Write a MemTraceBench file whose data.annotations hold every failed case, each with
+        /// its latest label where it has one (labels are added in `memtrace serve`).
+        #[arg(long)]
+        labels: bool,
         /// Write to this file instead of standard output.
         #[arg(short, long)]
         output: Option<PathBuf>,
@@ -364,8 +368,9 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Export {
             trace,
             format,
+            labels,
             output,
-        } => export(&cli.db, &trace, format, output),
+        } => export(&cli.db, &trace, format, labels, output),
         Command::Stats { format } => stats(&Database::open_read_only(&cli.db)?, format),
         Command::Traces { format } => traces(&Database::open_read_only(&cli.db)?, format),
         Command::Drop { trace, yes, reason } => drop_trace(&cli.db, &trace, yes, &reason),
@@ -656,9 +661,19 @@ fn export(
     db: &std::path::Path,
     trace: &str,
     format: ExportAs,
+    labels: bool,
     output: Option<PathBuf>,
 ) -> Result<ExitCode> {
-    export_to(&Database::open_read_only(db)?, trace, format, output)?;
+    let what = match (format, labels) {
+        (ExportAs::Smartcomment, true) => Exported::Labelled,
+        (_, true) => {
+            return Err(CliError::Usage(
+                "--labels writes a MemTraceBench file; it goes with --format smartcomment".into(),
+            ))
+        }
+        (format, false) => Exported::As(format),
+    };
+    export_to(&Database::open_read_only(db)?, trace, what, output)?;
     Ok(ExitCode::SUCCESS)
 }
 

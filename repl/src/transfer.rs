@@ -6,6 +6,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use memtrace::prelude::*;
 use memtrace::{Database, ExportFormat, ImportOptions, Progress};
 
 use crate::error::{io, Result};
@@ -99,19 +100,43 @@ pub fn import_into(
     Ok((stored, failed))
 }
 
+/// What an export writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exported {
+    /// The trace in a format.
+    As(ExportAs),
+    /// The MemTraceBench file with every failed case and its latest label.
+    Labelled,
+}
+
 /// Writes a trace of `db` to `output` (beside it first, then renamed) or to
 /// standard output.
 pub fn export_to(
     db: &Database,
     trace: &str,
-    format: ExportAs,
+    what: Exported,
     output: Option<PathBuf>,
 ) -> Result<()> {
     let view = db.trace(trace)?;
-    let format = match format {
-        ExportAs::Smartcomment => ExportFormat::Smartcomment,
-        ExportAs::Dot => ExportFormat::Dot,
-        ExportAs::Mermaid => ExportFormat::Mermaid,
+    let write = |w: &mut dyn Write| -> Result<()> {
+        let format = match what {
+            Exported::As(ExportAs::Smartcomment) => ExportFormat::Smartcomment,
+            Exported::As(ExportAs::Dot) => ExportFormat::Dot,
+            Exported::As(ExportAs::Mermaid) => ExportFormat::Mermaid,
+            Exported::Labelled => {
+                // Indented as the plain export is.
+                let doc = db.export_labelled(trace)?;
+                let mut ser = serde_json::Serializer::with_formatter(
+                    &mut *w,
+                    serde_json::ser::PrettyFormatter::with_indent(b"  "),
+                );
+                serde::Serialize::serialize(&doc, &mut ser)?;
+                w.write_all(b"\n").map_err(io("output"))?;
+                return Ok(());
+            }
+        };
+        view.export(format, w)?;
+        Ok(())
     };
     match output {
         Some(path) => {
@@ -122,7 +147,7 @@ pub fn export_to(
             let written = (|| -> Result<()> {
                 let file = std::fs::File::create(&tmp).map_err(io(tmp.display()))?;
                 let mut w = std::io::BufWriter::new(file);
-                view.export(format, &mut w)?;
+                write(&mut w)?;
                 w.flush().map_err(io(tmp.display()))?;
                 std::fs::rename(&tmp, &path).map_err(io(path.display()))
             })();
@@ -134,7 +159,7 @@ pub fn export_to(
         None => {
             let stdout = std::io::stdout();
             let mut w = std::io::BufWriter::new(stdout.lock());
-            view.export(format, &mut w)?;
+            write(&mut w)?;
             w.flush().map_err(io("standard output"))?;
         }
     }

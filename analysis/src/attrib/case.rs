@@ -24,7 +24,9 @@ pub struct FailedCase {
     pub graph_id: String,
     /// The memory system (the trace's `project_id`).
     pub system: Option<String>,
-    /// The case's name: its query's full node id, or the judge op id.
+    /// The case's name: its query's full node id, or else the judge op id
+    /// (of a judge case, or the `judge_op_id` an annotation names, as an
+    /// exported judge case has), or else `annotation N`.
     pub id: String,
     /// Full node id of the query variable, when found.
     pub query_node: Option<String>,
@@ -118,6 +120,14 @@ fn from_annotation(model: &TraceModel, i: usize, c: &Case) -> FailedCase {
         id: c
             .query_id
             .clone()
+            .or_else(|| {
+                // A judge case exported as an annotation keeps its name.
+                c.raw
+                    .get("judge_op_id")
+                    .and_then(Value::as_str)
+                    .filter(|op| model.op(op).is_some())
+                    .map(str::to_string)
+            })
             .unwrap_or_else(|| format!("annotation {}", i + 1)),
         query_node: query_var.map(|q| model.vars[q].full_node_id.clone()),
         query,

@@ -143,9 +143,23 @@ pub trait Labels {
     /// `annotated_at`.
     fn label_annotations(&self, trace: &str) -> Result<Vec<Value>>;
 
+    /// Every failed case of a trace as a MemTraceBench annotation, in the
+    /// order of the trace's failed cases, labelled or not. A case that came
+    /// from an annotation keeps it whole; a case that an `llm-judge` op
+    /// recorded gets one made from the case (`query_id`, `query`,
+    /// `golden_answers`, `prediction`, `source_evidence_ids`, and
+    /// `judge_op_id`, which names the case when it has no query variable),
+    /// with `final_error_type` and `final_op_id` null. A case with a label
+    /// takes its latest label's `final_error_type`, `final_op_id`,
+    /// `reason`, `annotator` and `annotated_at`.
+    fn case_annotations(&self, trace: &str) -> Result<Vec<Value>>;
+
     /// A MemTraceBench file of one trace: its smartcomment export with
-    /// `data.annotations` holding its labels (see [`Database::label_annotations`]).
-    /// Importing it elsewhere gives the labelled cases as annotated cases.
+    /// `data.annotations` holding every failed case, with its latest label
+    /// where it has one (see [`Labels::case_annotations`]). Importing it into
+    /// another database gives the same failed cases (the same names,
+    /// questions, gold answers, predictions and evidence), each carrying its
+    /// label.
     fn export_labelled(&self, trace: &str) -> Result<Value>;
 }
 
@@ -237,12 +251,42 @@ impl Labels for Database {
         Ok(out)
     }
 
+    fn case_annotations(&self, trace: &str) -> Result<Vec<Value>> {
+        let view = self.trace(trace)?;
+        let labels = self.labels(Some(trace))?;
+        let stored = view.cases()?;
+        let (model, cases) = trace_cases(&view)?;
+        let mut out = Vec::with_capacity(cases.len());
+        for c in &cases {
+            let mut a = match &c.origin {
+                CaseOrigin::Annotation(i) => match stored.get(*i).map(|s| &s.raw) {
+                    Some(Value::Object(raw)) => raw.clone(),
+                    _ => {
+                        return Err(AnalysisError::BadRequest(format!(
+                            "annotation {} of trace {} is not stored as an object",
+                            i + 1,
+                            c.graph_id
+                        )))
+                    }
+                },
+                CaseOrigin::Judge(op) => judge_annotation(&model, c, op),
+            };
+            if let Some(l) = labels.iter().rev().find(|l| l.case == c.id) {
+                for (k, v) in label_fields(l) {
+                    a.insert(k.into(), v);
+                }
+            }
+            out.push(Value::Object(a));
+        }
+        Ok(out)
+    }
+
     fn export_labelled(&self, trace: &str) -> Result<Value> {
         let view = self.trace(trace)?;
         let mut bytes = Vec::new();
         view.export(memtrace_engine::ExportFormat::Smartcomment, &mut bytes)?;
         let mut doc: Value = serde_json::from_slice(&bytes)?;
-        let annotations = Value::Array(self.label_annotations(trace)?);
+        let annotations = Value::Array(self.case_annotations(trace)?);
         let root = doc.as_object_mut().ok_or_else(|| {
             AnalysisError::BadRequest("the trace's export is not a JSON object".into())
         })?;
@@ -261,6 +305,43 @@ impl Labels for Database {
         }
         Ok(doc)
     }
+}
+
+/// What a label sets in an annotation.
+fn label_fields(l: &Label) -> [(&'static str, Value); 5] {
+    [
+        ("final_error_type", json!(l.error_type.name())),
+        ("final_op_id", json!(l.op_id)),
+        ("reason", json!(l.reason)),
+        ("annotator", json!(l.author)),
+        ("annotated_at", json!(iso_utc(l.at_ms))),
+    ]
+}
+
+/// The annotation of a case that the judge op `op` recorded, unlabelled.
+fn judge_annotation(model: &TraceModel, c: &FailedCase, op: &str) -> Map<String, Value> {
+    let query_id = c.query_node.clone().filter(|q| model.var(q).is_some());
+    // The evidence of a judge case is what its query's metadata names;
+    // when some of it is not a node of the trace, none is written, and the
+    // import reads the same list from the metadata again.
+    let evidence: Vec<&String> = if c.source_evidence.iter().all(|e| model.var(e).is_some()) {
+        c.source_evidence.iter().collect()
+    } else {
+        Vec::new()
+    };
+    let mut a = Map::new();
+    a.insert("query_id".into(), json!(query_id));
+    a.insert("query".into(), json!(c.query));
+    a.insert("golden_answers".into(), json!(c.gold));
+    a.insert("prediction".into(), json!(c.prediction));
+    a.insert("source_evidence_ids".into(), json!(evidence));
+    a.insert("judge_op_id".into(), json!(op));
+    if let Some(r) = &c.judge_response {
+        a.insert("judge_response".into(), json!(r));
+    }
+    a.insert("final_error_type".into(), Value::Null);
+    a.insert("final_op_id".into(), Value::Null);
+    a
 }
 
 fn annotation(model: &TraceModel, c: &FailedCase, l: &Label) -> Value {

@@ -404,7 +404,12 @@ impl Session {
                     Some("mmd" | "mermaid") => ExportAs::Mermaid,
                     _ => ExportAs::Smartcomment,
                 };
-                crate::transfer::export_to(&db, &trace, format, Some(file.clone()))?;
+                crate::transfer::export_to(
+                    &db,
+                    &trace,
+                    crate::transfer::Exported::As(format),
+                    Some(file.clone()),
+                )?;
                 writeln!(out, "wrote {}", file.display()).map_err(w)?;
             }
             Meta::Param(None) => {

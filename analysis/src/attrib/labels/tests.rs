@@ -5,7 +5,9 @@ use super::*;
 use crate::AnalysisError;
 use memtrace_engine::EngineError;
 use memtrace_engine::{Database, ImportOptions, InputFormat};
+use memtrace_gen::builder::TraceBuilder;
 use memtrace_gen::set::{generate_trace, GenSpec};
+use serde_json::json;
 
 /// A database holding one small generated Mem0 trace with failed cases.
 fn db_with_trace() -> (tempfile::TempDir, Database, String) {
@@ -178,8 +180,8 @@ fn labels_export_as_annotations_that_import_back() {
     assert_eq!(ann[0]["annotator"], "ana");
     assert_eq!(ann[1]["final_error_type"], "ResponseError");
 
-    // The whole file imports elsewhere as a MemTraceBench trace whose cases
-    // carry the labels.
+    // The whole file imports elsewhere as a MemTraceBench trace with every
+    // failed case, the labelled ones carrying their latest label.
     let doc = db.export_labelled(&gid).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let other = crate::open(dir.path().join("other")).unwrap();
@@ -191,12 +193,198 @@ fn labels_export_as_annotations_that_import_back() {
             &ImportOptions::default(),
         )
         .unwrap();
+    let before = db.trace(&gid).unwrap().cases().unwrap();
     let back = other.trace(&gid).unwrap().cases().unwrap();
-    assert_eq!(back.len(), 2);
+    assert_eq!(back.len(), cases.len(), "every failed case is kept");
     assert_eq!(back[0].final_error_type.as_deref(), Some("DeletionError"));
     assert_eq!(back[0].final_op_id.as_deref(), Some(ops[2].op_id.as_str()));
+    assert_eq!(back[0].raw["annotator"], "ana");
+    assert_eq!(back[1].final_error_type.as_deref(), Some("ResponseError"));
     assert_eq!(back[1].query.as_deref(), Some(b.query.as_str()));
-    // No labels: no annotations.
+    // The cases no one labelled come back as they were, their own labels too.
+    for (was, is) in before.iter().zip(&back).skip(2) {
+        assert_eq!(was.raw, is.raw);
+    }
+    assert_eq!(
+        other.failed_cases(Some(&gid)).unwrap(),
+        cases
+            .iter()
+            .map(|c| FailedCase {
+                trace: back[0].trace,
+                ..c.clone()
+            })
+            .collect::<Vec<_>>()
+    );
+    // No labels: no label annotations, and the whole file is the trace's
+    // own annotations.
     let (_d2, fresh, gid2) = db_with_trace();
     assert!(fresh.label_annotations(&gid2).unwrap().is_empty());
+    let whole = fresh.export_labelled(&gid2).unwrap();
+    let own: Vec<Value> = fresh
+        .trace(&gid2)
+        .unwrap()
+        .cases()
+        .unwrap()
+        .into_iter()
+        .map(|c| c.raw)
+        .collect();
+    assert_eq!(whole["data"]["annotations"], Value::Array(own));
+}
+
+/// A question, an answer and the judge that scored it; without `query`,
+/// the judge reads no query variable (a case named by its judge op).
+fn judged(b: &mut TraceBuilder, q: &str, score: &str, query: bool) -> String {
+    let message = b.variable(
+        Some("message"),
+        &format!("{q}:1"),
+        &format!("'Omar: I drive a blue Volvo ({q}).'"),
+        "message",
+        None,
+        json!({}),
+    );
+    let question = b.variable(
+        Some(if query { "query" } else { "question_text" }),
+        q,
+        &format!("'What car does Omar drive ({q})?'"),
+        if query { "message & query" } else { "text" },
+        None,
+        json!({"evidence": [format!("message:{q}:1")]}),
+    );
+    let pred = b.variable(
+        Some("prediction"),
+        q,
+        "'a red Toyota'",
+        "prediction",
+        None,
+        json!({}),
+    );
+    b.op(
+        "question-answering",
+        "evaluation",
+        None,
+        &[&question, &message],
+        &[&pred],
+        json!({}),
+    );
+    let gold = b.variable(
+        Some("golden_answers"),
+        q,
+        "['a blue Volvo', 'Volvo']",
+        "golden_answers",
+        None,
+        json!({}),
+    );
+    let resp = b.variable(
+        Some("judge_response"),
+        q,
+        "'WRONG'",
+        "judge_response",
+        None,
+        json!({}),
+    );
+    let sc = b.variable(
+        Some("judge_score"),
+        q,
+        score,
+        "judge_score",
+        None,
+        json!({}),
+    );
+    let edges: Vec<(String, String, Option<&str>)> = vec![
+        (
+            question.full_node_id.clone(),
+            resp.full_node_id.clone(),
+            None,
+        ),
+        (gold.full_node_id.clone(), resp.full_node_id.clone(), None),
+        (pred.full_node_id.clone(), resp.full_node_id.clone(), None),
+        (resp.full_node_id.clone(), sc.full_node_id.clone(), None),
+    ];
+    b.op_edges("llm-judge", "evaluation", &edges, json!({}))
+}
+
+#[test]
+fn judge_cases_are_exported_labelled_or_not_and_import_back_the_same() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = crate::open(dir.path().join("db")).unwrap();
+    let mut b = TraceBuilder::new("g-judged", "u", "rag", json!({}), 19_000);
+    b.session("evaluation", "session", json!({}));
+    judged(&mut b, "Q1", "0.0", true);
+    judged(&mut b, "Q2", "0", true);
+    judged(&mut b, "Q3", "1.0", true);
+    let no_query_judge = judged(&mut b, "Q4", "0", false);
+    db.import_reader(
+        b.finish().to_string().as_bytes(),
+        InputFormat::Json,
+        "judged.json",
+        &ImportOptions::default(),
+    )
+    .unwrap();
+    let cases = db.failed_cases(Some("g-judged")).unwrap();
+    let names: Vec<&str> = cases.iter().map(|c| c.id.as_str()).collect();
+    assert_eq!(
+        names,
+        ["query:Q1@1", "query:Q2@1", no_query_judge.as_str()],
+        "{cases:?}"
+    );
+    let op = db.trace("g-judged").unwrap().ops().unwrap()[0]
+        .op_id
+        .clone();
+    db.add_label(
+        "g-judged",
+        "query:Q2@1",
+        &LabelInput {
+            error_type: ErrorType::RetrievalError,
+            op_id: &op,
+            reason: "left out",
+            author: "ana",
+        },
+    )
+    .unwrap();
+
+    let doc = db.export_labelled("g-judged").unwrap();
+    let annotations = doc["data"]["annotations"].as_array().unwrap();
+    assert_eq!(annotations.len(), 3, "every failed case, labelled or not");
+    assert_eq!(annotations[0]["final_error_type"], Value::Null);
+    assert_eq!(annotations[1]["final_error_type"], "RetrievalError");
+    assert_eq!(annotations[1]["annotator"], "ana");
+    assert_eq!(annotations[2]["query_id"], Value::Null);
+
+    let other_dir = tempfile::tempdir().unwrap();
+    let other = crate::open(other_dir.path().join("other")).unwrap();
+    other
+        .import_reader(
+            doc.to_string().as_bytes(),
+            InputFormat::Json,
+            "labelled.json",
+            &ImportOptions::default(),
+        )
+        .unwrap();
+    let back = other.failed_cases(Some("g-judged")).unwrap();
+    assert_eq!(back.len(), cases.len());
+    for (was, is) in cases.iter().zip(&back) {
+        // The same case: its name, question, answers and evidence; it now
+        // comes from an annotation, which holds no judge response.
+        assert_eq!(is.id, was.id);
+        assert_eq!(is.query_node, was.query_node);
+        assert_eq!(is.query, was.query);
+        assert_eq!(is.gold, was.gold);
+        assert_eq!(is.prediction, was.prediction);
+        assert_eq!(is.source_evidence, was.source_evidence);
+        assert!(matches!(is.origin, CaseOrigin::Annotation(_)));
+    }
+    assert_eq!(cases[0].gold, ["a blue Volvo", "Volvo"]);
+    assert_eq!(cases[0].source_evidence, ["message:Q1:1@1"]);
+    let labelled = other.trace("g-judged").unwrap().cases().unwrap();
+    let types: Vec<Option<&str>> = labelled
+        .iter()
+        .map(|c| c.final_error_type.as_deref())
+        .collect();
+    assert_eq!(types, [None, Some("RetrievalError"), None]);
+    assert_eq!(labelled[1].final_op_id.as_deref(), Some(op.as_str()));
+    // Exported again, the file is the same (the labels travel with it).
+    assert_eq!(
+        other.export_labelled("g-judged").unwrap()["data"]["annotations"],
+        doc["data"]["annotations"]
+    );
 }
