@@ -87,6 +87,9 @@ struct Inner {
     lru: BTreeMap<u64, Key>,
     /// Dropped traces: a load that raced with the drop is not kept.
     dropped: HashSet<TraceId>,
+    /// Traces walked once from their stored blocks (see
+    /// [`TraceCache::walk_stored`]).
+    walked: HashSet<TraceId>,
     hits: u64,
     misses: u64,
     evictions: u64,
@@ -202,6 +205,21 @@ impl TraceCache {
             },
         );
         Ok(value)
+    }
+
+    /// Whether a bounded walk of `trace` should read the stored blocks of
+    /// its rows rather than load its graph: yes the first time for a trace
+    /// whose graph is not cached (a one-off query reads a few blocks); a
+    /// trace walked again is worth loading whole.
+    pub(crate) fn walk_stored(&self, trace: TraceId) -> bool {
+        let mut inner = self.lock();
+        if inner
+            .slots
+            .contains_key(&(trace, TypeId::of::<TraceGraph>()))
+        {
+            return false;
+        }
+        inner.walked.insert(trace)
     }
 
     /// Forgets a dropped trace's entries, and keeps none loaded for it later.

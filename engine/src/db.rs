@@ -404,6 +404,11 @@ impl Database {
             .get_or_load(trace, || load(view, trace, &record.counts))
     }
 
+    /// Whether a bounded walk of `trace` reads its stored blocks (see the cache).
+    pub(crate) fn walk_stored(&self, trace: TraceId) -> bool {
+        self.cache.walk_stored(trace)
+    }
+
     /// A trace's adjacency (CSR), from the cache or by one get of its stored value.
     pub(crate) fn trace_graph(&self, view: &ReadView, trace: TraceId) -> Result<Arc<TraceGraph>> {
         self.cached(view, trace, TraceGraph::load)

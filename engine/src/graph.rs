@@ -5,11 +5,12 @@
 //! Variables, ops and edges of a trace have dense local ids (`0..count`, in
 //! recorded order), so every array is indexed by local id directly.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use memtrace_storage::records::Counts;
-use memtrace_storage::{Adjacency, ReadView, StorageError, TraceId};
+use memtrace_storage::{Adjacency, AdjacencyBlock, ReadView, StorageError, TraceId};
 
 use crate::error::{EngineError, Result};
 
@@ -280,22 +281,7 @@ impl TraceGraph {
     /// The visited-set bitmap of a walk, with `starts` marked; the starts
     /// once each, in order. A start that is not a variable is an error.
     fn seed(&self, starts: &[u32]) -> Result<(Vec<u64>, Vec<u32>)> {
-        let mut seen = vec![0u64; (self.adj.vars as usize).div_ceil(64)];
-        let mut first = Vec::with_capacity(starts.len());
-        for &s in starts {
-            if s >= self.adj.vars {
-                return Err(EngineError::BadRequest(format!(
-                    "walk from variable {s}, but the trace has {}",
-                    self.adj.vars
-                )));
-            }
-            let (w, b) = (s as usize / 64, 1u64 << (s % 64));
-            if seen[w] & b == 0 {
-                seen[w] |= b;
-                first.push(s);
-            }
-        }
-        Ok((seen, first))
+        seed(self.adj.vars, starts)
     }
 
     /// How many nodes a [`walk`](Self::walk) that expands every node
@@ -347,9 +333,7 @@ impl TraceGraph {
     }
 
     /// The level loop of [`reach_count`](Self::reach_count) and
-    /// [`walk_levels`](Self::walk_levels): after each level, `each(depth,
-    /// nodes newly reached, edges walked)` (the edges only when
-    /// `with_edges`, else empty); it answers false to stop.
+    /// [`walk_levels`](Self::walk_levels) over this graph's rows.
     fn levels(
         &self,
         starts: &[u32],
@@ -357,37 +341,19 @@ impl TraceGraph {
         max_depth: Option<u32>,
         cancel: &Cancel,
         with_edges: bool,
-        mut each: impl FnMut(u32, usize, &[u32]) -> Result<bool>,
+        each: impl FnMut(u32, usize, &[u32]) -> Result<bool>,
     ) -> Result<()> {
-        cancel.check()?;
-        let (off, edge_ids, far) = self.csr(dir);
-        let (mut seen, mut nodes) = self.seed(starts)?;
-        let (mut next, mut walked) = (Vec::new(), Vec::new());
-        let mut depth = 0u32;
-        while !nodes.is_empty() && max_depth.is_none_or(|m| depth < m) {
-            cancel.check()?;
-            for &node in &nodes {
-                let (a, b) = (off[node as usize] as usize, off[node as usize + 1] as usize);
-                if with_edges {
-                    walked.extend_from_slice(&edge_ids[a..b]);
-                }
-                for &other in &far[a..b] {
-                    let (w, bit) = (other as usize / 64, 1u64 << (other % 64));
-                    if seen[w] & bit == 0 {
-                        seen[w] |= bit;
-                        next.push(other);
-                    }
-                }
-            }
-            depth += 1;
-            if !each(depth, next.len(), &walked)? {
-                return Ok(());
-            }
-            walked.clear();
-            std::mem::swap(&mut nodes, &mut next);
-            next.clear();
-        }
-        Ok(())
+        let (off, edges, far) = self.csr(dir);
+        let mut rows = CsrRows { off, edges, far };
+        levels(
+            &mut rows,
+            self.adj.vars,
+            starts,
+            max_depth,
+            cancel,
+            with_edges,
+            each,
+        )
     }
 
     /// Breadth-first walk from `starts` (at depth `start_depth`; they are
@@ -484,6 +450,196 @@ impl TraceGraph {
         }
         Ok(())
     }
+}
+
+/// The visited-set bitmap of a walk over `vars` variables, with `starts`
+/// marked; the starts once each, in order. A start that is not a variable
+/// is an error.
+fn seed(vars: u32, starts: &[u32]) -> Result<(Vec<u64>, Vec<u32>)> {
+    let mut seen = vec![0u64; (vars as usize).div_ceil(64)];
+    let mut first = Vec::with_capacity(starts.len());
+    for &s in starts {
+        if s >= vars {
+            return Err(EngineError::BadRequest(format!(
+                "walk from variable {s}, but the trace has {vars}"
+            )));
+        }
+        let (w, b) = (s as usize / 64, 1u64 << (s % 64));
+        if seen[w] & b == 0 {
+            seen[w] |= b;
+            first.push(s);
+        }
+    }
+    Ok((seen, first))
+}
+
+/// Where a level walk reads each variable's row in one direction: its
+/// edges and their far ends.
+trait Rows {
+    /// Makes the rows of `nodes` readable (reads what is not yet held).
+    fn prepare(&mut self, nodes: &[u32]) -> Result<()>;
+    /// The row of `v`, prepared before.
+    fn row(&self, v: u32) -> (&[u32], &[u32]);
+}
+
+/// The rows of a whole graph in memory.
+struct CsrRows<'g> {
+    off: &'g [u32],
+    edges: &'g [u32],
+    far: &'g [u32],
+}
+
+impl Rows for CsrRows<'_> {
+    fn prepare(&mut self, _: &[u32]) -> Result<()> {
+        Ok(())
+    }
+
+    fn row(&self, v: u32) -> (&[u32], &[u32]) {
+        let (a, b) = (
+            self.off[v as usize] as usize,
+            self.off[v as usize + 1] as usize,
+        );
+        (&self.edges[a..b], &self.far[a..b])
+    }
+}
+
+/// The level loop: from `starts` (depth 0), each node at its least depth,
+/// for each level below `max_depth` every edge of the level's nodes is
+/// walked; after each level, `each(depth, nodes newly reached, edges
+/// walked)` (the edges only when `with_edges`, else empty); it answers
+/// false to stop.
+fn levels<R: Rows>(
+    rows: &mut R,
+    vars: u32,
+    starts: &[u32],
+    max_depth: Option<u32>,
+    cancel: &Cancel,
+    with_edges: bool,
+    mut each: impl FnMut(u32, usize, &[u32]) -> Result<bool>,
+) -> Result<()> {
+    cancel.check()?;
+    let (mut seen, mut nodes) = seed(vars, starts)?;
+    let (mut next, mut walked) = (Vec::new(), Vec::new());
+    let mut depth = 0u32;
+    while !nodes.is_empty() && max_depth.is_none_or(|m| depth < m) {
+        cancel.check()?;
+        rows.prepare(&nodes)?;
+        for &node in &nodes {
+            let (edges, far) = rows.row(node);
+            if with_edges {
+                walked.extend_from_slice(edges);
+            }
+            for &other in far {
+                let (w, bit) = (other as usize / 64, 1u64 << (other % 64));
+                if seen[w] & bit == 0 {
+                    seen[w] |= bit;
+                    next.push(other);
+                }
+            }
+        }
+        depth += 1;
+        if !each(depth, next.len(), &walked)? {
+            return Ok(());
+        }
+        walked.clear();
+        std::mem::swap(&mut nodes, &mut next);
+        next.clear();
+    }
+    Ok(())
+}
+
+/// A trace's rows in one direction, read block by block from the store as
+/// a walk reaches them: a walk of a few hops on a cold trace reads a few
+/// blocks instead of the whole adjacency value.
+struct BlockRows<'v> {
+    view: &'v ReadView<'v>,
+    trace: TraceId,
+    backward: bool,
+    vars: u32,
+    edges: u32,
+    /// Blocks read so far, by number.
+    blocks: HashMap<u32, AdjacencyBlock>,
+    /// Set when a block is not stored (a trace stored before blocks were).
+    missing: bool,
+}
+
+impl Rows for BlockRows<'_> {
+    fn prepare(&mut self, nodes: &[u32]) -> Result<()> {
+        let mut want: Vec<u32> = nodes
+            .iter()
+            .map(|&v| AdjacencyBlock::of(v))
+            .filter(|b| !self.blocks.contains_key(b))
+            .collect();
+        want.sort_unstable();
+        want.dedup();
+        if want.is_empty() {
+            return Ok(());
+        }
+        let got =
+            self.view
+                .adjacency_blocks(self.trace, self.backward, &want, self.vars, self.edges)?;
+        for (b, block) in want.into_iter().zip(got) {
+            match block {
+                Some(block) => {
+                    self.blocks.insert(b, block);
+                }
+                None => {
+                    self.missing = true;
+                    self.blocks.insert(b, AdjacencyBlock::default());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn row(&self, v: u32) -> (&[u32], &[u32]) {
+        self.blocks
+            .get(&AdjacencyBlock::of(v))
+            .and_then(|b| b.row(v))
+            .unwrap_or((&[], &[]))
+    }
+}
+
+/// [`TraceGraph::reach_count`] read from the stored blocks of a trace's
+/// rows instead of a loaded graph: for a bounded walk on a trace that is
+/// not in memory. `None` when the trace has no blocks stored (then load
+/// the graph). `counts` are the trace record's.
+#[allow(clippy::too_many_arguments)]
+pub fn reach_count_stored(
+    view: &ReadView,
+    trace: TraceId,
+    counts: &Counts,
+    starts: &[u32],
+    dir: Direction,
+    min_depth: u32,
+    max_depth: Option<u32>,
+    cancel: &Cancel,
+) -> Result<Option<u64>> {
+    let mut rows = BlockRows {
+        view,
+        trace,
+        backward: dir == Direction::Backward,
+        vars: counts.variables,
+        edges: counts.edges,
+        blocks: HashMap::new(),
+        missing: false,
+    };
+    let mut count = 0u64;
+    levels(
+        &mut rows,
+        counts.variables,
+        starts,
+        max_depth,
+        cancel,
+        false,
+        |depth, reached, _| {
+            if depth >= min_depth {
+                count += reached as u64;
+            }
+            Ok(true)
+        },
+    )?;
+    Ok((!rows.missing).then_some(count))
 }
 
 #[cfg(test)]

@@ -13,6 +13,12 @@
 //! - `MTA1` (written before, still read): the same three sections, then
 //!   `out_off[vars + 1]`, `out_edges[edges]`, `in_off[vars + 1]`,
 //!   `in_edges[edges]`, `op_off[ops + 1]`, `op_edges[edges]`.
+//!
+//! Beside the whole value, each direction's rows are stored in blocks of
+//! [`BLOCK_VARS`] variables ([`AdjacencyBlock`], `MTB1`), so that a walk of
+//! a few hops on a trace that is not in memory reads the blocks it reaches
+//! rather than every edge. Traces stored before blocks existed have none;
+//! their walks load the whole value.
 
 use crate::error::StorageError;
 use crate::Result;
@@ -79,6 +85,118 @@ fn group(groups: u32, keys: &[u32]) -> (Vec<u32>, Vec<u32>) {
     (off, edges)
 }
 
+/// Variables per stored block of adjacency rows (see [`AdjacencyBlock`]).
+pub const BLOCK_VARS: u32 = 256;
+/// The layout of a block value.
+const BLOCK_MAGIC: &[u8; 4] = b"MTB1";
+
+/// The rows of one direction of a trace's adjacency for the variables
+/// `first..first + n` (a block of [`BLOCK_VARS`]), stored beside the whole
+/// value so that a walk of a few hops reads the blocks it reaches instead
+/// of every edge. Row `v` lists the edges entering `v` (backward) or
+/// leaving it (forward), in recorded order, with each edge's far end.
+///
+/// Layout (little-endian `u32`): `MTB1`, `first`, `n`, `m` (edges listed),
+/// then `off[n + 1]` (from 0 to `m`), `edges[m]`, `far[m]`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct AdjacencyBlock {
+    /// The first variable of the block.
+    pub first: u32,
+    /// Offsets into `edges` and `far`, one per variable and one more.
+    pub off: Vec<u32>,
+    /// The edges of each row.
+    pub edges: Vec<u32>,
+    /// The far end of each edge of `edges` (its source going backward, its
+    /// target going forward).
+    pub far: Vec<u32>,
+}
+
+impl AdjacencyBlock {
+    /// The block that holds variable `v`.
+    pub fn of(v: u32) -> u32 {
+        v / BLOCK_VARS
+    }
+
+    /// The row of variable `v`: its edges and their far ends; `None` when
+    /// `v` is not in this block.
+    pub fn row(&self, v: u32) -> Option<(&[u32], &[u32])> {
+        let i = v.checked_sub(self.first)? as usize;
+        let (a, b) = (*self.off.get(i)? as usize, *self.off.get(i + 1)? as usize);
+        Some((self.edges.get(a..b)?, self.far.get(a..b)?))
+    }
+
+    /// The stored form.
+    pub fn encode(&self) -> Vec<u8> {
+        let words = 4 + self.off.len() + 2 * self.edges.len();
+        let mut out = Vec::with_capacity(4 * words);
+        out.extend_from_slice(BLOCK_MAGIC);
+        let n = self.off.len().saturating_sub(1) as u32;
+        for w in [self.first, n, self.edges.len() as u32] {
+            out.extend_from_slice(&w.to_le_bytes());
+        }
+        for section in [&self.off, &self.edges, &self.far] {
+            for &w in section.iter() {
+                out.extend_from_slice(&w.to_le_bytes());
+            }
+        }
+        out
+    }
+
+    /// Reads a stored block back. Offsets must rise from 0 to the number of
+    /// edges, and every edge and far end must be below `edges` and `vars`.
+    pub fn decode(bytes: &[u8], vars: u32, edges: u32) -> Result<AdjacencyBlock> {
+        let bad = |why: String| damaged(format!("block: {why}"));
+        if bytes.get(..4) != Some(BLOCK_MAGIC.as_slice()) {
+            return Err(bad("not an adjacency block (bad magic)".into()));
+        }
+        let body = &bytes[4..];
+        if !body.len().is_multiple_of(4) || body.len() < 12 {
+            return Err(bad(format!(
+                "{} bytes, not a whole header and words",
+                bytes.len()
+            )));
+        }
+        let words: Vec<u32> = body
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect();
+        let (first, n, m) = (words[0], words[1] as usize, words[2] as usize);
+        if words.len() != 3 + n + 1 + 2 * m {
+            return Err(bad(format!(
+                "{} words for {n} rows and {m} edges",
+                words.len()
+            )));
+        }
+        if u64::from(first) + n as u64 > u64::from(vars) {
+            return Err(bad(format!(
+                "rows {first}..{} but there are {vars} variables",
+                u64::from(first) + n as u64
+            )));
+        }
+        let off = words[3..4 + n].to_vec();
+        let list = words[4 + n..4 + n + m].to_vec();
+        let far = words[4 + n + m..].to_vec();
+        if off.first() != Some(&0)
+            || off.last().map(|&l| l as usize) != Some(m)
+            || off.windows(2).any(|w| w[0] > w[1])
+        {
+            return Err(bad("offsets do not rise from 0 to the edges listed".into()));
+        }
+        if let Some(e) = list.iter().find(|&&e| e >= edges) {
+            return Err(bad(format!("edge {e}, but there are {edges} edges")));
+        }
+        if let Some(v) = far.iter().find(|&&v| v >= vars) {
+            return Err(bad(format!("far end {v}, but there are {vars} variables")));
+        }
+        Ok(AdjacencyBlock {
+            first,
+            off,
+            edges: list,
+            far,
+        })
+    }
+}
+
 impl Adjacency {
     /// Builds the adjacency of `vars` variables and `ops` ops from each
     /// edge's `source`, `target` and `op` (edge `i` is the `i`-th entry).
@@ -131,6 +249,34 @@ impl Adjacency {
     /// Number of edges.
     pub fn edges(&self) -> u32 {
         self.source.len() as u32
+    }
+
+    /// The rows of one direction cut into blocks of [`BLOCK_VARS`]
+    /// variables: backward lists each variable's incoming edges with their
+    /// sources, forward its outgoing edges with their targets.
+    pub fn blocks(&self, backward: bool) -> Vec<AdjacencyBlock> {
+        let (off, list, far_of) = if backward {
+            (&self.in_off, &self.in_edges, &self.source)
+        } else {
+            (&self.out_off, &self.out_edges, &self.target)
+        };
+        (0..self.vars.div_ceil(BLOCK_VARS))
+            .map(|b| {
+                let first = b * BLOCK_VARS;
+                let last = (first + BLOCK_VARS).min(self.vars);
+                let (a, z) = (off[first as usize], off[last as usize]);
+                let edges = list[a as usize..z as usize].to_vec();
+                AdjacencyBlock {
+                    first,
+                    off: off[first as usize..=last as usize]
+                        .iter()
+                        .map(|&o| o - a)
+                        .collect(),
+                    far: edges.iter().map(|&e| far_of[e as usize]).collect(),
+                    edges,
+                }
+            })
+            .collect()
     }
 
     fn sections(&self) -> [&Vec<u32>; 9] {
@@ -365,7 +511,84 @@ mod tests {
         })
     }
 
+    fn adjacency_of(vars: u32, ops: u32, edges: &[(u32, u32, u32)]) -> Adjacency {
+        Adjacency::from_edges(
+            vars,
+            ops,
+            edges.iter().map(|e| e.0).collect(),
+            edges.iter().map(|e| e.1).collect(),
+            edges.iter().map(|e| e.2).collect(),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn damaged_blocks_are_errors_not_panics() {
+        let a = adjacency_of(600, 1, &[(0, 599, 0), (599, 300, 0), (300, 0, 0)]);
+        let blocks = a.blocks(true);
+        assert_eq!(blocks.len(), 3);
+        let good = blocks[2].encode();
+        assert_eq!(AdjacencyBlock::decode(&good, 600, 3).unwrap(), blocks[2]);
+        assert!(AdjacencyBlock::decode(&good[..good.len() - 4], 600, 3).is_err());
+        assert!(AdjacencyBlock::decode(&good[..8], 600, 3).is_err());
+        assert!(
+            AdjacencyBlock::decode(&good, 599, 3).is_err(),
+            "rows past the variables"
+        );
+        assert!(
+            AdjacencyBlock::decode(&good, 600, 0).is_err(),
+            "edges past the edges"
+        );
+        let mut magic = good.clone();
+        magic[3] = b'0';
+        assert!(AdjacencyBlock::decode(&magic, 600, 3).is_err());
+        for at in (16..good.len()).step_by(4) {
+            let mut bad = good.clone();
+            bad[at..at + 4].copy_from_slice(&100_000u32.to_le_bytes());
+            assert!(
+                AdjacencyBlock::decode(&bad, 600, 3).is_err(),
+                "word at byte {at}"
+            );
+        }
+        assert_eq!(blocks[2].row(599), Some((&[0u32][..], &[0u32][..])));
+        assert_eq!(blocks[2].row(10), None, "not in the block");
+    }
+
+    fn wide_graph() -> impl Strategy<Value = (u32, Vec<(u32, u32, u32)>)> {
+        (1u32..800).prop_flat_map(|vars| {
+            (
+                Just(vars),
+                proptest::collection::vec((0..vars, 0..vars, 0..3u32), 0..200),
+            )
+        })
+    }
+
     proptest! {
+        #[test]
+        fn blocks_hold_each_row_with_its_far_ends((vars, edges) in wide_graph()) {
+            let a = adjacency_of(vars, 3, &edges);
+            for backward in [true, false] {
+                let blocks = a.blocks(backward);
+                prop_assert_eq!(blocks.len() as u32, vars.div_ceil(BLOCK_VARS));
+                for b in &blocks {
+                    let back = AdjacencyBlock::decode(&b.encode(), vars, a.edges()).unwrap();
+                    prop_assert_eq!(&back, b);
+                }
+                for v in 0..vars {
+                    let (list, far) = blocks[AdjacencyBlock::of(v) as usize].row(v).unwrap();
+                    let want: Vec<u32> = (0..a.edges())
+                        .filter(|&e| if backward { a.target[e as usize] == v } else { a.source[e as usize] == v })
+                        .collect();
+                    prop_assert_eq!(list, &want[..]);
+                    let ends: Vec<u32> = want
+                        .iter()
+                        .map(|&e| if backward { a.source[e as usize] } else { a.target[e as usize] })
+                        .collect();
+                    prop_assert_eq!(far, &ends[..]);
+                }
+            }
+        }
+
         #[test]
         fn encoding_round_trips((vars, ops, edges) in graph()) {
             let (s, t, o) = edges.iter().fold((vec![], vec![], vec![]), |(mut s, mut t, mut o), e| {

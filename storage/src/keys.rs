@@ -9,6 +9,18 @@ pub fn trace_key(trace: TraceId) -> [u8; 4] {
     trace.to_be_bytes()
 }
 
+/// Key of one block of a trace's adjacency rows: the trace, `<` for the
+/// backward rows or `>` for the forward ones, then the block number. It
+/// sorts after the trace's whole adjacency value (its bare trace key) and
+/// before the next trace's.
+pub fn adjacency_block_key(trace: TraceId, backward: bool, block: u32) -> [u8; 9] {
+    let mut k = [0u8; 9];
+    k[..4].copy_from_slice(&trace.to_be_bytes());
+    k[4] = if backward { b'<' } else { b'>' };
+    k[5..].copy_from_slice(&block.to_be_bytes());
+    k
+}
+
 /// Key of a per-trace record: trace id then local id.
 pub fn record_key(trace: TraceId, local: LocalId) -> [u8; 8] {
     let mut k = [0u8; 8];

@@ -12,7 +12,7 @@ use rocksdb::{
 };
 use serde::de::DeserializeOwned;
 
-use crate::adjacency::Adjacency;
+use crate::adjacency::{Adjacency, AdjacencyBlock};
 use crate::error::StorageError;
 use crate::ids::{LocalId, Result, TraceId};
 use crate::keys::{self, IdKind, RecordKind};
@@ -1030,6 +1030,15 @@ impl<'s> TraceWriter<'s> {
             keys::trace_key(t),
             adjacency.encode(),
         );
+        for backward in [true, false] {
+            for (i, block) in adjacency.blocks(backward).iter().enumerate() {
+                self.batch.put_cf(
+                    store.cf(cf::ADJACENCY),
+                    keys::adjacency_block_key(t, backward, i as u32),
+                    block.encode(),
+                );
+            }
+        }
         let values = store.cf(cf::VALUES);
         for (hash, payload) in std::mem::take(&mut self.pending_values) {
             if store.db.get_pinned_cf(values, hash)?.is_none() {
@@ -1349,6 +1358,41 @@ impl<'a> ReadView<'a> {
         }
     }
 
+    /// Blocks `ids` of a trace's adjacency rows in one direction (see
+    /// [`AdjacencyBlock`]), read together. `vars` and `edges` are the
+    /// trace's counts, which every block is checked against. A block that
+    /// is not stored (a trace stored before blocks were) is `None`.
+    pub fn adjacency_blocks(
+        &self,
+        trace: TraceId,
+        backward: bool,
+        ids: &[u32],
+        vars: u32,
+        edges: u32,
+    ) -> Result<Vec<Option<AdjacencyBlock>>> {
+        let cf = self.store.cf(cf::ADJACENCY);
+        let keys: Vec<_> = ids
+            .iter()
+            .map(|&b| (cf, keys::adjacency_block_key(trace, backward, b)))
+            .collect();
+        self.snap
+            .multi_get_cf(keys)
+            .into_iter()
+            .map(|got| match got? {
+                Some(bytes) => AdjacencyBlock::decode(&bytes, vars, edges)
+                    .map(Some)
+                    .map_err(|e| match e {
+                        StorageError::Decode { what, reason } => StorageError::Decode {
+                            what,
+                            reason: format!("trace #{trace}: {reason}"),
+                        },
+                        other => other,
+                    }),
+                None => Ok(None),
+            })
+            .collect()
+    }
+
     /// Adjacency of one variable: (edge, other endpoint, op), in edge order.
     /// `outgoing` lists edges leaving it, otherwise edges entering it.
     ///
@@ -1640,6 +1684,15 @@ mod tests {
                 assert_eq!(view.adjacency(other).unwrap().unwrap().edges(), 2);
             }
             assert_eq!(view.adjacency(after + 1).unwrap(), None);
+            // Beside the value, each direction's rows in blocks.
+            for backward in [true, false] {
+                let got = view.adjacency_blocks(t, backward, &[0, 1], 3, 4).unwrap();
+                assert_eq!(got, vec![Some(adj.blocks(backward)[0].clone()), None]);
+            }
+            assert!(
+                view.adjacency_blocks(t, true, &[0], 3, 2).is_err(),
+                "checked against the counts"
+            );
             // Nothing is written to the version-1 indexes any more.
             assert_eq!(view.adjacency_out(t).count(), 0);
         }
@@ -1717,6 +1770,11 @@ mod tests {
             vec![b]
         );
         assert_eq!(view.count(cf::VALUES, &[]).unwrap(), 1);
+        // The adjacency value and its blocks go with the trace.
+        for t in [a, c] {
+            assert_eq!(view.count(cf::ADJACENCY, &keys::trace_key(t)).unwrap(), 0);
+        }
+        assert!(view.count(cf::ADJACENCY, &keys::trace_key(b)).unwrap() >= 3);
         assert_eq!(view.versions("answer:42", None).unwrap().len(), 2);
         for name in [cf::CATEGORY, cf::OP_NAME, cf::STRING_ID] {
             assert!(view.scan(name, &[]).all(|i| {

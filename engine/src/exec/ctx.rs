@@ -13,7 +13,7 @@ use super::value::meta_path;
 use crate::catalog::{TraceCatalog, TraceEdges, TraceOps};
 use crate::db::Database;
 use crate::error::Result;
-use crate::graph::TraceGraph;
+use crate::graph::{reach_count_stored, Cancel, Direction, TraceGraph};
 
 /// The value in `cell`, loaded (from the trace cache) on first use.
 pub fn lazy<T>(cell: &OnceLock<Arc<T>>, load: impl FnOnce() -> Result<Arc<T>>) -> Result<&T> {
@@ -67,6 +67,35 @@ impl<'a> TraceCtx<'a> {
 
     pub(super) fn graph(&self) -> Result<&TraceGraph> {
         lazy(&self.graph, || self.db.trace_graph(self.view, self.id))
+    }
+
+    /// [`TraceGraph::reach_count`] without loading the graph: from the
+    /// stored blocks of its rows, when the walk is bounded and the graph is
+    /// not in memory (see [`TraceCache::walk_stored`]). `None` when the
+    /// graph should be used instead.
+    ///
+    /// [`TraceCache::walk_stored`]: crate::cache::TraceCache::walk_stored
+    pub(super) fn reach_count_stored(
+        &self,
+        starts: &[u32],
+        dir: Direction,
+        min_depth: u32,
+        max_depth: Option<u32>,
+        cancel: &Cancel,
+    ) -> Result<Option<u64>> {
+        if max_depth.is_none() || self.graph.get().is_some() || !self.db.walk_stored(self.id) {
+            return Ok(None);
+        }
+        reach_count_stored(
+            self.view,
+            self.id,
+            &self.record.counts,
+            starts,
+            dir,
+            min_depth,
+            max_depth,
+            cancel,
+        )
     }
 
     pub(super) fn edges(&self) -> Result<&TraceEdges> {

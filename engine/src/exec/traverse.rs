@@ -142,11 +142,19 @@ impl<'a> Exec<'a> {
         if !plain {
             return Ok(None);
         }
-        let g = t.graph()?;
         let dir = match p.direction {
             QDir::Backward => Direction::Backward,
             QDir::Forward => Direction::Forward,
         };
+        if p.output == Output::Count {
+            let stored =
+                t.reach_count_stored(&var_starts, dir, p.min_depth, p.max_depth, self.cancel)?;
+            if let Some(n) = stored {
+                let n = i64::try_from(n).unwrap_or(i64::MAX);
+                return Ok(Some(emit(vec![t.gid(), Value::Int(n)])?));
+            }
+        }
+        let g = t.graph()?;
         match p.output {
             Output::Count => {
                 let n = g.reach_count(&var_starts, dir, p.min_depth, p.max_depth, self.cancel)?;
@@ -254,6 +262,9 @@ impl<'a> Exec<'a> {
         starts: &[StartNode],
         emit: &mut dyn FnMut(Vec<Value>) -> Result<bool>,
     ) -> Result<bool> {
+        if let Some(done) = self.walk_plain(p, t, starts, emit)? {
+            return Ok(done);
+        }
         let g = t.graph()?;
         let dir = match p.direction {
             QDir::Backward => Direction::Backward,
@@ -308,9 +319,6 @@ impl<'a> Exec<'a> {
             expanding.set(verdict == Admit::Expand);
             verdict
         };
-        if let Some(done) = self.walk_plain(p, t, starts, emit)? {
-            return Ok(done);
-        }
         let mut visits: Vec<Visit> = Vec::new();
         // Visited nodes that the walk expanded (not UNTIL stops).
         let mut expanded: std::collections::HashSet<u32> = std::collections::HashSet::new();
