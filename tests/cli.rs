@@ -545,3 +545,66 @@ fn export_with_labels_keeps_every_failed_case_and_imports_back() {
         stderr(&o)
     );
 }
+
+#[test]
+fn the_log_gives_iso_times_in_every_format() {
+    let (dir, db) = with_sample();
+    let d = dir.path();
+    ok(run(
+        d,
+        Some(&db),
+        &["drop", "#1", "--yes", "--reason", "a, \"b\""],
+    ));
+    let iso = |t: &str| {
+        let b = t.as_bytes();
+        t.len() == 24
+            && b[4] == b'-'
+            && b[10] == b'T'
+            && b[19] == b'.'
+            && t.ends_with('Z')
+            && t.starts_with("20")
+    };
+    // The table: one line per event, the time as ISO-8601 UTC.
+    let table = stdout(&ok(run(d, Some(&db), &["log"])));
+    let lines: Vec<&str> = table.lines().collect();
+    assert_eq!(lines.len(), 4, "{table}");
+    assert!(lines[0].starts_with("seq  at  "), "{table}");
+    assert!(!lines[0].contains("at_ms"), "{table}");
+    for (line, action) in lines[2..].iter().zip(["import", "drop"]) {
+        let at = line.split_whitespace().nth(1).unwrap();
+        assert!(iso(at), "{at:?} in {table}");
+        assert!(line.contains(action), "{table}");
+    }
+    // JSON: both times.
+    let all = json(&ok(run(d, Some(&db), &["log", "--format", "json"])));
+    let all = all.as_array().unwrap().clone();
+    assert_eq!(all.len(), 2);
+    for e in &all {
+        assert!(iso(e["at"].as_str().unwrap()), "{e}");
+        assert!(e["at_ms"].as_u64().unwrap() > 1_600_000_000_000, "{e}");
+        assert_eq!(e["trace"], 1);
+        assert_eq!(e["graph_id"], SAMPLE_GRAPH);
+    }
+    assert_eq!(all[1]["action"], "drop");
+    assert_eq!(all[1]["detail"], "a, \"b\"");
+    // JSON Lines: the same objects, one per line.
+    let lines = stdout(&ok(run(d, Some(&db), &["log", "--format", "jsonl"])));
+    let parsed: Vec<serde_json::Value> = lines
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(parsed, all);
+    // CSV: a header and the fields quoted where needed.
+    let csv = stdout(&ok(run(d, Some(&db), &["log", "--format", "csv"])));
+    let rows: Vec<&str> = csv.split("\r\n").collect();
+    assert_eq!(rows[0], "seq,at,at_ms,action,trace,graph_id,detail");
+    assert_eq!(
+        rows[2],
+        format!(
+            "2,{},{},drop,1,{SAMPLE_GRAPH},\"a, \"\"b\"\"\"",
+            all[1]["at"].as_str().unwrap(),
+            all[1]["at_ms"]
+        )
+    );
+    assert_eq!(rows.len(), 4, "{csv:?}");
+}

@@ -13,7 +13,8 @@ use memtrace::prelude::*;
 use memtrace::{Database, TraceInfo};
 
 use crate::error::{io, CliError, Result};
-use crate::formats::{ExportAs, Listing};
+use crate::formats::{ExportAs, Listing, Records};
+use crate::query::csv_field;
 use crate::transfer::{export_to, import_into, Exported};
 use memtrace_table as table;
 
@@ -284,8 +285,14 @@ pub enum Command {
         examples: usize,
     },
     /// Show the event log of imports and removals.
-    #[command(after_help = "Example:\n  memtrace log")]
-    Log,
+    #[command(
+        after_help = "Examples:\n  memtrace log\n  memtrace log --format jsonl\n\nTimes are ISO-8601 UTC; JSON, JSON Lines and CSV also give them in milliseconds since the\nUnix epoch (at_ms)."
+    )]
+    Log {
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Records::Table)]
+        format: Records,
+    },
     /// Import the bundled sample trace (once) and print stats and the traces.
     #[command(after_help = "Example:\n  memtrace demo\n  memtrace --db demo.db demo")]
     Demo,
@@ -374,7 +381,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Stats { format } => stats(&Database::open_read_only(&cli.db)?, format),
         Command::Traces { format } => traces(&Database::open_read_only(&cli.db)?, format),
         Command::Drop { trace, yes, reason } => drop_trace(&cli.db, &trace, yes, &reason),
-        Command::Log => log(&cli.db),
+        Command::Log { format } => log(&cli.db, format),
         Command::Report {
             out,
             trace,
@@ -847,30 +854,78 @@ fn drop_trace(db: &std::path::Path, trace: &str, yes: bool, reason: &str) -> Res
     Ok(ExitCode::SUCCESS)
 }
 
-fn log(db: &std::path::Path) -> Result<ExitCode> {
+/// One entry of the event log as JSON: its time both as ISO-8601 UTC and in milliseconds.
+fn log_json(e: &memtrace::LogEntry) -> serde_json::Value {
+    serde_json::json!({
+        "seq": e.seq,
+        "at": memtrace::iso_utc(e.at_ms),
+        "at_ms": e.at_ms,
+        "action": e.action,
+        "trace": e.trace,
+        "graph_id": e.graph_id,
+        "detail": e.detail,
+    })
+}
+
+fn log(db: &std::path::Path, format: Records) -> Result<ExitCode> {
     let db = Database::open_read_only(db)?;
-    let rows: Vec<Vec<String>> = db
-        .log()?
-        .into_iter()
-        .map(|e| {
-            vec![
-                e.seq.to_string(),
-                e.at_ms.to_string(),
-                e.action,
-                format!("#{}", e.trace),
-                e.graph_id,
-                e.detail,
-            ]
-        })
-        .collect();
-    print!(
-        "{}",
-        table::render(
-            &["seq", "at_ms", "action", "trace", "graph_id", "detail"],
-            &rows,
-            &[0]
-        )
-    );
+    let entries = db.log()?;
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let w = io("standard output");
+    match format {
+        Records::Table => {
+            let rows: Vec<Vec<String>> = entries
+                .iter()
+                .map(|e| {
+                    vec![
+                        e.seq.to_string(),
+                        memtrace::iso_utc(e.at_ms),
+                        e.action.clone(),
+                        format!("#{}", e.trace),
+                        e.graph_id.clone(),
+                        e.detail.clone(),
+                    ]
+                })
+                .collect();
+            write!(
+                out,
+                "{}",
+                table::render(
+                    &["seq", "at", "action", "trace", "graph_id", "detail"],
+                    &rows,
+                    &[0]
+                )
+            )
+        }
+        Records::Json => {
+            let all: Vec<serde_json::Value> = entries.iter().map(log_json).collect();
+            writeln!(out, "{}", serde_json::to_string_pretty(&all)?)
+        }
+        Records::Jsonl => entries
+            .iter()
+            .try_for_each(|e| writeln!(out, "{}", log_json(e))),
+        Records::Csv => {
+            let mut text = String::from("seq,at,at_ms,action,trace,graph_id,detail\r\n");
+            for e in &entries {
+                let fields = [
+                    e.seq.to_string(),
+                    memtrace::iso_utc(e.at_ms),
+                    e.at_ms.to_string(),
+                    e.action.clone(),
+                    e.trace.to_string(),
+                    e.graph_id.clone(),
+                    e.detail.clone(),
+                ];
+                let line: Vec<String> = fields.iter().map(|f| csv_field(f)).collect();
+                text.push_str(&line.join(","));
+                text.push_str("\r\n");
+            }
+            write!(out, "{text}")
+        }
+    }
+    .map_err(w)?;
+    out.flush().map_err(io("standard output"))?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -11,6 +11,19 @@ pub enum Listing {
     Json,
 }
 
+/// Output format of listings that are also read record by record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Records {
+    /// Aligned columns.
+    Table,
+    /// A JSON array of objects.
+    Json,
+    /// JSON Lines: one object per line.
+    Jsonl,
+    /// RFC 4180 CSV with a header line.
+    Csv,
+}
+
 /// Export formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ExportAs {

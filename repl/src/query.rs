@@ -102,7 +102,8 @@ pub fn cut(s: &str) -> String {
     }
 }
 
-fn csv_field(s: &str) -> String {
+/// A CSV field (RFC 4180): quoted when it holds a comma, a quote or a line break.
+pub fn csv_field(s: &str) -> String {
     if s.contains([',', '"', '\n', '\r']) {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {
