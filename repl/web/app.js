@@ -962,68 +962,246 @@
     }
   }
 
-  const VAR_W = 200, VAR_H = 46, OP_R = 13, OP_COL_W = 140, ROW_H = 64, COL_GAP = 46, DUMMY_H = 22, DUMMY_W = 30;
+  const VAR_W = 190, VAR_H = 46, OP_R = 13, OP_COL_W = 128, GROUP_W = 150, GROUP_H = 38, DUMMY_W = 24;
+  const COL_GAP = 40, ROW_GAP = 14, OP_LABEL_H = 16;
+  // A vertex that would bring more than FAN_LIMIT new neighbours into the
+  // drawing keeps FAN_KEEP of them; the others become one "+N more" group.
+  const FAN_LIMIT = 8, FAN_KEEP = 4;
 
-  // Layered layout, left to right in provenance order (data flows left to right):
-  // vertices are variables and ops, arcs var -> op -> var. Cycles are broken by
-  // dropping DFS back arcs; layers are longest paths from the sources (sources
-  // then pulled right next to their first consumer); order within a layer by
-  // barycenter sweeps.
-  function layoutGraph(model) {
+  // The model as arcs in the direction data flows (variable -> op -> variable,
+  // or variable -> variable for an edge without op) between vertices named
+  // 'n:' + variable id and 'o:' + op id.
+  function flowOf(model) {
     const V = [];
-    const kind = new Map();
-    for (const id of model.nodes.keys()) { const k = 'n:' + id; V.push(k); kind.set(k, 'node'); }
-    for (const id of model.ops.keys()) { const k = 'o:' + id; V.push(k); kind.set(k, 'op'); }
+    for (const id of model.nodes.keys()) V.push('n:' + id);
+    for (const id of model.ops.keys()) V.push('o:' + id);
     const succ = new Map(V.map((v) => [v, new Set()]));
     const pred = new Map(V.map((v) => [v, new Set()]));
-    const arcs = [];
-    const addArc = (a, b) => {
-      if (a === b || !succ.has(a) || !succ.has(b) || succ.get(a).has(b)) return;
-      succ.get(a).add(b); pred.get(b).add(a); arcs.push([a, b]);
+    const add = (a, b) => {
+      if (a === b || !succ.has(a) || !succ.has(b)) return;
+      succ.get(a).add(b);
+      pred.get(b).add(a);
     };
     for (const e of model.edges.values()) {
       if (e.op != null) {
-        addArc('n:' + e.source, 'o:' + e.op);
-        addArc('o:' + e.op, 'n:' + e.target);
+        add('n:' + e.source, 'o:' + e.op);
+        add('o:' + e.op, 'n:' + e.target);
       } else {
-        addArc('n:' + e.source, 'n:' + e.target);
+        add('n:' + e.source, 'n:' + e.target);
       }
     }
+    return { V, succ, pred };
+  }
 
-    // Break cycles: iterative DFS, back arcs (to a vertex on the stack) dropped.
-    const state = new Map(); // 1 = on stack, 2 = done
-    const back = new Set();
-    const roots = V.filter((v) => pred.get(v).size === 0).concat(V);
-    for (const r of roots) {
+  // Everything reached from `from` along `away` without entering `stop`.
+  function reachOutside(from, away, stop) {
+    const seen = new Set();
+    const todo = [];
+    for (const v of from) if (!stop.has(v) && !seen.has(v)) { seen.add(v); todo.push(v); }
+    while (todo.length) {
+      const v = todo.pop();
+      for (const w of away.get(v)) if (!stop.has(w) && !seen.has(w)) { seen.add(w); todo.push(w); }
+    }
+    return seen;
+  }
+
+  // Which vertices are drawn. The walk goes out from the start node (against
+  // the data flow in a backward graph); where a vertex would bring in more
+  // than FAN_LIMIT new neighbours, FAN_KEEP of them are drawn and the rest,
+  // with whatever is reached only through them, fold into one group hanging
+  // off that vertex (the hub). Pinned ids (marked, selected, asked for) and
+  // every way from the start to them stay drawn; `open` names hubs whose
+  // group the user opened.
+  function collapseGraph(model, flow, pinned, open) {
+    const backward = model.direction === 'backward';
+    const away = backward ? flow.pred : flow.succ;
+    const toward = backward ? flow.succ : flow.pred;
+    let roots = [];
+    for (const n of model.nodes.values()) if (n.start && away.has('n:' + n.id)) roots.push('n:' + n.id);
+    if (!roots.length) roots = flow.V.filter((v) => toward.get(v).size === 0);
+
+    const needed = new Set();
+    const todo = [];
+    for (const id of pinned) {
+      for (const k of ['n:' + id, 'o:' + id]) if (away.has(k) && !needed.has(k)) { needed.add(k); todo.push(k); }
+    }
+    while (todo.length) {
+      const v = todo.pop();
+      for (const u of toward.get(v)) if (!needed.has(u)) { needed.add(u); todo.push(u); }
+    }
+
+    const forced = new Set(open);
+    for (let round = 0; ; round++) {
+      const visible = new Set();
+      const order = [];
+      const groups = new Map();
+      const visit = (v) => { if (!visible.has(v)) { visible.add(v); order.push(v); } };
+      let pending = roots;
+      let i = 0;
+      for (;;) {
+        pending.forEach(visit);
+        for (; i < order.length; i++) {
+          const hub = order[i];
+          const fresh = [];
+          let shown = 0;
+          for (const c of away.get(hub)) {
+            if (visible.has(c)) shown++; else fresh.push(c);
+          }
+          let take = fresh;
+          if (!forced.has(hub) && shown + fresh.length > FAN_LIMIT) {
+            const must = fresh.filter((c) => needed.has(c));
+            const rest = fresh.filter((c) => !needed.has(c));
+            const room = Math.max(0, FAN_KEEP - shown - must.length);
+            if (rest.length - room >= 2) {
+              take = must.concat(rest.slice(0, room));
+              groups.set(hub, rest.slice(room));
+            }
+          }
+          take.forEach(visit);
+        }
+        // What neither the walk reached nor a group hides (nodes an expansion
+        // the other way brought in) is drawn as well, walking on from there.
+        const hidden = reachOutside([].concat(...groups.values()), away, visible);
+        pending = flow.V.filter((v) => !visible.has(v) && !hidden.has(v));
+        if (!pending.length) break;
+      }
+      // A group's members may have been drawn through another vertex since.
+      let again = false;
+      for (const [hub, members] of groups) {
+        const left = members.filter((m) => !visible.has(m));
+        if (left.length < 2) {
+          groups.delete(hub);
+          if (left.length) { forced.add(hub); again = true; }
+        } else {
+          groups.set(hub, left);
+        }
+      }
+      if (again && round < 4) continue;
+      const out = [];
+      for (const [hub, members] of groups) {
+        const behind = reachOutside(members, away, visible);
+        out.push({ key: 'g:' + hub, hub, members, hidden: behind.size });
+      }
+      return { visible, groups: out, hidden: flow.V.length - visible.size, backward };
+    }
+  }
+
+  // What is drawn: the visible vertices, the groups, and arcs between them in
+  // the direction data flows.
+  function drawnGraph(model, pinned, open) {
+    const flow = flowOf(model);
+    const c = collapseGraph(model, flow, pinned, open);
+    const V = flow.V.filter((v) => c.visible.has(v));
+    const kind = new Map(V.map((v) => [v, v[0] === 'n' ? 'node' : 'op']));
+    const arcs = [];
+    for (const a of V) for (const b of flow.succ.get(a)) if (c.visible.has(b)) arcs.push([a, b]);
+    for (const g of c.groups) {
+      V.push(g.key);
+      kind.set(g.key, 'group');
+      arcs.push(c.backward ? [g.key, g.hub] : [g.hub, g.key]);
+    }
+    return { V, kind, arcs, groups: c.groups, hidden: c.hidden };
+  }
+
+  // Crossings between two neighbouring layers: `pairs` holds, per arc, the
+  // positions of its two ends; counted as inversions with a Fenwick tree.
+  function countInversions(pairs, width) {
+    pairs.sort((p, q) => p[0] - q[0] || p[1] - q[1]);
+    const tree = new Array(width + 1).fill(0);
+    let crossings = 0, seen = 0;
+    for (const [, b] of pairs) {
+      let le = 0;
+      for (let i = b + 1; i > 0; i -= i & -i) le += tree[i];
+      crossings += seen - le;
+      for (let i = b + 1; i <= width; i += i & -i) tree[i]++;
+      seen++;
+    }
+    return crossings;
+  }
+
+  // Least squares under order: the values closest to `target` (weighted) that
+  // never decrease, by pooling adjacent violators.
+  function isotonic(target, weight) {
+    const blocks = [];
+    for (let i = 0; i < target.length; i++) {
+      let b = { w: weight[i], s: weight[i] * target[i], n: 1 };
+      while (blocks.length && blocks[blocks.length - 1].s / blocks[blocks.length - 1].w >= b.s / b.w) {
+        const p = blocks.pop();
+        b = { w: p.w + b.w, s: p.s + b.s, n: p.n + b.n };
+      }
+      blocks.push(b);
+    }
+    const out = [];
+    for (const b of blocks) for (let k = 0; k < b.n; k++) out.push(b.s / b.w);
+    return out;
+  }
+
+  // Layered layout, left to right in the direction data flows (Sugiyama's
+  // scheme): cycles broken, vertices put in layers, arcs longer than one layer
+  // cut by dummy vertices, the order within layers chosen to cross few arcs,
+  // then each vertex placed as near as its order allows to its neighbours.
+  function layoutGraph(dg) {
+    const kind = new Map(dg.kind);
+    const V = dg.V;
+    const key = (a, b) => a + '\u0000' + b;
+    const arcSet = new Set(dg.arcs.map(([a, b]) => key(a, b)));
+
+    // An op that writes a variable and reads it again (a decision it then
+    // applies) is a cycle of two: the read is drawn as a short loop back
+    // into the op and left out of the layout.
+    const loops = [];
+    const rest = [];
+    for (const [a, b] of dg.arcs) {
+      const ka = kind.get(a), kb = kind.get(b);
+      if (arcSet.has(key(b, a)) && ((ka === 'node' && kb === 'op') || (ka === kb && a > b))) loops.push([a, b]);
+      else rest.push([a, b]);
+    }
+
+    // Longer cycles: a depth-first walk from the sources reverses the arcs
+    // that lead back to a vertex on its stack.
+    const S0 = new Map(V.map((v) => [v, []]));
+    const indeg0 = new Map(V.map((v) => [v, 0]));
+    for (const [a, b] of rest) { S0.get(a).push(b); indeg0.set(b, indeg0.get(b) + 1); }
+    const state = new Map();
+    const reversed = new Set();
+    for (const r of V.filter((v) => indeg0.get(v) === 0).concat(V)) {
       if (state.has(r)) continue;
-      const stack = [[r, Array.from(succ.get(r))]];
       state.set(r, 1);
+      const stack = [[r, 0]];
       while (stack.length) {
         const top = stack[stack.length - 1];
-        if (top[1].length) {
-          const w = top[1].shift();
+        const next = S0.get(top[0]);
+        if (top[1] < next.length) {
+          const w = next[top[1]++];
           const st = state.get(w);
-          if (st === 1) back.add(top[0] + '\u0000' + w);
-          else if (!st) { state.set(w, 1); stack.push([w, Array.from(succ.get(w))]); }
+          if (st === 1) reversed.add(key(top[0], w));
+          else if (!st) { state.set(w, 1); stack.push([w, 0]); }
         } else {
           state.set(top[0], 2);
           stack.pop();
         }
       }
     }
+    // Arcs of the layout: [from, to, the drawn arc it stands for].
+    const larcs = [];
+    const lset = new Set();
+    for (const [a, b] of rest) {
+      const [u, v] = reversed.has(key(a, b)) ? [b, a] : [a, b];
+      if (lset.has(key(u, v))) continue;
+      lset.add(key(u, v));
+      larcs.push([u, v]);
+    }
     const S = new Map(V.map((v) => [v, []]));
     const P = new Map(V.map((v) => [v, []]));
-    for (const [a, b] of arcs) {
-      if (back.has(a + '\u0000' + b)) continue;
-      S.get(a).push(b); P.get(b).push(a);
-    }
+    for (const [u, v] of larcs) { S.get(u).push(v); P.get(v).push(u); }
 
-    // Topological order (Kahn) and longest-path layers.
+    // Layers: longest path from the sources; a source then moves right next
+    // to its nearest consumer.
     const indeg = new Map(V.map((v) => [v, P.get(v).length]));
     const queue = V.filter((v) => indeg.get(v) === 0);
     const topo = [];
-    while (queue.length) {
-      const v = queue.shift();
+    for (let qi = 0; qi < queue.length; qi++) {
+      const v = queue[qi];
       topo.push(v);
       for (const w of S.get(v)) {
         indeg.set(w, indeg.get(w) - 1);
@@ -1036,7 +1214,6 @@
       for (const u of P.get(v)) l = Math.max(l, layer.get(u) + 1);
       layer.set(v, l);
     }
-    // Sources sit just before their nearest consumer rather than all at layer 0.
     for (let i = topo.length - 1; i >= 0; i--) {
       const v = topo[i];
       if (P.get(v).length === 0 && S.get(v).length) {
@@ -1047,85 +1224,189 @@
     }
     let minL = Infinity;
     for (const l of layer.values()) minL = Math.min(minL, l);
-    if (minL === Infinity) minL = 0;
-    for (const v of topo) layer.set(v, layer.get(v) - minL);
+    for (const v of topo) layer.set(v, layer.get(v) - (minL === Infinity ? 0 : minL));
 
-    // Arcs longer than one layer go through dummy vertices, one per layer
-    // crossed, so they take part in the ordering and are drawn around the
-    // vertices in between instead of through them.
-    const OS = new Map(topo.map((v) => [v, []]));
-    const OP = new Map(topo.map((v) => [v, []]));
+    // Dummies: one per layer crossed by a longer arc.
+    const up = new Map(topo.map((v) => [v, []]));
+    const down = new Map(topo.map((v) => [v, []]));
     const chains = new Map();
-    const order = topo.slice();
     let dummies = 0;
-    for (const [a, b] of arcs) {
-      if (back.has(a + '\u0000' + b) || !layer.has(a) || !layer.has(b)) continue;
-      const la = layer.get(a), lb = layer.get(b);
-      let prev = a;
+    const all = topo.slice();
+    for (const [u, v] of larcs) {
+      let prev = u;
       const chain = [];
-      for (let l = la + 1; l < lb; l++) {
+      for (let l = layer.get(u) + 1; l < layer.get(v); l++) {
         const d = 'd:' + (dummies++);
         kind.set(d, 'dummy');
         layer.set(d, l);
-        OS.set(d, []); OP.set(d, []);
-        OS.get(prev).push(d); OP.get(d).push(prev);
-        order.push(d);
+        up.set(d, []); down.set(d, []);
+        down.get(prev).push(d); up.get(d).push(prev);
+        all.push(d);
         chain.push(d);
         prev = d;
       }
-      OS.get(prev).push(b); OP.get(b).push(prev);
-      if (chain.length) chains.set(a + '\u0000' + b, chain);
-    }
-    const layers = [];
-    for (const v of order) (layers[layer.get(v)] = layers[layer.get(v)] || []).push(v);
-    for (let i = 0; i < layers.length; i++) layers[i] = layers[i] || [];
-
-    // Barycenter sweeps: down by predecessors, up by successors.
-    const posIn = new Map();
-    const setPos = () => layers.forEach((L) => L.forEach((v, i) => posIn.set(v, L.length > 1 ? i / (L.length - 1) : 0.5)));
-    setPos();
-    const sortLayer = (L, nbrs) => {
-      const bc = new Map();
-      L.forEach((v) => {
-        const ns = nbrs(v);
-        bc.set(v, ns.length ? ns.reduce((acc, u) => acc + posIn.get(u), 0) / ns.length : posIn.get(v));
-      });
-      L.sort((a, b) => bc.get(a) - bc.get(b));
-    };
-    for (let it = 0; it < 4; it++) {
-      for (let i = 1; i < layers.length; i++) { sortLayer(layers[i], (v) => OP.get(v)); setPos(); }
-      for (let i = layers.length - 2; i >= 0; i--) { sortLayer(layers[i], (v) => OS.get(v)); setPos(); }
+      down.get(prev).push(v); up.get(v).push(prev);
+      chains.set(key(u, v), chain);
     }
 
-    // Coordinates: columns as wide as their widest vertex, each column's
-    // slots stacked and centred on y = 0 (dummies take a thin slot).
-    const slot = (v) => (kind.get(v) === 'dummy' ? DUMMY_H : ROW_H);
-    const pos = new Map();
-    let x = 0;
-    for (const L of layers) {
-      const hasVar = L.some((v) => kind.get(v) === 'node');
-      const hasOp = L.some((v) => kind.get(v) === 'op');
-      const w = hasVar ? VAR_W : (hasOp ? OP_COL_W : DUMMY_W);
-      let y = -L.reduce((acc, v) => acc + slot(v), 0) / 2;
-      for (const v of L) {
-        const cy = y + slot(v) / 2;
-        y += slot(v);
-        const k = kind.get(v);
-        if (k === 'node') pos.set(v, { x: x + (w - VAR_W) / 2, y: cy - VAR_H / 2, w: VAR_W, h: VAR_H, cx: x + w / 2, cy });
-        else if (k === 'op') pos.set(v, { x: x + w / 2 - OP_R, y: cy - OP_R, w: OP_R * 2, h: OP_R * 2, cx: x + w / 2, cy });
-        else pos.set(v, { x: x + w / 2, y: cy, w: 0, h: 0, cx: x + w / 2, cy, dummy: true });
+    // First order: depth first from the sources, so what hangs together
+    // starts together.
+    const rank = new Map();
+    const dfs = (r) => {
+      const stack = [r];
+      while (stack.length) {
+        const v = stack.pop();
+        if (rank.has(v)) continue;
+        rank.set(v, rank.size);
+        const next = down.get(v).concat(up.get(v));
+        for (let i = next.length - 1; i >= 0; i--) if (!rank.has(next[i])) stack.push(next[i]);
       }
-      x += w + COL_GAP;
+    };
+    for (const v of all) if (up.get(v).length === 0) dfs(v);
+    for (const v of all) dfs(v);
+    let layers = [];
+    for (const v of all) (layers[layer.get(v)] = layers[layer.get(v)] || []).push(v);
+    for (let i = 0; i < layers.length; i++) layers[i] = (layers[i] || []).sort((a, b) => rank.get(a) - rank.get(b));
+
+    const pos = new Map();
+    const index = () => { for (const L of layers) L.forEach((v, i) => pos.set(v, i)); };
+    index();
+    const crossingsAt = (i) => {
+      const pairs = [];
+      for (const v of layers[i]) for (const w of down.get(v)) pairs.push([pos.get(v), pos.get(w)]);
+      return countInversions(pairs, layers[i + 1].length);
+    };
+    const crossings = () => {
+      let c = 0;
+      for (let i = 0; i + 1 < layers.length; i++) c += crossingsAt(i);
+      return c;
+    };
+    // The median position of a vertex's neighbours in the fixed layer; with
+    // an even count, the two middle ones weighted toward the denser side.
+    const median = (ps) => {
+      const n = ps.length;
+      if (!n) return -1;
+      ps.sort((a, b) => a - b);
+      const m = n >> 1;
+      if (n % 2) return ps[m];
+      if (n === 2) return (ps[0] + ps[1]) / 2;
+      const l = ps[m - 1] - ps[0], r = ps[n - 1] - ps[m];
+      return l + r === 0 ? (ps[m - 1] + ps[m]) / 2 : (ps[m - 1] * r + ps[m] * l) / (l + r);
+    };
+    const sortByMedian = (L, nbrs) => {
+      const med = new Map(L.map((v) => [v, median(nbrs.get(v).map((u) => pos.get(u)))]));
+      const movable = L.filter((v) => med.get(v) >= 0).sort((a, b) => med.get(a) - med.get(b) || pos.get(a) - pos.get(b));
+      let k = 0;
+      for (let i = 0; i < L.length; i++) if (med.get(L[i]) >= 0) L[i] = movable[k++];
+      L.forEach((v, i) => pos.set(v, i));
+    };
+    // Crossings among the arcs of v and w when v comes first.
+    const pairCross = (v, w) => {
+      let c = 0;
+      for (const nb of [up, down]) {
+        for (const x of nb.get(v)) for (const y of nb.get(w)) if (pos.get(x) > pos.get(y)) c++;
+      }
+      return c;
+    };
+    const transpose = () => {
+      for (let pass = 0, better = true; better && pass < 6; pass++) {
+        better = false;
+        for (const L of layers) {
+          for (let j = 0; j + 1 < L.length; j++) {
+            const v = L[j], w = L[j + 1];
+            if (pairCross(w, v) < pairCross(v, w)) {
+              L[j] = w; L[j + 1] = v;
+              pos.set(w, j); pos.set(v, j + 1);
+              better = true;
+            }
+          }
+        }
+      }
+    };
+    const size = all.length;
+    let best = layers.map((L) => L.slice());
+    let bestC = crossings();
+    for (let it = 0, stale = 0; it < 24 && stale < 4 && bestC > 0; it++) {
+      if (it % 2 === 0) for (let i = 1; i < layers.length; i++) sortByMedian(layers[i], up);
+      else for (let i = layers.length - 2; i >= 0; i--) sortByMedian(layers[i], down);
+      if (size <= 1500) transpose();
+      const c = crossings();
+      if (c < bestC) { bestC = c; best = layers.map((L) => L.slice()); stale = 0; } else stale++;
     }
-    // Vertices left out of the topological order (cannot happen once cycles
-    // are broken, but stay safe) go in a last column.
-    let extra = 0;
-    for (const v of V) {
-      if (pos.has(v)) continue;
-      const cy = extra++ * ROW_H;
-      pos.set(v, { x, y: cy - VAR_H / 2, w: VAR_W, h: VAR_H, cx: x + VAR_W / 2, cy });
+    layers = best;
+    index();
+
+    // Vertical places: each layer keeps its order and its spacing, and its
+    // vertices move toward the mean of their neighbours (a dummy pulls harder,
+    // so long arcs run straight); repeated over the layers until it settles.
+    // An op with a loop may carry its label above the diamond (see draw).
+    const looped = new Set(loops.map(([, b]) => b));
+    const ext = (v) => {
+      const k = kind.get(v);
+      if (k === 'node') return [VAR_H / 2, VAR_H / 2];
+      if (k === 'op') return [OP_R + (looped.has(v) ? OP_LABEL_H : 0), OP_R + OP_LABEL_H];
+      if (k === 'group') return [GROUP_H / 2, GROUP_H / 2];
+      return [3, 3];
+    };
+    const sep = (a, b) => ext(a)[1] + ext(b)[0] + (kind.get(a) === 'dummy' || kind.get(b) === 'dummy' ? 8 : ROW_GAP);
+    const weightOf = (a, b) => {
+      const da = kind.get(a) === 'dummy', db = kind.get(b) === 'dummy';
+      return da && db ? 8 : (da || db ? 2 : 1);
+    };
+    const y = new Map();
+    for (const L of layers) {
+      let t = 0;
+      L.forEach((v, i) => { if (i) t += sep(L[i - 1], v); y.set(v, t); });
+      L.forEach((v) => y.set(v, y.get(v) - t / 2));
     }
-    return { pos, chains };
+    const place = (L) => {
+      if (!L.length) return;
+      const target = [], weight = [], offset = [];
+      let o = 0;
+      L.forEach((v, i) => {
+        if (i) o += sep(L[i - 1], v);
+        offset.push(o);
+        let sw = 0, s = 0;
+        for (const u of up.get(v).concat(down.get(v))) { const w = weightOf(u, v); sw += w; s += w * y.get(u); }
+        if (sw === 0) { sw = 0.01; s = 0.01 * y.get(v); }
+        target.push(s / sw - o);
+        weight.push(sw);
+      });
+      isotonic(target, weight).forEach((z, i) => y.set(L[i], z + offset[i]));
+    };
+    const sweeps = size > 1500 ? 8 : 40;
+    for (let it = 0; it < sweeps; it++) {
+      if (it % 2 === 0) for (let i = 0; i < layers.length; i++) place(layers[i]);
+      else for (let i = layers.length - 1; i >= 0; i--) place(layers[i]);
+    }
+
+    // Columns as wide as their widest vertex; a gap widens with the steepest
+    // arc across it so that arc still reads.
+    const widthOf = (v) => ({ node: VAR_W, op: OP_COL_W, group: GROUP_W }[kind.get(v)] || DUMMY_W);
+    const cols = [];
+    let x = 0;
+    for (let i = 0; i < layers.length; i++) {
+      const L = layers[i];
+      const w = L.reduce((m, v) => Math.max(m, widthOf(v)), DUMMY_W);
+      cols.push({ x0: x, x1: x + w });
+      let steep = 0;
+      if (i + 1 < layers.length) for (const v of L) for (const u of down.get(v)) steep = Math.max(steep, Math.abs(y.get(u) - y.get(v)));
+      x += w + COL_GAP + Math.min(90, steep * 0.08);
+    }
+    for (let i = 0; i < layers.length; i++) {
+      const { x0, x1 } = cols[i];
+      const cx = (x0 + x1) / 2;
+      for (const v of layers[i]) {
+        const cy = y.get(v);
+        const k = kind.get(v);
+        const col = { cx, cy, x0, x1 };
+        if (k === 'node') pos.set(v, Object.assign(col, { x: cx - VAR_W / 2, y: cy - VAR_H / 2, w: VAR_W, h: VAR_H }));
+        else if (k === 'op') pos.set(v, Object.assign(col, { x: cx - OP_R, y: cy - OP_R, w: OP_R * 2, h: OP_R * 2 }));
+        else if (k === 'group') pos.set(v, Object.assign(col, { x: cx - GROUP_W / 2, y: cy - GROUP_H / 2, w: GROUP_W, h: GROUP_H }));
+        else pos.set(v, Object.assign(col, { x: cx, y: cy, w: 0, h: 0, dummy: true }));
+      }
+    }
+    return { pos, chains, reversed, loops, arcs: rest, crossings: bestC };
   }
 
   // ------------------------------------------------------------------ graph view (SVG)
@@ -1158,6 +1439,10 @@
       // Ids drawn marked: a verdict's blamed op and the evidence's path to it.
       this.marked = new Set(this.handlers.marked || []);
       this.layout = null;
+      this.drawn = null;
+      // Hubs whose "+N more" group the user opened, and ids asked to be drawn.
+      this.open = new Set();
+      this.pins = new Set();
       this.expansions = 0;
       this.markerId = 'mt-arrow-' + (++markerSeq);
 
@@ -1190,7 +1475,7 @@
       let drag = null;
       this.svg.addEventListener('pointerdown', (e) => {
         if (e.button !== 0) return;
-        if (e.target.closest && e.target.closest('.gnode, .gop, .badge')) return;
+        if (e.target.closest && e.target.closest('.gnode, .gop, .ggroup, .badge')) return;
         drag = { id: e.pointerId, x: e.clientX, y: e.clientY, tx: this.t.x, ty: this.t.y };
         this.svg.setPointerCapture(e.pointerId);
         this.svg.classList.add('panning');
@@ -1241,9 +1526,10 @@
 
     bounds() {
       let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
+      // Boxes, op labels under their diamonds, and the expand badges.
       for (const p of this.layout.pos.values()) {
-        x0 = Math.min(x0, p.x); y0 = Math.min(y0, p.y - 4);
-        x1 = Math.max(x1, p.x + p.w); y1 = Math.max(y1, p.y + p.h + 16);
+        x0 = Math.min(x0, p.x0 - 12); y0 = Math.min(y0, p.y - 4);
+        x1 = Math.max(x1, p.x1 + 12); y1 = Math.max(y1, p.y + p.h + OP_LABEL_H);
       }
       if (x0 === Infinity) return { x0: 0, y0: 0, x1: 1, y1: 1 };
       return { x0, y0, x1, y1 };
@@ -1261,18 +1547,23 @@
       this.applyTransform();
     }
 
-    // Re-lays out the model; with `anchor` (a node id) the view keeps that node
-    // where it was on the screen, otherwise the graph is fitted.
+    // Re-lays out the model; with `anchor` (a node or op id) the view keeps
+    // it where it was on the screen, otherwise the graph is fitted.
     refresh(anchor) {
       let before = null;
+      const at = (id) => this.layout && (this.layout.pos.get('n:' + id) || this.layout.pos.get('o:' + id));
       if (anchor && this.layout) {
-        const p = this.layout.pos.get('n:' + anchor);
+        const p = at(anchor);
         if (p) before = { x: p.cx * this.t.k + this.t.x, y: p.cy * this.t.k + this.t.y };
       }
-      this.layout = layoutGraph(this.model);
+      const pinned = new Set([...this.marked, ...this.pins]);
+      if (this.selected) pinned.add(this.selected);
+      if (anchor) pinned.add(anchor);
+      this.drawn = drawnGraph(this.model, pinned, this.open);
+      this.layout = layoutGraph(this.drawn);
       this.draw();
       if (before) {
-        const p = this.layout.pos.get('n:' + anchor);
+        const p = at(anchor);
         if (p) {
           this.t.x = before.x - p.cx * this.t.k;
           this.t.y = before.y - p.cy * this.t.k;
@@ -1283,9 +1574,9 @@
       } else {
         this.fit();
         this.hasView = true;
-        // A graph too big to read when fitted opens around its start node at
-        // a readable scale instead ("fit" shows it all).
-        if (this.t.k < 0.4) {
+        // A graph too big to read even when fitted opens around its start
+        // node at a readable scale instead ("fit" shows it all).
+        if (this.t.k < 0.3) {
           const startId = Array.from(this.model.nodes.values()).filter((n) => n.start).map((n) => n.id)[0];
           if (startId) {
             this.t.k = 0.75;
@@ -1294,6 +1585,22 @@
           }
         }
       }
+      if (this.handlers.onLayout) this.handlers.onLayout(this.drawn);
+    }
+
+    // Opens the "+N more" group hanging off vertex `hub`.
+    openGroup(hub) {
+      this.open.add(hub);
+      this.expansions++;
+      this.refresh(hub.slice(2));
+      this.svg.setAttribute('data-expansions', String(this.expansions));
+    }
+
+    // Makes sure a node of the model is drawn (it may sit in a group).
+    reveal(id) {
+      if (!this.layout || this.layout.pos.has('n:' + id) || !this.model.nodes.has(id)) return;
+      this.pins.add(id);
+      this.refresh(id);
     }
 
     draw() {
@@ -1302,40 +1609,63 @@
       const pos = this.layout.pos;
       const model = this.model;
       const marker = `url(#${this.markerId})`;
+      const key = (a, b) => a + '\u0000' + b;
 
-      // A smooth path through points, leaving and entering each horizontally.
-      const curve = (pts) => {
-        let d = `M${pts[0][0]},${pts[0][1]}`;
-        for (let i = 1; i < pts.length; i++) {
-          const [x1, y1] = pts[i - 1], [x2, y2] = pts[i];
-          const dx = Math.max(20, Math.abs(x2 - x1) / 2);
-          d += ` C${x1 + dx},${y1} ${x2 - dx},${y2} ${x2},${y2}`;
+      // An arc is a run of horizontal stretches (through the column of each
+      // vertex it passes) joined by curves across the gaps between columns.
+      const path = (runs) => {
+        let d = `M${runs[0][0]},${runs[0][2]} H${runs[0][1]}`;
+        for (let i = 1; i < runs.length; i++) {
+          const [, xa, ya] = runs[i - 1];
+          const [xb, xe, yb] = runs[i];
+          const dx = (xb - xa) / 2;
+          d += ` C${xa + dx},${ya} ${xb - dx},${yb} ${xb},${yb}`;
+          if (xe !== xb) d += ` H${xe}`;
         }
         return d;
       };
-      const seen = new Set();
-      const seg = (a, b, cls) => {
-        const k = a + '\u0000' + b;
-        if (seen.has(k)) return;
-        seen.add(k);
-        const pa = pos.get(a), pb = pos.get(b);
-        if (!pa || !pb) return;
-        const pts = [[pa.x + pa.w, pa.cy]];
-        for (const d of this.layout.chains.get(k) || []) {
+      const runsOf = (u, v) => {
+        const pu = pos.get(u), pv = pos.get(v);
+        const runs = [[pu.x + pu.w, pu.x1, pu.cy]];
+        for (const d of this.layout.chains.get(key(u, v)) || []) {
           const pd = pos.get(d);
-          pts.push([pd.cx, pd.cy]);
+          runs.push([pd.x0, pd.x1, pd.cy]);
         }
-        pts.push([pb.x - 1, pb.cy]);
-        const back = pb.x < pa.x + pa.w;
-        this.edgeLayer.appendChild(s('path', { d: curve(pts), class: 'edge ' + cls + (back ? ' back' : ''), 'marker-end': marker }));
+        runs.push([pv.x0, pv.x - 1, pv.cy]);
+        return runs;
       };
-      for (const e of model.edges.values()) {
-        if (e.op != null) {
-          seg('n:' + e.source, 'o:' + e.op, 'in');
-          seg('o:' + e.op, 'n:' + e.target, 'out');
+      const cls = (a, b) => {
+        if (a[0] === 'g' || b[0] === 'g') return 'group';
+        return a[0] === 'o' ? 'out' : (b[0] === 'o' ? 'in' : 'direct');
+      };
+      for (const [a, b] of this.layout.arcs) {
+        if (!pos.has(a) || !pos.has(b)) continue;
+        let runs;
+        const back = this.layout.reversed.has(key(a, b));
+        if (back) {
+          // Laid out from b to a; drawn from a, leftwards, into b.
+          runs = runsOf(b, a).reverse().map(([x0, x1, yy]) => [x1, x0, yy]);
+          const pa = pos.get(a), pb = pos.get(b);
+          runs[0][0] = pa.x; runs[runs.length - 1][1] = pb.x + pb.w + 1;
         } else {
-          seg('n:' + e.source, 'n:' + e.target, 'direct');
+          runs = runsOf(a, b);
         }
+        this.edgeLayer.appendChild(s('path', { d: path(runs), class: 'edge ' + cls(a, b) + (back ? ' back' : ''), 'marker-end': marker }));
+      }
+      // A variable an op wrote and reads again: a short loop from the
+      // variable's left side into the tip of the op on its side (the op's
+      // label then moves above the diamond when that is the bottom tip).
+      const labelAbove = new Set();
+      for (const [a, b] of this.layout.loops) {
+        const pa = pos.get(a), pb = pos.get(b);
+        if (!pa || !pb) continue;
+        const below = pa.cy > pb.cy;
+        if (below) labelAbove.add(b);
+        const x1 = pa.x, y1 = pa.cy + (below ? 8 : -8), x2 = pb.cx, y2 = below ? pb.y + pb.h + 1 : pb.y - 1;
+        const bend = (below ? 1 : -1) * Math.max(18, Math.abs(y2 - y1) * 0.4);
+        const d = `M${x1},${y1} C${x1 - 28},${y1} ${x2},${y2 + bend} ${x2},${y2}`;
+        this.edgeLayer.appendChild(s('path', { d, class: 'edge readback', 'marker-end': marker },
+          s('title', null, `${a.slice(2)} is read back by the op that wrote it`)));
       }
 
       for (const [id, op] of model.ops) {
@@ -1343,6 +1673,8 @@
         if (!p) continue;
         const c = catColors(op.category);
         const r = OP_R;
+        const name = op.name || shortOp(id);
+        const short = op.name && /\.[^.]/.test(op.name) ? op.name.slice(op.name.lastIndexOf('.') + 1) : name;
         const g = s('g', {
           class: 'gop' + (this.marked.has(id) ? ' marked' : ''), 'data-testid': 'graph-op', 'data-id': id,
           'data-marked': this.marked.has(id) ? '1' : '0', transform: `translate(${p.cx},${p.cy})`,
@@ -1350,7 +1682,7 @@
         },
           s('title', null, `${op.name || ''}\n${id}${op.category ? '\ncategory: ' + op.category : ''}`),
           s('path', { d: `M0,${-r} L${r},0 L0,${r} L${-r},0 Z`, style: { fill: c.fill, stroke: c.stroke } }),
-          s('text', { class: 'oplabel', x: 0, y: r + 12, 'text-anchor': 'middle' }, truncate(op.name || shortOp(id), 24)));
+          s('text', { class: 'oplabel', x: 0, y: labelAbove.has('o:' + id) ? -r - 6 : r + 12, 'text-anchor': 'middle' }, truncate(short, 30)));
         const act = () => this.handlers.onOp && this.handlers.onOp(id, op);
         g.addEventListener('click', act);
         g.addEventListener('keydown', (e) => { if (e.key === 'Enter' || e.key === ' ') { e.preventDefault(); act(); } });
@@ -1396,11 +1728,41 @@
         }
         this.nodeLayer.appendChild(g);
       }
+
+      for (const grp of this.drawn.groups) {
+        const p = pos.get(grp.key);
+        if (!p) continue;
+        const names = new Set(grp.members.map((m) => (m[0] === 'o'
+          ? (model.ops.get(m.slice(2)) || {}).name || 'op'
+          : String(m.slice(2)).split(/[:@]/)[0])));
+        const ops = grp.members.every((m) => m[0] === 'o');
+        const what = names.size === 1 ? Array.from(names)[0] : (ops ? 'ops' : 'variables');
+        const whatShort = /\.[^.]/.test(what) ? what.slice(what.lastIndexOf('.') + 1) : what;
+        const more = `+${fmtNum(grp.members.length)} more`;
+        const behind = grp.hidden - grp.members.length;
+        const hub = grp.hub.slice(2);
+        const list = grp.members.slice(0, 40).map((m) => m.slice(2)).join('\n') + (grp.members.length > 40 ? '\n\u2026' : '');
+        const g = s('g', {
+          class: 'ggroup', 'data-testid': 'graph-group', 'data-hub': hub, 'data-count': String(grp.members.length),
+          'data-hidden': String(grp.hidden), transform: `translate(${p.x},${p.y})`, tabindex: 0, role: 'button',
+          'aria-label': `${more} ${what} of ${hub}; open the group`,
+        },
+          s('title', null, `${more} ${what} of ${hub}${behind > 0 ? `, and ${fmtNum(behind)} more behind them` : ''} (click to show them)\n${list}`),
+          s('rect', { class: 'box', width: GROUP_W, height: GROUP_H, rx: GROUP_H / 2, ry: GROUP_H / 2 }),
+          s('text', { class: 'gmore', x: GROUP_W / 2, y: 16, 'text-anchor': 'middle' }, more),
+          s('text', { class: 'gwhat', x: GROUP_W / 2, y: 30, 'text-anchor': 'middle' }, truncate(whatShort, 26)));
+        const act = () => this.openGroup(grp.hub);
+        g.addEventListener('click', act);
+        g.addEventListener('keydown', (e) => { if (e.key === 'Enter' || e.key === ' ') { e.preventDefault(); act(); } });
+        this.nodeLayer.appendChild(g);
+      }
+
       // Trim labels to the box by measuring them (skipped on big graphs, where
       // the character cut above is the only cut).
-      if (model.nodes.size <= 600) {
+      if (pos.size <= 1200) {
         for (const t of this.nodeLayer.querySelectorAll('.gnode text')) fitText(t, VAR_W - 18);
-        for (const t of this.nodeLayer.querySelectorAll('.gop text')) fitText(t, OP_COL_W + COL_GAP - 12);
+        for (const t of this.nodeLayer.querySelectorAll('.gop text')) fitText(t, OP_COL_W + 8);
+        for (const t of this.nodeLayer.querySelectorAll('.ggroup text')) fitText(t, GROUP_W - 20);
       }
       this.applyTransform();
     }
@@ -1414,6 +1776,7 @@
 
     // Pans the least needed to bring a drawn node into the view.
     ensureVisible(id) {
+      this.reveal(id);
       const p = this.layout && this.layout.pos.get('n:' + id);
       if (!p) return;
       const { w, h: hh } = this.size();
@@ -1443,6 +1806,7 @@
     model.merge(graph);
     const counts = h('span', { class: 'counts', 'data-testid': 'graph-counts', role: 'status' });
     const status = h('span', { class: 'muted small', role: 'status', 'data-testid': 'graph-status' });
+    const grouped = h('span', { class: 'muted small', 'data-testid': 'graph-grouped' });
     const panel = h('aside', { class: 'nodepanel', 'data-testid': 'node-panel', 'aria-label': 'Node details', hidden: true });
     let panelToken = 0;
 
@@ -1451,16 +1815,21 @@
       onSelect: (id) => selectNode(id),
       onExpand: (id) => expand(id),
       onOp: (id, op) => showOp(id, op),
+      onLayout: (dg) => {
+        const n = dg.groups.length;
+        grouped.textContent = n ? `${fmtNum(dg.hidden)} nodes and ops folded into ${n} \u201c+N more\u201d ${n === 1 ? 'group' : 'groups'} (click one to open it)` : '';
+      },
     });
 
     const legend = h('div', { class: 'legend small muted' },
       h('span', null, h('span', { class: 'lg-var' }), ' variable'),
       h('span', null, h('span', { class: 'lg-op' }), ' op'),
       h('span', null, h('span', { class: 'lg-frontier' }), ' more edges (click + to expand)'),
+      h('span', null, h('span', { class: 'lg-group' }), ' folded siblings (click to open)'),
       h('span', null, `direction: ${model.direction}`));
 
     const el = h('div', { class: 'explorer' },
-      h('div', { class: 'graphcol' }, h('div', { class: 'graphinfo' }, counts, status), legend, view.el),
+      h('div', { class: 'graphcol' }, h('div', { class: 'graphinfo' }, counts, grouped, status), legend, view.el),
       panel);
 
     function updateCounts() {

@@ -271,6 +271,208 @@ test('provenance graph: draw, expand a frontier node, node panel', { timeout: TE
   await done();
 });
 
+// ---------------------------------------------------------------- depth-6 graphs stay readable
+
+// What the case page marks in its graph (the app's blamedPath): the op the
+// evidence verdict (else another) blames, its chain, the file label's op.
+function blamedPath(c) {
+  const vs = c.verdicts || {};
+  const v = vs.evidence || vs.hybrid || vs.llm || vs.human || null;
+  const ids = [];
+  const add = (x) => { if (x && !ids.includes(x)) ids.push(x); };
+  if (v) {
+    add(v.op_id);
+    for (const st of v.chain || []) { add(st.var); add(st.op_id); }
+  }
+  if (c.file_label) add(c.file_label.op_id);
+  return ids;
+}
+
+const graphHash = (gid, start, dir, mark) => `#/graph/${enc(gid)}?start=${enc(start)}&dir=${dir}&depth=6`
+  + (mark && mark.length ? `&mark=${enc(mark.join(','))}` : '');
+
+// Two depth-6 graphs of the database, chosen through the API:
+// - the provenance of a failed case's prediction, from the trace whose
+//   first failed case has the densest such graph (most edges per node);
+// - forward from the node of that graph that an op wrote and that the most
+//   ops read (a memory read by many retrievals, say): a wide fan-out.
+async function depth6Graphs() {
+  const list = await apiGet('/api/traces?failed=1');
+  let best = null;
+  for (const t of list.traces) {
+    const gid = t.graph_id != null ? t.graph_id : '#' + t.id;
+    const detail = await apiGet(`/api/traces/${enc(gid)}?limit=50`);
+    if (!detail.cases || !detail.cases.length) continue;
+    const c = await apiGet(`/api/traces/${enc(gid)}/cases/${enc(detail.cases[0].case)}`);
+    const start = c.prediction_node || c.query_node;
+    if (!start) continue;
+    const g = await apiGet(`/api/traces/${enc(gid)}/graph?start=${enc(start)}&dir=backward&depth=6`);
+    const density = g.edges.length / Math.max(1, g.nodes.length);
+    if (!best || density > best.density) best = { gid, start, density, graph: g, mark: blamedPath(c) };
+  }
+  assert.ok(best, 'no failed case with a prediction to start a graph from');
+  const written = best.graph.nodes.filter((n) => (n.in_degree || 0) > 0 && !n.start);
+  written.sort((a, b) => (b.out_degree || 0) - (a.out_degree || 0));
+  assert.ok(written.length, `the graph of ${best.start} has no node written by an op`);
+  return {
+    caseGraph: { gid: best.gid, start: best.start, dir: 'backward', mark: best.mark },
+    fanOut: { gid: best.gid, start: written[0].id, dir: 'forward', mark: [] },
+  };
+}
+
+// Measures the drawn graph, in the graph's own coordinates: node boxes, op
+// diamonds and "+N more" groups; edge crossings (two edges meeting outside
+// every box, edges that share an end not counted); edges running through a
+// box that is not one of their ends; labels that overflow their box or
+// overlap, or are cut without a title holding the full text; boxes outside
+// the view.
+function measureGraph() {
+  const svg = document.querySelector('svg[data-testid="graph"]');
+  const vp = svg.querySelector('.viewport');
+  const inv = vp.getScreenCTM().inverse();
+  const local = (r) => {
+    const a = new DOMPoint(r.left, r.top).matrixTransform(inv);
+    const b = new DOMPoint(r.right, r.bottom).matrixTransform(inv);
+    return { x0: a.x, y0: a.y, x1: b.x, y1: b.y };
+  };
+  const owners = '[data-testid="graph-node"], [data-testid="graph-op"], [data-testid="graph-group"]';
+  const boxes = [];
+  for (const g of svg.querySelectorAll(owners)) {
+    const shape = g.querySelector(':scope > rect.box, :scope > path');
+    boxes.push({ g, name: g.getAttribute('data-id') || ('group of ' + g.getAttribute('data-hub')), screen: shape.getBoundingClientRect(), ...local(shape.getBoundingClientRect()) });
+  }
+  const meet = (a, b, m = 0) => a.x0 < b.x1 + m && b.x0 < a.x1 + m && a.y0 < b.y1 + m && b.y0 < a.y1 + m;
+  const overlaps = [];
+  for (let i = 0; i < boxes.length; i++) {
+    for (let j = i + 1; j < boxes.length; j++) if (meet(boxes[i], boxes[j])) overlaps.push(`${boxes[i].name} / ${boxes[j].name}`);
+  }
+
+  const labelProblems = [];
+  const labels = [];
+  const norm = (t) => String(t).replace(/\s+/g, ' ').trim();
+  for (const t of svg.querySelectorAll('.nodes text')) {
+    if (!t.getClientRects().length) continue;
+    const g = t.closest(owners);
+    const own = boxes.find((b) => b.g === g);
+    const r = local(t.getBoundingClientRect());
+    const text = t.textContent;
+    labels.push({ r, own, text });
+    if (g.getAttribute('data-testid') !== 'graph-op') {
+      if (r.x0 < own.x0 - 1 || r.x1 > own.x1 + 1 || r.y0 < own.y0 - 1 || r.y1 > own.y1 + 1) labelProblems.push(`"${text}" overflows the box of ${own.name}`);
+    }
+    if (text.endsWith('\u2026')) {
+      const title = g.querySelector(':scope > title');
+      if (!title || !norm(title.textContent).includes(norm(text.slice(0, -1)))) labelProblems.push(`"${text}" is cut and no title holds it whole`);
+    }
+  }
+  for (let i = 0; i < labels.length; i++) {
+    for (const b of boxes) if (b !== labels[i].own && meet(labels[i].r, b)) labelProblems.push(`"${labels[i].text}" overlaps ${b.name}`);
+    for (let j = i + 1; j < labels.length; j++) if (meet(labels[i].r, labels[j].r)) labelProblems.push(`"${labels[i].text}" overlaps "${labels[j].text}"`);
+  }
+
+  const polys = [];
+  for (const p of svg.querySelectorAll('path.edge')) {
+    const len = p.getTotalLength();
+    const n = Math.max(8, Math.ceil(len / 5));
+    const pts = [];
+    for (let i = 0; i <= n; i++) { const q = p.getPointAtLength((len * i) / n); pts.push([q.x, q.y]); }
+    polys.push(pts);
+  }
+  const inside = (b, x, y, m) => x > b.x0 - m && x < b.x1 + m && y > b.y0 - m && y < b.y1 + m;
+  const cross = (a, b, c, d) => {
+    const o = (p, q, r) => (q[0] - p[0]) * (r[1] - p[1]) - (q[1] - p[1]) * (r[0] - p[0]);
+    const d1 = o(a, b, c), d2 = o(a, b, d), d3 = o(c, d, a), d4 = o(c, d, b);
+    if (((d1 > 0 && d2 < 0) || (d1 < 0 && d2 > 0)) && ((d3 > 0 && d4 < 0) || (d3 < 0 && d4 > 0))) {
+      const t = d3 / (d3 - d4);
+      return [a[0] + (b[0] - a[0]) * t, a[1] + (b[1] - a[1]) * t];
+    }
+    return null;
+  };
+  const same = (p, q) => Math.abs(p[0] - q[0]) < 2 && Math.abs(p[1] - q[1]) < 2;
+  let crossings = 0;
+  for (let i = 0; i < polys.length; i++) {
+    for (let j = i + 1; j < polys.length; j++) {
+      const A = polys[i], B = polys[j];
+      if (same(A[0], B[0]) || same(A[A.length - 1], B[B.length - 1])) continue;
+      for (let a = 1; a < A.length; a++) {
+        for (let b = 1; b < B.length; b++) {
+          const x = cross(A[a - 1], A[a], B[b - 1], B[b]);
+          if (x && !boxes.some((bx) => inside(bx, x[0], x[1], 3))) crossings++;
+        }
+      }
+    }
+  }
+  const through = [];
+  for (const P of polys) {
+    const ends = boxes.filter((b) => inside(b, P[0][0], P[0][1], 3) || inside(b, P[P.length - 1][0], P[P.length - 1][1], 3));
+    for (const b of boxes) {
+      if (ends.includes(b)) continue;
+      if (P.some(([x, y]) => inside(b, x, y, -2))) through.push(b.name);
+    }
+  }
+  const view = svg.getBoundingClientRect();
+  const outOfView = boxes.filter((b) => b.screen.left < view.left - 1 || b.screen.right > view.right + 1
+    || b.screen.top < view.top - 1 || b.screen.bottom > view.bottom + 1).map((b) => b.name);
+  return {
+    nodes: svg.querySelectorAll('[data-testid="graph-node"]').length,
+    boxes: boxes.length,
+    edges: polys.length,
+    groups: Array.from(svg.querySelectorAll('[data-testid="graph-group"]')).map((g) => ({ hub: g.getAttribute('data-hub'), count: Number(g.getAttribute('data-count')) })),
+    overlaps, labelProblems, crossings, through, outOfView,
+    marked: Array.from(svg.querySelectorAll('[data-marked="1"]')).map((e) => e.getAttribute('data-id')),
+    drawn: Array.from(svg.querySelectorAll('[data-id]')).map((e) => e.getAttribute('data-id')),
+  };
+}
+
+// The figures, in the test's report, then the checks.
+function assertReadable(t, m, what, maxCrossings) {
+  t.diagnostic(`${what}: ${m.nodes} nodes drawn, ${m.edges} edges, ${m.crossings} crossings (at most ${maxCrossings}), `
+    + `${m.overlaps.length} overlapping boxes, ${m.through.length} edges through boxes, ${m.labelProblems.length} label problems, `
+    + `${m.outOfView.length} boxes out of view, ${m.groups.length} groups`);
+  assert.deepEqual(m.overlaps, [], `${what}: node boxes overlap`);
+  assert.deepEqual(m.labelProblems, [], `${what}: labels`);
+  assert.deepEqual(m.through, [], `${what}: edges run through boxes that are not their ends`);
+  assert.ok(m.crossings <= maxCrossings, `${what}: ${m.crossings} edge crossings among ${m.edges} edges (at most ${maxCrossings})`);
+}
+
+test('depth-6 graphs: no overlaps, few crossings, labels fit, fitted on open, fan-out folded', { timeout: 3 * TEST_TIMEOUT }, async (t) => {
+  const { caseGraph, fanOut } = await depth6Graphs();
+  const { page, done } = await openPage();
+
+  // The case's provenance at depth 6, its blamed op and chain marked.
+  await go(page, graphHash(caseGraph.gid, caseGraph.start, caseGraph.dir, caseGraph.mark));
+  let m = await page.evaluate(measureGraph);
+  assert.ok(m.nodes >= 10, `the depth-6 graph of ${caseGraph.start} draws ${m.nodes} nodes`);
+  assertReadable(t, m, `backward from ${caseGraph.start}`, Math.floor(m.edges / 3));
+  assert.deepEqual(m.outOfView, [], 'the graph is fitted in the view when it opens');
+  for (const id of m.marked) assert.ok(caseGraph.mark.includes(id), `${id} is marked but not asked for`);
+  for (const id of caseGraph.mark) if (m.drawn.includes(id)) assert.ok(m.marked.includes(id), `${id} is drawn but not marked`);
+  await shot(page, 'graph-depth6.png');
+
+  // Forward from a node many ops read: siblings past the limit fold into
+  // "+N more" groups, and the rest is laid out with hardly a crossing.
+  await go(page, graphHash(fanOut.gid, fanOut.start, fanOut.dir));
+  m = await page.evaluate(measureGraph);
+  assertReadable(t, m, `forward from ${fanOut.start}`, Math.floor(m.edges / 10));
+  assert.deepEqual(m.outOfView, [], 'the graph is fitted in the view when it opens');
+  assert.ok(m.groups.length >= 1, `forward from ${fanOut.start}: no "+N more" group`);
+  assert.match(await page.locator('[data-testid="graph-grouped"]').innerText(), /folded into \d+ .+N more. groups?/);
+  await shot(page, 'graph-depth6-forward.png');
+
+  // Opening the biggest group draws its members, and the graph stays readable.
+  const group = m.groups.reduce((a, b) => (b.count > a.count ? b : a));
+  const expansions = Number(await page.locator('svg[data-testid="graph"]').getAttribute('data-expansions'));
+  await page.locator(`[data-testid="graph-group"][data-hub=${JSON.stringify(group.hub)}]`).click();
+  await page.waitForFunction((n) => Number(document.querySelector('svg[data-testid="graph"]').getAttribute('data-expansions')) > n, expansions);
+  const opened = await page.evaluate(measureGraph);
+  assert.ok(opened.boxes >= m.boxes + group.count - 1, `opening a group of ${group.count} drew ${opened.boxes - m.boxes + 1} more`);
+  assert.ok(!opened.groups.some((g) => g.hub === group.hub), 'the opened group is still drawn');
+  assertReadable(t, opened, `forward from ${fanOut.start}, a group opened`, Math.floor(opened.edges / 10));
+  await page.locator('[data-testid="zoom-fit"]').click();
+  assert.deepEqual((await page.evaluate(measureGraph)).outOfView, [], '"fit" shows the whole graph');
+  await done();
+});
+
 test('labels: append two, both kept after reload, annotations export', { timeout: TEST_TIMEOUT }, async () => {
   const { page, done } = await openPage();
   await go(page, caseHash());
