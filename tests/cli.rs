@@ -608,3 +608,152 @@ fn the_log_gives_iso_times_in_every_format() {
     );
     assert_eq!(rows.len(), 4, "{csv:?}");
 }
+
+#[test]
+fn a_byte_order_mark_before_json_or_json_lines_is_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let db = d.join("t.db");
+    let sample_text = std::fs::read_to_string(sample()).unwrap();
+    let with_bom = d.join("bom.json");
+    std::fs::write(&with_bom, format!("\u{feff}{sample_text}")).unwrap();
+    let o = ok(run(d, Some(&db), &["import", with_bom.to_str().unwrap()]));
+    assert!(
+        stdout(&o).contains("trace #1 graph-e02a1f3b"),
+        "{}",
+        stdout(&o)
+    );
+    let original: serde_json::Value = serde_json::from_str(&sample_text).unwrap();
+    assert_eq!(json(&ok(run(d, Some(&db), &["export", "#1"]))), original);
+    // The mark is not content: the file without it is the same trace.
+    let again = ok(run(d, Some(&db), &["import", sample().to_str().unwrap()]));
+    assert!(
+        stdout(&again).contains("already stored"),
+        "{}",
+        stdout(&again)
+    );
+
+    // JSON Lines: the mark before the first line.
+    let line = |gid: &str| {
+        let mut v = original.clone();
+        v["graph_id"] = serde_json::json!(gid);
+        v.to_string()
+    };
+    let lines = d.join("bom.jsonl");
+    std::fs::write(
+        &lines,
+        format!("\u{feff}{}\n{}\n", line("bom-1"), line("bom-2")),
+    )
+    .unwrap();
+    let o = ok(run(d, Some(&db), &["import", lines.to_str().unwrap()]));
+    assert!(stdout(&o).contains("2 trace(s) stored"), "{}", stdout(&o));
+    // A file with the mark and nothing else is empty, as an empty file is.
+    let only = d.join("only.json");
+    std::fs::write(&only, "\u{feff}").unwrap();
+    let o = run(d, Some(&db), &["import", only.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("the input is empty"), "{}", stderr(&o));
+    // UTF-16 is named as such.
+    let utf16 = d.join("utf16.json");
+    let mut bytes = vec![0xff, 0xfe];
+    for unit in sample_text.encode_utf16() {
+        bytes.extend(unit.to_le_bytes());
+    }
+    std::fs::write(&utf16, bytes).unwrap();
+    let o = run(d, Some(&db), &["import", utf16.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o)
+            .contains("utf16.json: invalid at $: the input starts with a UTF-16 byte order mark"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn python_nan_and_infinity_are_read_as_numbers_and_strings_stay_strings() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let db = d.join("t.db");
+    // Written by Python's json.dumps, which writes NaN, Infinity and -Infinity.
+    let fixture = fixtures().join("python_floats.json");
+    let text = std::fs::read_to_string(&fixture).unwrap();
+    assert!(text.contains(": NaN,") && text.contains(": -Infinity,"));
+    ok(run(d, Some(&db), &["import", fixture.to_str().unwrap()]));
+    // And as a line of JSON Lines.
+    let lines = d.join("floats.jsonl");
+    std::fs::write(
+        &lines,
+        text.replace('\n', " ")
+            .replace("\"py-floats\"", "\"py-floats-2\"")
+            + "\n",
+    )
+    .unwrap();
+    ok(run(d, Some(&db), &["import", lines.to_str().unwrap()]));
+
+    let q = "FIND traces RETURN trace.id, trace.meta.threshold, trace.meta.floor, \
+             trace.meta.loss, trace.meta.label, trace.meta.note ORDER BY trace.id";
+    // JSON: infinities as the numbers 1e+999 and -1e+999, NaN as null,
+    // the strings as they were.
+    let r = json(&ok(run(d, Some(&db), &["query", q, "--format", "json"])));
+    let rows = r["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    for row in rows {
+        let big: f64 = row[1].to_string().parse().unwrap();
+        let small: f64 = row[2].to_string().parse().unwrap();
+        assert!(row[1].is_number() && big == f64::INFINITY, "{row}");
+        assert!(row[2].is_number() && small == f64::NEG_INFINITY, "{row}");
+        assert!(row[3].is_null(), "{row}");
+        assert_eq!(row[4], "NaN");
+        assert_eq!(row[5], "Infinity and -Infinity are words here");
+    }
+    // A table shows them as Python writes them.
+    let table = stdout(&ok(run(d, Some(&db), &["query", q])));
+    assert!(
+        table.contains("Infinity") && table.contains("-Infinity"),
+        "{table}"
+    );
+    // They compare as numbers; CSV writes them as Python's float() reads them.
+    let csv = stdout(&ok(run(
+        d,
+        Some(&db),
+        &[
+            "query",
+            "FIND ops WHERE op.meta.max > 1000000000 RETURN op.meta.max, op.meta.score",
+            "--format",
+            "csv",
+        ],
+    )));
+    assert_eq!(
+        csv,
+        "op.meta.max,op.meta.score\r\nInfinity,\r\nInfinity,\r\n"
+    );
+    // A string that says NaN stays a string, in values and in metadata.
+    let r = json(&ok(run(
+        d,
+        Some(&db),
+        &[
+            "query",
+            "FIND vars IN TRACE 'py-floats' RETURN var.value, var.meta.text, var.meta.weight",
+            "--format",
+            "json",
+        ],
+    )));
+    assert_eq!(r["rows"][0][0], "'NaN'");
+    assert_eq!(r["rows"][0][1], "NaN");
+    assert_eq!(r["rows"][0][2].to_string(), "-1e+999");
+    assert_eq!(r["rows"][1][0], "nan");
+    // The export is JSON that any reader takes, with the same numbers.
+    let exported = stdout(&ok(run(d, Some(&db), &["export", "py-floats"])));
+    assert!(!exported.contains("NaN,") && !exported.contains("Infinity,"));
+    let back: serde_json::Value = serde_json::from_str(&exported).unwrap();
+    assert_eq!(back["metadata"]["threshold"].to_string(), "1e+999");
+    assert_eq!(back["metadata"]["floor"].to_string(), "-1e+999");
+    assert!(back["metadata"]["loss"].is_null());
+    assert_eq!(back["metadata"]["label"], "NaN");
+    assert_eq!(
+        back["data"]["sessions"][0]["metadata"]["budget"].to_string(),
+        "1e+999"
+    );
+    assert_eq!(back["data"]["nodes"][0]["value"], "'NaN'");
+}

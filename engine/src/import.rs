@@ -18,6 +18,7 @@ use memtrace_storage::{content_digest, Store, TraceId};
 
 use crate::error::{EngineError, Result};
 use crate::parse::{self, Ctx, InCommon, Invalid, ParsedTrace, Resolved, TopSeed, Tri};
+use crate::pyjson;
 
 /// The name of a generated set's manifest: a file of this name in a folder
 /// describes the set and is not a trace, so importing the folder skips it.
@@ -130,7 +131,6 @@ fn invalid(source: &str, inv: Invalid) -> EngineError {
     }
 }
 
-/// Parses and validates one export object from a reader.
 /// What an export was read from: its size and its content digest.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Source {
@@ -138,6 +138,9 @@ pub(crate) struct Source {
     digest: [u8; 32],
 }
 
+/// Parses and validates one export object from a reader. A UTF-8 byte order
+/// mark before it is skipped, and Python's `NaN`, `Infinity` and
+/// `-Infinity` outside strings are read as numbers (see [`pyjson`]).
 fn parse_reader<R: Read>(
     reader: R,
     source: &str,
@@ -161,14 +164,27 @@ fn parse_reader<R: Read>(
             path: source.to_string(),
             source: e,
         })?;
+    if pyjson::utf16_bom(&bytes) {
+        return Err(invalid(
+            source,
+            Invalid {
+                path: "$".into(),
+                reason: "the input starts with a UTF-16 byte order mark: it is UTF-16 text, \
+                         and memtrace reads UTF-8 (save it as UTF-8)"
+                    .into(),
+            },
+        ));
+    }
+    let content = pyjson::strip_bom(&bytes);
+    let text = pyjson::python_numbers(content);
     let ctx = Ctx::default();
-    let mut de = serde_json::Deserializer::from_slice(&bytes);
+    let mut de = serde_json::Deserializer::from_slice(&text);
     let top = TopSeed(&ctx)
         .deserialize(&mut de)
         .and_then(|top| de.end().map(|_| top));
     let (header, data) = match top {
         Ok(top) => top,
-        Err(_) if count.get() == 0 => {
+        Err(_) if content.is_empty() => {
             return Err(invalid(
                 source,
                 Invalid {
@@ -184,8 +200,8 @@ fn parse_reader<R: Read>(
     let read = Source {
         bytes: count.get(),
         // Whitespace around the object is not content (a line's newline,
-        // a file's last one).
-        digest: content_digest(bytes.trim_ascii()),
+        // a file's last one), and neither is a byte order mark.
+        digest: content_digest(content.trim_ascii()),
     };
     Ok((parsed, resolved, read))
 }
@@ -442,7 +458,7 @@ pub(crate) fn import_lines(
         if let Some(p) = progress.as_mut() {
             p(Progress::Read(read));
         }
-        if line.trim().is_empty() {
+        if blank(&line, n) {
             continue;
         }
         let at = format!("{source}:{n}");
@@ -482,7 +498,7 @@ pub(crate) fn import_lines(
                     break;
                 }
                 n += 1;
-                if line.trim().is_empty() {
+                if blank(&line, n) {
                     continue;
                 }
                 let at = format!("{source}:{n}");
@@ -502,6 +518,17 @@ pub(crate) fn import_lines(
         }
     }
     Ok(out)
+}
+
+/// Whether line `n` (from 1) of a JSON Lines file holds nothing to read:
+/// blanks only, after the byte order mark the first line may start with.
+fn blank(line: &str, n: usize) -> bool {
+    let line = if n == 1 {
+        line.strip_prefix('\u{feff}').unwrap_or(line)
+    } else {
+        line
+    };
+    line.trim().is_empty()
 }
 
 enum LineError {

@@ -21,6 +21,7 @@ mod graph;
 mod import;
 mod model;
 mod parse;
+mod pyjson;
 mod timestamp;
 mod view;
 

@@ -266,14 +266,6 @@ fn kind(p: &PatternOutcome) -> &'static str {
     }
 }
 
-fn cell(v: &Value) -> String {
-    match v {
-        Value::Null => String::new(),
-        Value::Str(s) => s.clone(),
-        other => to_json(other).to_string(),
-    }
-}
-
 fn csv_field(s: &str) -> String {
     if s.contains([',', '"', '\n', '\r']) {
         format!("\"{}\"", s.replace('"', "\"\""))
@@ -417,7 +409,11 @@ fn print(report: &PatternReport, limits: Option<&[u64]>, format: PatternFormat) 
                     .iter()
                     .map(|e| {
                         let mut row = vec![e.graph_id.clone()];
-                        row.extend(e.row.iter().map(|v| crate::query::cut(&cell(v))));
+                        row.extend(
+                            e.row
+                                .iter()
+                                .map(|v| crate::query::cut(&crate::query::cell(v))),
+                        );
                         row
                     })
                     .collect();

@@ -69,11 +69,16 @@ pub fn parse_param(s: &str) -> std::result::Result<(String, Value), String> {
     Ok((name.to_string(), v))
 }
 
-/// A value as a table or CSV cell: text as is, others as JSON.
-fn cell(v: &Value) -> String {
+/// A value as a table or CSV cell: text as is, infinities and NaN as
+/// Python writes them (`Infinity`, `-Infinity`, `NaN`), others as JSON.
+pub fn cell(v: &Value) -> String {
     match v {
         Value::Null => String::new(),
         Value::Str(s) => s.clone(),
+        Value::Float(x) if x.is_nan() => "NaN".into(),
+        Value::Float(x) if x.is_infinite() => {
+            if *x > 0.0 { "Infinity" } else { "-Infinity" }.into()
+        }
         other => to_json(other).to_string(),
     }
 }
@@ -417,6 +422,10 @@ mod tests {
         assert_eq!(cut(&long).chars().count(), CELL_MAX);
         assert!(cut(&long).ends_with('…'));
         assert_eq!(cut("a\nb"), "a b");
+        assert_eq!(cell(&Value::Float(f64::INFINITY)), "Infinity");
+        assert_eq!(cell(&Value::Float(f64::NEG_INFINITY)), "-Infinity");
+        assert_eq!(cell(&Value::Float(f64::NAN)), "NaN");
+        assert_eq!(cell(&Value::Float(1.5)), "1.5");
         assert_eq!(cut("\u{1b}[31mred\0"), "\\u{1b}[31mred\\u{0}");
     }
 }

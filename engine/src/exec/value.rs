@@ -15,13 +15,21 @@ pub struct QueryResult {
     pub rows: Vec<Vec<serde_json::Value>>,
 }
 
-/// Converts a query value to JSON.
+/// Converts a query value to JSON. JSON has no infinity and no NaN: plus
+/// and minus infinity become the numbers `1e+999` and `-1e+999` (which
+/// JSON readers, Python's included, read back as infinities; they are how
+/// an import stores Python's `Infinity`), NaN becomes `null`.
 pub fn to_json(v: &Value) -> serde_json::Value {
     match v {
         Value::Null => serde_json::Value::Null,
         Value::Bool(b) => serde_json::Value::Bool(*b),
         Value::Int(n) => serde_json::Value::from(*n),
         Value::Float(x) => serde_json::Number::from_f64(*x)
+            .or_else(|| match *x {
+                f64::INFINITY => "1e+999".parse().ok(),
+                f64::NEG_INFINITY => "-1e+999".parse().ok(),
+                _ => None,
+            })
             .map(serde_json::Value::Number)
             .unwrap_or(serde_json::Value::Null),
         Value::Str(s) => serde_json::Value::String(s.clone()),
@@ -38,14 +46,19 @@ pub fn into_json(v: Value) -> serde_json::Value {
     }
 }
 
-/// Converts JSON to a query value (an object becomes its JSON text).
+/// Converts JSON to a query value (an object becomes its JSON text; a
+/// number too large for a double, such as the `1e+999` an import stores for
+/// Python's `Infinity`, becomes an infinity).
 pub fn from_json(v: &serde_json::Value) -> Value {
     match v {
         serde_json::Value::Null => Value::Null,
         serde_json::Value::Bool(b) => Value::Bool(*b),
         serde_json::Value::Number(n) => match n.as_i64() {
             Some(i) => Value::Int(i),
-            None => n.as_f64().map_or(Value::Null, Value::Float),
+            None => n
+                .as_f64()
+                .or_else(|| n.to_string().parse().ok())
+                .map_or(Value::Null, Value::Float),
         },
         serde_json::Value::String(s) => Value::Str(s.clone()),
         serde_json::Value::Array(a) => Value::List(a.iter().map(from_json).collect()),
@@ -81,3 +94,26 @@ pub(super) fn meta_path(json: Option<&str>, path: &[String]) -> Value {
 
 /// Where rows go. Returning `false` stops the query early.
 pub type Sink<'s> = dyn FnMut(Vec<Value>) -> Result<bool> + 's;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn infinities_go_through_json_and_nan_becomes_null() {
+        let stored: serde_json::Value = serde_json::from_str("[1e999, -1e999, 1.5, 7]").unwrap();
+        let values: Vec<Value> = stored.as_array().unwrap().iter().map(from_json).collect();
+        assert_eq!(
+            values,
+            [
+                Value::Float(f64::INFINITY),
+                Value::Float(f64::NEG_INFINITY),
+                Value::Float(1.5),
+                Value::Int(7)
+            ]
+        );
+        let back: Vec<String> = values.iter().map(|v| to_json(v).to_string()).collect();
+        assert_eq!(back, ["1e+999", "-1e+999", "1.5", "7"]);
+        assert_eq!(to_json(&Value::Float(f64::NAN)), serde_json::Value::Null);
+    }
+}
