@@ -10,6 +10,7 @@ use crate::plan::pexpr::{regex_reason, shown};
 use crate::plan::{AggSpec, Field, Projection, Subject};
 use crate::value::Value;
 
+pub use crate::plan::inset::InSet;
 pub use crate::plan::pexpr::{AggFunc, Func, Pexpr};
 
 type Result<T> = std::result::Result<T, QueryError>;
@@ -156,6 +157,10 @@ impl Pexpr {
                 let found = items.iter().any(|x| a.compare(x) == Some(Ordering::Equal));
                 Value::Bool(found != *negated)
             }
+            Pexpr::InSet(a, set, negated) => match ev(a)? {
+                Value::Null => Value::Null,
+                a => Value::Bool(set.contains(&a) != *negated),
+            },
             Pexpr::IsNull(a, negated) => Value::Bool((ev(a)? == Value::Null) != *negated),
         })
     }

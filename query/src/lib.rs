@@ -23,7 +23,7 @@ mod value;
 
 pub use ast::{value_literal, Statement};
 pub use error::QueryError;
-pub use eval::{Collector, Pexpr, Row};
+pub use eval::{Collector, InSet, Pexpr, Row};
 pub use keywords::{nearest, FIND_KINDS, KEYWORDS, OUTPUTS, PATTERN_STATEMENTS, STATEMENTS};
 pub use node_ref::{parse_node_ref, NodeRef};
 pub use parse::{parse_script, parse_statement};

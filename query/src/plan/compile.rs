@@ -7,6 +7,7 @@ use crate::value::Value;
 
 use super::exprs::expr_pos;
 use super::fields::{fields_of, id_field, subject_name, subject_named, Field, Subject};
+use super::inset::InSet;
 use super::pexpr::{regex_reason, shown, AggFunc, Func, Pexpr};
 use super::planner::{Planner, Result, Scope};
 use super::types::{AggSpec, Pred, VarKind};
@@ -312,7 +313,22 @@ impl Planner<'_> {
                                 });
                             }
                         }
-                        Pexpr::In(l, Box::new(items), *negated)
+                        // A list of literals is indexed once, here.
+                        let literals: Option<Vec<Value>> = match &items {
+                            Pexpr::Const(Value::List(v)) => Some(v.clone()),
+                            Pexpr::List(xs) => xs
+                                .iter()
+                                .map(|x| match x {
+                                    Pexpr::Const(v) => Some(v.clone()),
+                                    _ => None,
+                                })
+                                .collect(),
+                            _ => None,
+                        };
+                        match literals {
+                            Some(v) => Pexpr::InSet(l, Box::new(InSet::new(&v)), *negated),
+                            None => Pexpr::In(l, Box::new(items), *negated),
+                        }
                     }
                     Test::IsNull { negated } => Pexpr::IsNull(l, *negated),
                 }
@@ -345,8 +361,37 @@ fn list_or(items: &[&str]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::test_support::{explain, plan_err};
+    use crate::plan::test_support::{explain, plan_err, plan_of};
     use crate::plan::{plan, plan_text, Params, Plan};
+
+    #[test]
+    fn in_lists_of_literals_are_indexed_once_when_planned() {
+        let plan = |text: &str, params: &[(&str, Value)]| format!("{:?}", plan_of(text, params));
+        for (text, params) in [
+            ("FIND vars WHERE var.name IN ['a', 'b', 1]", vec![]),
+            ("FIND vars WHERE var.name NOT IN ['a']", vec![]),
+            (
+                "FIND vars WHERE var.name IN $names",
+                vec![("names", Value::List(vec![Value::from("a"), Value::Int(2)]))],
+            ),
+            (
+                "FIND vars WHERE var.name IN ['a', $one]",
+                vec![("one", Value::from("b"))],
+            ),
+            ("TRACE answer:1 WHERE var.class IN ['a', 'b']", vec![]),
+            (
+                "MATCH (a)-->(b) WHERE b.name IN ['x', 'y'] RETURN a",
+                vec![],
+            ),
+        ] {
+            let p = plan(text, &params);
+            assert!(p.contains("InSet("), "{text}: {p}");
+            assert!(!p.contains("In("), "{text}: {p}");
+        }
+        // A list that reads a field is evaluated per row.
+        let p = plan("FIND vars WHERE var.name IN [var.class, 'x']", &[]);
+        assert!(p.contains("In(") && !p.contains("InSet("), "{p}");
+    }
 
     #[test]
     fn attribution_fields_are_read_with_or_without_their_subject() {

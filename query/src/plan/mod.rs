@@ -9,6 +9,7 @@
 // The files, each built only on those above it (methods of `Planner` are
 // added file by file, and call only methods of files above):
 //   fields      `Subject`, `Field` and the field names of each subject
+//   inset       the literal list of an IN, indexed for lookups
 //   pexpr       compiled expressions, their functions and aggregates
 //   types       the plan types and `Params`
 //   params      the parameters a statement reads
@@ -30,6 +31,7 @@ mod explain;
 mod exprs;
 mod fields;
 mod find;
+pub(crate) mod inset;
 mod matching;
 mod params;
 mod patterns;

@@ -7,6 +7,7 @@ use crate::node_ref::quote;
 use crate::value::Value;
 
 use super::fields::{Field, Subject};
+use super::inset::InSet;
 
 /// A compiled expression.
 #[derive(Debug, Clone)]
@@ -41,6 +42,8 @@ pub enum Pexpr {
     Regex(Box<Pexpr>, Box<Pexpr>),
     /// `a [NOT] IN list`.
     In(Box<Pexpr>, Box<Pexpr>, bool),
+    /// `a [NOT] IN [literals]`: the list indexed once, when planned.
+    InSet(Box<Pexpr>, Box<InSet>, bool),
     /// `a IS [NOT] NULL`.
     IsNull(Box<Pexpr>, bool),
 }
@@ -109,9 +112,11 @@ impl Pexpr {
         match self {
             Pexpr::Field(s, x) => f(*s, x),
             Pexpr::List(v) | Pexpr::And(v) | Pexpr::Or(v) => v.iter().for_each(|x| x.fields(f)),
-            Pexpr::Func(_, x) | Pexpr::Not(x) | Pexpr::IsNull(x, _) | Pexpr::RegexConst(x, _) => {
-                x.fields(f)
-            }
+            Pexpr::Func(_, x)
+            | Pexpr::Not(x)
+            | Pexpr::IsNull(x, _)
+            | Pexpr::RegexConst(x, _)
+            | Pexpr::InSet(x, _, _) => x.fields(f),
             Pexpr::Cmp(_, a, b)
             | Pexpr::Contains(a, b)
             | Pexpr::StartsWith(a, b)
