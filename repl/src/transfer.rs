@@ -47,7 +47,7 @@ pub fn import_into(
             done_before += current;
             current = bytes;
             bar.set_position(done_before);
-            name = path.display().to_string();
+            name = visible(&path.display().to_string()).into_owned();
             bar.set_message(name.clone());
         }
         Progress::Storing => bar.set_message(format!("{name} (validated, writing)")),
