@@ -225,6 +225,18 @@ fn interrupt(server: &mut Server) -> std::process::ExitStatus {
     }
 }
 
+/// A small query answers 200.
+fn answers_a_query(addr: &str) {
+    let (status, out) = request(
+        addr,
+        "POST",
+        "/api/query",
+        &[("Content-Type", "application/json")],
+        br#"{"statement":"FIND ops RETURN count(*)"}"#,
+    );
+    assert_eq!(status, 200, "{out}");
+}
+
 /// Opens a connection and sends `head` (and nothing more).
 fn stall(addr: &str, head: &str) -> TcpStream {
     let mut s = TcpStream::connect(addr).unwrap();
@@ -272,14 +284,7 @@ fn stalled_clients_hold_no_thread_and_are_cut_off() {
     }
     // Every endpoint still answers, at once.
     assert_eq!(get(&a, "/api/health")["traces"], 1);
-    let (status, out) = request(
-        &a,
-        "POST",
-        "/api/query",
-        &[("Content-Type", "application/json")],
-        br#"{"statement":"FIND ops RETURN count(*)"}"#,
-    );
-    assert_eq!(status, 200, "{out}");
+    answers_a_query(&a);
     // A stalled body is answered 408 and nothing of it is stored; stalled
     // headers get the connection closed.
     for s in bodies {
@@ -332,14 +337,7 @@ fn a_query_whose_client_leaves_is_stopped_and_frees_its_place() {
     drop(s);
     // Its place is free again well before the 10 s a request waits for
     // one: the query stopped when its client left.
-    let (status, out) = request(
-        &a,
-        "POST",
-        "/api/query",
-        &[("Content-Type", "application/json")],
-        br#"{"statement":"FIND ops RETURN count(*)"}"#,
-    );
-    assert_eq!(status, 200, "{out}");
+    answers_a_query(&a);
     assert!(interrupt(&mut server).success());
     let mut log = String::new();
     server

@@ -296,21 +296,16 @@ impl TraceGraph {
         max_depth: Option<u32>,
         cancel: &Cancel,
     ) -> Result<u64> {
-        let mut count = 0u64;
-        self.levels(
+        let (off, edges, far) = self.csr(dir);
+        let mut rows = CsrRows { off, edges, far };
+        count_levels(
+            &mut rows,
+            self.adj.vars,
             starts,
-            dir,
+            min_depth,
             max_depth,
             cancel,
-            false,
-            |depth, reached, _| {
-                if depth >= min_depth {
-                    count += reached as u64;
-                }
-                Ok(true)
-            },
-        )?;
-        Ok(count)
+        )
     }
 
     /// Level by level from `starts` (depth 0), each node at its least
@@ -624,10 +619,31 @@ pub fn reach_count_stored(
         blocks: HashMap::new(),
         missing: false,
     };
-    let mut count = 0u64;
-    levels(
+    let count = count_levels(
         &mut rows,
         counts.variables,
+        starts,
+        min_depth,
+        max_depth,
+        cancel,
+    )?;
+    Ok((!rows.missing).then_some(count))
+}
+
+/// The nodes a level walk over `rows` reaches at a depth of at least
+/// `min_depth`.
+fn count_levels<R: Rows>(
+    rows: &mut R,
+    vars: u32,
+    starts: &[u32],
+    min_depth: u32,
+    max_depth: Option<u32>,
+    cancel: &Cancel,
+) -> Result<u64> {
+    let mut count = 0u64;
+    levels(
+        rows,
+        vars,
         starts,
         max_depth,
         cancel,
@@ -639,7 +655,7 @@ pub fn reach_count_stored(
             Ok(true)
         },
     )?;
-    Ok((!rows.missing).then_some(count))
+    Ok(count)
 }
 
 #[cfg(test)]
