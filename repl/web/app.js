@@ -8,6 +8,16 @@
 
   const SVG_NS = 'http://www.w3.org/2000/svg';
 
+  // Control characters (C0 but line breaks and tabs, DEL, C1), bidirectional
+  // controls and the line and paragraph separators are shown escaped, as
+  // \u{1b}, the way the command line shows them: a value cannot hide or
+  // reorder what is shown. Every text and attribute the helpers set goes
+  // through this; form values stay exact.
+  const HIDDEN = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]/g;
+  function visible(v) {
+    return String(v).replace(HIDDEN, (c) => '\\u{' + c.codePointAt(0).toString(16) + '}');
+  }
+
   // Sets attributes and properties on an element. `on*` keys that hold functions
   // become event listeners, `text` sets textContent, `style` takes an object.
   function applyAttrs(el, attrs) {
@@ -17,13 +27,13 @@
       if (k.startsWith('on') && typeof v === 'function') {
         el.addEventListener(k.slice(2).toLowerCase(), v);
       } else if (k === 'text') {
-        el.textContent = String(v);
+        el.textContent = visible(v);
       } else if (k === 'style' && typeof v === 'object') {
         for (const [p, pv] of Object.entries(v)) el.style.setProperty(p, pv);
       } else if (k === 'value' || k === 'checked' || k === 'selected' || k === 'disabled') {
         el[k] = v;
       } else {
-        el.setAttribute(k, v === true ? '' : String(v));
+        el.setAttribute(k, v === true ? '' : (k === 'href' || k.startsWith('data-') ? String(v) : visible(v)));
       }
     }
   }
@@ -33,7 +43,7 @@
       if (c === undefined || c === null || c === false) continue;
       if (Array.isArray(c)) appendKids(el, c);
       else if (c instanceof Node) el.appendChild(c);
-      else el.appendChild(document.createTextNode(String(c)));
+      else el.appendChild(document.createTextNode(visible(c)));
     }
   }
 

@@ -615,3 +615,35 @@ test('unknown trace and unknown page show not found', { timeout: TEST_TIMEOUT },
   assert.match(await nf.innerText(), /not found/i);
   await done();
 });
+
+test('control characters in ids and values are shown escaped, never raw', { timeout: TEST_TIMEOUT }, async () => {
+  // A trace whose ids and values hold OSC, SGR, NUL, C1 and bidi controls.
+  const fixture = fs.readFileSync(new URL('../fixtures/control_chars.json', import.meta.url));
+  const res = await fetch(BASE + '/api/import?source=control-chars', {
+    method: 'POST', headers: { 'Content-Type': 'application/json' }, body: fixture,
+  });
+  assert.ok(res.status === 201 || res.status === 200, `import: ${res.status} ${await res.text()}`);
+  const gid = JSON.parse(fixture.toString()).graph_id;
+  const { page, done } = await openPage();
+  // What the page shows: its text and every attribute a person may see (not
+  // links, data for the app, or form values, which must stay exact).
+  const shown = () => page.evaluate(() => {
+    const out = [document.body.innerText];
+    for (const el of document.querySelectorAll('*')) {
+      for (const a of el.attributes) {
+        if (a.name !== 'href' && a.name !== 'value' && !a.name.startsWith('data-')) out.push(a.value);
+      }
+    }
+    return out.join('\n');
+  });
+  const hidden = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]/;
+  for (const hash of [`#/trace/${enc(gid)}`, `#/?q=${enc('ctl-')}`]) {
+    await go(page, hash);
+    if (hash.startsWith('#/trace')) await page.locator('[data-testid="timeline-op"]').first().waitFor();
+    const text = await shown();
+    const raw = text.match(new RegExp('.{0,40}' + hidden.source + '.{0,40}'));
+    assert.ok(!raw, `${hash}: a control character is shown raw: ${JSON.stringify(raw && raw[0])}`);
+    assert.ok(text.includes('\\u{1b}'), `${hash}: ESC is shown as \\u{1b}`);
+  }
+  await done();
+});
