@@ -202,7 +202,20 @@ fn a_case_shows_its_verdicts_and_labels_append() {
         &api,
         &format!("/api/traces/{}/annotations?full=1", enc(&gid)),
     );
-    assert_eq!(full["data"]["annotations"], ann["data"]["annotations"]);
+    // The whole file keeps every failed case, labelled or not, the label
+    // over the case it is on.
+    let every = full["data"]["annotations"].as_array().unwrap();
+    let cases = get(&api, &format!("/api/traces/{}/cases", enc(&gid)))["cases"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert!(cases > 1);
+    assert_eq!(every.len(), cases, "every failed case");
+    let labelled: Vec<&Value> = every.iter().filter(|a| a.get("reason").is_some()).collect();
+    assert_eq!(labelled.len(), 1);
+    assert_eq!(labelled[0]["query_id"], list[0]["query_id"]);
+    assert_eq!(labelled[0]["final_error_type"], "RetrievalError");
+    assert_eq!(labelled[0]["reason"], "second look");
     assert_eq!(full["graph_id"], gid.as_str());
     assert!(
         full["data"]["nodes"]
