@@ -1,17 +1,19 @@
 # The two commands of the README, and a few more for developers.
 # Every target installs the build dependencies first when they are missing.
 
-.PHONY: demo test deps check bench bench-suite fuzz
+.PHONY: demo test deps check bench bench-suite bench-python fuzz
 
 # Import the bundled sample into ./memtrace.db and print stats and the traces.
 demo: deps
 	cargo run --locked -p memtrace-repl -- demo
 
 # Run every test of the workspace (unit, property, end-to-end, crash safety, doc tests), then the
-# web viewer's tests in headless Chromium against the binary that cargo test built.
+# web viewer's tests in headless Chromium against the binary that cargo test built, then the Python
+# binding's tests (its wheel built with the same profile and target/, in a virtual environment).
 test: deps
 	cargo test --locked
 	bash scripts/browser-tests.sh
+	bash scripts/python-tests.sh
 
 deps:
 	@bash scripts/deps.sh
@@ -21,10 +23,15 @@ check: deps
 	cargo fmt --all --check
 	python3 scripts/imports.py
 	cargo clippy --locked --all-targets -- -D warnings
+	cargo clippy --locked -p memtrace-python --all-targets -- -D warnings
 
 # The import benchmark (release build): memtrace beside raw RocksDB puts.
 bench: deps
 	cargo run --locked --release -p memtrace-bench -- import
+
+# A query through the Python binding beside the same query in Rust (release wheel, same process).
+bench-python: deps
+	bash scripts/python-tests.sh --bench
 
 # The benchmark suite (release build): generated sets of 10, 100 and 1,000 traces, four traces of
 # 10k variables and growth traces whose closure holds 1k, 10k and 100k nodes; import beside raw

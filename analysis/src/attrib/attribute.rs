@@ -75,13 +75,16 @@ impl Selection for Named<'_> {
     fn finish(&self) -> Result<()> {
         if let Some(refs) = self.refs {
             if let Some(i) = self.found.iter().position(|f| !f) {
-                let scope = self
-                    .trace
-                    .map_or("any trace".to_string(), |t| format!("trace {t}"));
-                return Err(AnalysisError::BadRequest(format!(
-                    "no failed case {} in {scope} (FIND cases lists them)",
-                    refs[i]
-                )));
+                return Err(match self.trace {
+                    Some(trace) => AnalysisError::UnknownCase {
+                        trace: trace.to_string(),
+                        case: refs[i].clone(),
+                    },
+                    None => AnalysisError::BadRequest(format!(
+                        "no failed case {} in any trace (FIND cases lists them)",
+                        refs[i]
+                    )),
+                });
             }
         }
         Ok(())
