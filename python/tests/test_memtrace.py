@@ -417,3 +417,116 @@ def test_a_live_smartcomment_network_is_imported_without_a_file(db, tmp_path, mo
     )
     assert by_category["prompt"]["via_op"] == extract[0]["op.op_id"]
     assert db.traces()[0]["source"].startswith("<smartcomment")
+
+
+class _FakeModel:
+    """An OpenAI-compatible endpoint on loopback that answers every attribution request at
+    once: with the hybrid analysis's proposal when the case gives one, else the answering op
+    as a ResponseError. `delay` makes it slow, to interrupt a run."""
+
+    def __init__(self, delay: float = 0.0):
+        import http.server
+
+        self.requests = []
+        fake = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                fake.requests.append((self.path, self.headers.get("Authorization"), body))
+                time.sleep(delay)
+                case = body["messages"][1]["content"]
+                arguments = {"reason": "the fake model's guess", "confidence": 0.5}
+                proposal = [l for l in case.splitlines() if "analysis proposes: " in l]
+                if proposal:
+                    words = proposal[0].split("analysis proposes: ", 1)[1].split()
+                    arguments.update(error_type=words[0], op_id=words[2])
+                else:
+                    line = [l for l in case.splitlines() if "The answering op: " in l][0]
+                    op = line.split("The answering op: ", 1)[1].split()[0]
+                    arguments.update(error_type="ResponseError", op_id=op)
+                message = {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": f"call{len(fake.requests)}",
+                            "type": "function",
+                            "function": {"name": "finish", "arguments": json.dumps(arguments)},
+                        }
+                    ],
+                }
+                reply = json.dumps(
+                    {
+                        "id": "fake",
+                        "object": "chat.completion",
+                        "model": body.get("model"),
+                        "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}],
+                        "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110},
+                    }
+                ).encode()
+                try:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(reply)))
+                    self.end_headers()
+                    self.wfile.write(reply)
+                except OSError:  # the client gave up (an interrupted run)
+                    pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_llm_attribution_through_an_openai_compatible_endpoint(db):
+    db.import_path(MEM0)
+    model = _FakeModel()
+    try:
+        db.set_llm(model.url, "fake-model", "sk-python-test")
+        cases = db.cases()[:2]
+        seen = []
+        verdicts = db.attribute(
+            "hybrid",
+            trace=cases[0]["graph_id"],
+            cases=[c["id"] for c in cases],
+            progress=seen.append,
+        )
+    finally:
+        model.close()
+    assert [v["case"] for v in verdicts] == [c["id"] for c in cases]
+    for v in verdicts:
+        assert v["method"] == "hybrid" and v["model"] == "fake-model"
+        assert v["error_type"] and v["op_id"].startswith("op-")
+        assert v["cost"]["calls"] >= 1
+    assert model.requests and all(p.endswith("/chat/completions") for p, _, _ in model.requests)
+    assert all(auth == "Bearer sk-python-test" for _, auth, _ in model.requests)
+    assert seen[-1]["cases_done"] == 2 and seen[-1]["calls"] >= 2
+    assert len(db.attributions()) == 2
+
+
+def test_keyboard_interrupt_stops_an_llm_run_and_stores_nothing(db):
+    db.import_path(MEM0)
+    model = _FakeModel(delay=30)
+    try:
+        db.set_llm(model.url, "slow-model", timeout=60)
+        timer = threading.Timer(1.0, _thread.interrupt_main)
+        start = time.monotonic()
+        timer.start()
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                db.attribute("llm")
+        finally:
+            timer.cancel()
+        assert time.monotonic() - start < 15
+    finally:
+        model.close()
+    assert db.attributions() == []
