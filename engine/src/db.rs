@@ -254,9 +254,10 @@ impl Database {
     }
 
     /// Imports one export object (smartcomment or MemTraceBench) or, with
-    /// [`InputFormat::JsonLines`], one per line, from a reader. `source`
-    /// names the input in messages and in the trace record. Nothing of an
-    /// invalid input is stored.
+    /// [`InputFormat::JsonLines`], one per line, from a reader; or OTLP
+    /// JSON (`{"resourceSpans": [...]}`, recognised by that key), one trace
+    /// per OpenTelemetry trace id. `source` names the input in messages and
+    /// in the trace record. Nothing of an invalid input is stored.
     pub fn import_reader<R: Read>(
         &self,
         reader: R,
@@ -265,13 +266,7 @@ impl Database {
         opts: &ImportOptions,
     ) -> Result<Vec<ImportedTrace>> {
         match format {
-            InputFormat::Json => Ok(vec![import::import_json(
-                &self.store,
-                reader,
-                source,
-                opts,
-                None,
-            )?]),
+            InputFormat::Json => import::import_json(&self.store, reader, source, opts, None),
             InputFormat::JsonLines => {
                 let buffered: Box<dyn BufRead + '_> = Box::new(std::io::BufReader::new(reader));
                 import::import_lines(&self.store, buffered, None, source, opts, None)

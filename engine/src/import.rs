@@ -1,6 +1,7 @@
-//! Import of smartcomment exports, MemTraceBench files and JSON Lines, from
-//! readers, files and folders. Each trace is validated whole before anything
-//! of it is written, then written in one batch.
+//! Import of smartcomment exports, MemTraceBench files, OpenTelemetry
+//! traces (OTLP JSON, see [`crate::otlp`]) and JSON Lines of any of them,
+//! from readers, files and folders. Each trace is validated whole before
+//! anything of it is written, then written in one batch.
 
 use std::cell::Cell;
 use std::fs::File;
@@ -10,6 +11,7 @@ use std::rc::Rc;
 
 use serde::de::DeserializeSeed;
 use serde::Serialize;
+use serde_json::{Map, Value};
 
 use memtrace_storage::records::{
     CaseRecord, Common, Counts, EdgeRecord, OpRecord, SessionRecord, Shared, TraceRecord, VarRecord,
@@ -17,6 +19,7 @@ use memtrace_storage::records::{
 use memtrace_storage::{content_digest, Store, TraceId};
 
 use crate::error::{EngineError, Result};
+use crate::otlp;
 use crate::parse::{self, Ctx, InCommon, Invalid, ParsedTrace, Resolved, TopSeed, Tri};
 use crate::pyjson;
 
@@ -34,9 +37,11 @@ pub struct ImportOptions {
 /// The layout of an input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum InputFormat {
-    /// One export object (smartcomment or MemTraceBench).
+    /// One export object (smartcomment or MemTraceBench), or one OTLP
+    /// request (`{"resourceSpans": [...]}`, which may hold several traces).
     Json,
-    /// One export object per line.
+    /// One export object per line, or one OTLP request per line (a trace's
+    /// spans may be spread over the lines).
     JsonLines,
 }
 
@@ -59,7 +64,7 @@ pub struct ImportedTrace {
     pub graph_id: String,
     /// What it holds.
     pub counts: Counts,
-    /// `smartcomment` or `memtracebench`.
+    /// `smartcomment`, `memtracebench` or `otlp`.
     pub format: String,
     /// True when this content was already stored as `trace` (an import run
     /// again, to resume one that was interrupted): nothing was written.
@@ -138,14 +143,31 @@ pub(crate) struct Source {
     digest: [u8; 32],
 }
 
-/// Parses and validates one export object from a reader. A UTF-8 byte order
-/// mark before it is skipped, and Python's `NaN`, `Infinity` and
-/// `-Infinity` outside strings are read as numbers (see [`pyjson`]).
+/// One trace read and checked, not yet stored.
+pub(crate) struct Ready {
+    trace: ParsedTrace,
+    resolved: Resolved,
+    read: Source,
+    format: &'static str,
+}
+
+/// What one input object is.
+enum Input {
+    /// A smartcomment export or MemTraceBench file, checked.
+    Export(Box<Ready>),
+    /// An OTLP request (its top-level object) and the bytes read.
+    Otlp(Map<String, Value>, u64),
+}
+
+/// Reads one JSON object from a reader: an export, parsed and validated,
+/// or an OTLP request, parsed. A UTF-8 byte order mark before it is
+/// skipped, and Python's `NaN`, `Infinity` and `-Infinity` outside strings
+/// are read as numbers (see [`pyjson`]).
 fn parse_reader<R: Read>(
     reader: R,
     source: &str,
     progress: Option<&mut dyn FnMut(Progress)>,
-) -> Result<(ParsedTrace, Resolved, Source)> {
+) -> Result<Input> {
     let count = Rc::new(Cell::new(0));
     let counting = Counting {
         inner: reader,
@@ -176,34 +198,129 @@ fn parse_reader<R: Read>(
         ));
     }
     let content = pyjson::strip_bom(&bytes);
-    let text = pyjson::python_numbers(content);
-    let ctx = Ctx::default();
-    let mut de = serde_json::Deserializer::from_slice(&text);
-    let top = TopSeed(&ctx)
-        .deserialize(&mut de)
-        .and_then(|top| de.end().map(|_| top));
-    let (header, data) = match top {
-        Ok(top) => top,
-        Err(_) if content.is_empty() => {
-            return Err(invalid(
-                source,
-                Invalid {
-                    path: "$".into(),
-                    reason: "the input is empty".into(),
-                },
-            ))
-        }
-        Err(e) => return Err(invalid(source, ctx.into_invalid(e))),
-    };
-    let parsed = parse::assemble(header, data).map_err(|i| invalid(source, i))?;
-    let resolved = parse::validate(&parsed).map_err(|i| invalid(source, i))?;
+    let (header, data) = parse_top(content, source)?;
+    if data.is_none() && otlp::is_otlp(&header) {
+        return Ok(Input::Otlp(header, count.get()));
+    }
     let read = Source {
         bytes: count.get(),
         // Whitespace around the object is not content (a line's newline,
         // a file's last one), and neither is a byte order mark.
         digest: content_digest(content.trim_ascii()),
     };
-    Ok((parsed, resolved, read))
+    Ok(Input::Export(Box::new(checked(
+        header, data, source, read, None,
+    )?)))
+}
+
+/// Parses one JSON object into the export's header and `data`.
+fn parse_top(content: &[u8], source: &str) -> Result<parse::Top> {
+    let text = pyjson::python_numbers(content);
+    let ctx = Ctx::default();
+    let mut de = serde_json::Deserializer::from_slice(&text);
+    let top = TopSeed(&ctx)
+        .deserialize(&mut de)
+        .and_then(|top| de.end().map(|_| top));
+    match top {
+        Ok(top) => Ok(top),
+        Err(_) if content.is_empty() => Err(invalid(
+            source,
+            Invalid {
+                path: "$".into(),
+                reason: "the input is empty".into(),
+            },
+        )),
+        Err(e) => Err(invalid(source, ctx.into_invalid(e))),
+    }
+}
+
+/// Checks a parsed export; `format` names it when it is not read from the
+/// export itself (`memtracebench` with annotations, else `smartcomment`).
+fn checked(
+    header: Map<String, Value>,
+    data: Option<parse::DataParts>,
+    source: &str,
+    read: Source,
+    format: Option<&'static str>,
+) -> Result<Ready> {
+    let trace = parse::assemble(header, data).map_err(|i| invalid(source, i))?;
+    let resolved = parse::validate(&trace).map_err(|i| invalid(source, i))?;
+    let format = format.unwrap_or(if trace.annotations.is_some() {
+        "memtracebench"
+    } else {
+        "smartcomment"
+    });
+    Ok(Ready {
+        trace,
+        resolved,
+        read,
+        format,
+    })
+}
+
+/// OTLP requests (each with its source's name) as checked traces, one per
+/// trace id. Each trace's content, compared on a second import, is its
+/// export's JSON; the `bytes` read are shared among the traces by their
+/// number of spans.
+fn otlp_traces(
+    requests: Vec<(String, Map<String, Value>)>,
+    bytes: u64,
+    source: &str,
+) -> Result<Vec<Ready>> {
+    let traces = otlp::convert(requests).map_err(|(at, i)| invalid(&at, i))?;
+    let total = traces.iter().map(|t| t.spans as u64).sum::<u64>().max(1);
+    let mut left = bytes;
+    let last = traces.len().saturating_sub(1);
+    traces
+        .into_iter()
+        .enumerate()
+        .map(|(k, t)| {
+            let share = if k == last {
+                left
+            } else {
+                (u128::from(bytes) * t.spans as u128 / u128::from(total)) as u64
+            };
+            left -= share.min(left);
+            let text = serde_json::to_vec(&t.export)?;
+            let (header, data) = parse_top(&text, source)?;
+            let read = Source {
+                bytes: share,
+                digest: content_digest(&text),
+            };
+            checked(header, data, source, read, Some("otlp"))
+        })
+        .collect()
+}
+
+/// Reads one JSON object from a reader as the traces it holds.
+fn read_traces<R: Read>(
+    reader: R,
+    source: &str,
+    progress: Option<&mut dyn FnMut(Progress)>,
+) -> Result<Vec<Ready>> {
+    match parse_reader(reader, source, progress)? {
+        Input::Export(r) => Ok(vec![*r]),
+        Input::Otlp(doc, bytes) => otlp_traces(vec![(source.to_string(), doc)], bytes, source),
+    }
+}
+
+/// Stores the traces of one input; when there are several, each is checked
+/// against what is stored before any is written.
+fn store_all(
+    store: &Store,
+    traces: Vec<Ready>,
+    opts: &ImportOptions,
+    source: &str,
+) -> Result<Vec<ImportedTrace>> {
+    if traces.len() > 1 {
+        for r in &traces {
+            stored_already(store, &r.trace.graph_id, &r.read.digest, opts, source)?;
+        }
+    }
+    traces
+        .into_iter()
+        .map(|r| store_trace(store, r, opts, source))
+        .collect()
 }
 
 /// Whether `graph_id` may be stored from content with this digest: `None`
@@ -287,12 +404,16 @@ fn common(c: InCommon, ids: &TraceIds<'_>) -> Common {
 /// Writes a validated trace in one batch.
 fn store_trace(
     store: &Store,
-    t: ParsedTrace,
-    r: Resolved,
+    ready: Ready,
     opts: &ImportOptions,
     source: &str,
-    read: Source,
 ) -> Result<ImportedTrace> {
+    let Ready {
+        trace: t,
+        resolved: r,
+        read,
+        format,
+    } = ready;
     if let Some((trace, record)) = stored_already(store, &t.graph_id, &read.digest, opts, source)? {
         return Ok(unchanged(trace, record));
     }
@@ -303,11 +424,6 @@ fn store_trace(
         graph_id: &graph_id,
         user_id: user_id.as_deref(),
         project_id: project_id.as_deref(),
-    };
-    let format = if t.annotations.is_some() {
-        "memtracebench"
-    } else {
-        "smartcomment"
     };
     let mut w = store.begin_trace()?;
     w.set_content_digest(read.digest);
@@ -400,27 +516,28 @@ fn store_trace(
     }
 }
 
-/// Imports one export object from a reader.
+/// Imports one export object, or the traces of one OTLP request, from a reader.
 pub(crate) fn import_json<R: Read>(
     store: &Store,
     reader: R,
     source: &str,
     opts: &ImportOptions,
     mut progress: Option<&mut dyn FnMut(Progress)>,
-) -> Result<ImportedTrace> {
+) -> Result<Vec<ImportedTrace>> {
     let reborrowed = progress
         .as_mut()
         .map(|p| &mut **p as &mut dyn FnMut(Progress));
-    let (t, r, read) = parse_reader(reader, source, reborrowed)?;
+    let traces = read_traces(reader, source, reborrowed)?;
     if let Some(p) = progress {
         p(Progress::Storing);
     }
-    store_trace(store, t, r, opts, source, read)
+    store_all(store, traces, opts, source)
 }
 
 /// Imports JSON Lines from a buffered reader. Every line is validated before
 /// any is stored; `reopen` gives the input again for the writing pass (the
-/// lines are kept in memory when it is `None`).
+/// lines are kept in memory when it is `None`). A file whose lines are OTLP
+/// requests is read whole, and its spans are grouped by trace across lines.
 pub(crate) fn import_lines(
     store: &Store,
     mut first: Box<dyn BufRead + '_>,
@@ -435,6 +552,7 @@ pub(crate) fn import_lines(
     };
     let mut kept: Vec<(usize, String)> = Vec::new();
     let mut graph_ids: Vec<(String, usize)> = Vec::new();
+    let mut requests: Vec<(String, Map<String, Value>)> = Vec::new();
     let mut line = String::new();
     let mut n = 0;
     let mut read = 0u64;
@@ -462,7 +580,37 @@ pub(crate) fn import_lines(
             continue;
         }
         let at = format!("{source}:{n}");
-        let (t, _, read) = parse_reader(line.as_bytes(), &at, None)?;
+        let mixed = |what: &str| {
+            invalid(
+                &at,
+                Invalid {
+                    path: "$".into(),
+                    reason: format!(
+                        "{what}; a JSON Lines file holds exports or OTLP requests, not both"
+                    ),
+                },
+            )
+        };
+        let Ready { trace: t, read, .. } = match parse_reader(line.as_bytes(), &at, None)? {
+            Input::Otlp(doc, _) => {
+                if let Some((_, first)) = graph_ids.first() {
+                    return Err(mixed(&format!(
+                        "this line is an OTLP request, line {first} an export"
+                    )));
+                }
+                requests.push((at, doc));
+                continue;
+            }
+            Input::Export(r) => {
+                if let Some((first, _)) = requests.first() {
+                    let first = first.rsplit(':').next().unwrap_or_default();
+                    return Err(mixed(&format!(
+                        "this line is an export, line {first} an OTLP request"
+                    )));
+                }
+                *r
+            }
+        };
         if let Some((_, first_line)) = graph_ids.iter().find(|(g, _)| *g == t.graph_id) {
             if !opts.force {
                 return Err(invalid(
@@ -481,6 +629,10 @@ pub(crate) fn import_lines(
         if reopen.is_none() {
             kept.push((n, std::mem::take(&mut line)));
         }
+    }
+    if !requests.is_empty() {
+        let traces = otlp_traces(requests, read, source)?;
+        return store_all(store, traces, opts, source);
     }
     let mut out = Vec::new();
     match reopen {
@@ -502,12 +654,12 @@ pub(crate) fn import_lines(
                     continue;
                 }
                 let at = format!("{source}:{n}");
-                out.push(import_json(store, line.as_bytes(), &at, opts, None)?);
+                out.extend(import_json(store, line.as_bytes(), &at, opts, None)?);
             }
         }
         None => {
             for (n, text) in kept {
-                out.push(import_json(
+                out.extend(import_json(
                     store,
                     text.as_bytes(),
                     &format!("{source}:{n}"),
@@ -591,17 +743,17 @@ pub(crate) fn collect_files(
     out
 }
 
-/// A JSON export read and checked, not yet stored.
-type ParsedFile = Result<(ParsedTrace, Resolved, Source)>;
+/// The traces of a JSON file read and checked, not yet stored.
+type ParsedFile = Result<Vec<Ready>>;
 
-/// Reads and checks one JSON export file (no store involved).
+/// Reads and checks one JSON file (no store involved).
 fn parse_json_file(path: &Path) -> ParsedFile {
     let source = path.display().to_string();
     let file = File::open(path).map_err(|e| EngineError::Io {
         path: source.clone(),
         source: e,
     })?;
-    parse_reader(file, &source, None)
+    read_traces(file, &source, None)
 }
 
 /// Imports files in order, each all-or-nothing. JSON exports are read and
@@ -642,10 +794,10 @@ pub(crate) fn import_files(
                     let result = if is_json(&path) {
                         let source = path.display().to_string();
                         match rx.recv() {
-                            Ok(parsed) => parsed.and_then(|(t, r, read)| {
-                                progress(Progress::Read(read.bytes));
+                            Ok(parsed) => parsed.and_then(|traces| {
+                                progress(Progress::Read(traces.iter().map(|t| t.read.bytes).sum()));
                                 progress(Progress::Storing);
-                                store_trace(store, t, r, opts, &source, read).map(|t| vec![t])
+                                store_all(store, traces, opts, &source)
                             }),
                             Err(_) => Err(EngineError::BadRequest(format!(
                                 "{source}: the thread that reads files stopped before it"
@@ -683,13 +835,7 @@ pub(crate) fn import_file(
     };
     let file = File::open(path).map_err(io)?;
     match InputFormat::for_path(path) {
-        InputFormat::Json => Ok(vec![import_json(
-            store,
-            file,
-            &source,
-            opts,
-            Some(progress),
-        )?]),
+        InputFormat::Json => import_json(store, file, &source, opts, Some(progress)),
         InputFormat::JsonLines => {
             let owned = path.to_path_buf();
             let reopen = move || -> std::io::Result<Box<dyn BufRead>> {

@@ -20,6 +20,7 @@ mod extension;
 mod graph;
 mod import;
 mod model;
+mod otlp;
 mod parse;
 mod pyjson;
 mod timestamp;
