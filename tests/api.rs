@@ -776,3 +776,71 @@ fn patterns_are_saved_run_and_dropped_through_the_embedding_api() {
     assert_eq!(db.pattern_history("judged").unwrap().len(), 2);
     assert!(db.patterns().unwrap().iter().all(|p| p.builtin));
 }
+
+#[test]
+fn provenance_comes_out_as_a_petgraph_graph() {
+    use memtrace::petgraph::algo::dominators::simple_fast;
+    use memtrace::petgraph::algo::{astar, tarjan_scc, toposort};
+    use memtrace::petgraph::visit::Reversed;
+    use memtrace::Params;
+
+    let (_d, db) = db();
+    import(&db, SAMPLE).unwrap();
+    let q = format!("TRACE '{ANSWER}'");
+    let g = db.query_graph(&q, &Params::new()).unwrap();
+    // The same nodes and edges as RETURN subgraph gives.
+    let rows = db.query(&format!("{q} RETURN subgraph")).unwrap().rows;
+    let count = |k: &str| rows.iter().filter(|r| r[1] == k).count();
+    assert_eq!(g.graph.node_count(), count("node"));
+    assert_eq!(g.graph.edge_count(), count("edge"));
+    // Eight of the sample's nine variables feed the answer.
+    assert_eq!((g.graph.node_count(), g.graph.edge_count()), (8, 8));
+    let node = |id: &str| g.node(GRAPH, id).unwrap_or_else(|| panic!("{id}"));
+    let answer = node(ANSWER);
+    assert_eq!(g.starts(), [answer]);
+    // Weights are the stored records.
+    let prompt = node("prompt:str:3f054e1126c996b7d7b3a51f8b508abce3d7333c@1");
+    let llm = node("llm_output:str:23bdc09b3c7ac90ce55630f1b5ea7181c74a6e2c@1");
+    let store2 = node("memory_store@2");
+    assert_eq!(
+        g.graph[prompt].variable.class_name.as_deref(),
+        Some("prompt")
+    );
+    let e = g.graph.find_edge(prompt, llm).unwrap();
+    assert_eq!(g.graph[e].op.op_id, "op-4ec49f11e6534123aff61b3ea3a0e196");
+    assert_eq!(g.graph[e].graph_id, GRAPH);
+    // Parallel edges stay: memory_store@2 reaches the answer twice.
+    assert_eq!(g.graph.edges_connecting(store2, answer).count(), 2);
+    // petgraph's algorithms on provenance: the prompt reaches the answer
+    // only through the LLM output, which reaches it only through the store.
+    let dom = simple_fast(Reversed(&g.graph), answer);
+    assert_eq!(dom.immediate_dominator(prompt), Some(llm));
+    assert_eq!(dom.immediate_dominator(llm), Some(store2));
+    assert_eq!(dom.immediate_dominator(store2), Some(answer));
+    let order = toposort(&g.graph, None).unwrap();
+    assert_eq!(order.last(), Some(&answer));
+    assert_eq!(tarjan_scc(&g.graph).len(), g.graph.node_count());
+    let (hops, path) = astar(&g.graph, prompt, |n| n == answer, |_| 1, |_| 0).unwrap();
+    assert_eq!(hops, 3);
+    assert_eq!(path, [prompt, llm, store2, answer]);
+    // FORWARD from the prompt: what it fed, as far as the answer.
+    let f = db
+        .query_graph(
+            "FORWARD 'prompt:str:3f054e1126c996b7d7b3a51f8b508abce3d7333c@1'",
+            &Params::new(),
+        )
+        .unwrap();
+    assert_eq!(f.graph.node_count(), 4);
+    // MATCH: every binding, with the path of a variable-length step.
+    let m = db
+        .query_graph(
+            "MATCH (p:prompt)-[*1..5]->(a) WHERE a.full_name = 'str:663d79858dc5e938f2b614b6b560fc10a2aeeb24' RETURN p, a",
+            &Params::new(),
+        )
+        .unwrap();
+    assert_eq!(m.graph.node_count(), 4);
+    assert_eq!(m.graph.edge_count(), 3);
+    // A statement that makes no graph is refused by name.
+    let err = db.query_graph("FIND vars", &Params::new()).unwrap_err();
+    assert!(err.to_string().contains("FIND gives rows only"), "{err}");
+}

@@ -32,6 +32,7 @@ pub use db::{Call, Database, Definition, Extension, Snapshot, TraceResult};
 pub use error::{EngineError, Result};
 pub use exec::ctx::lazy;
 pub use exec::run::columns_of;
+pub use exec::subgraph::{GraphEdge, GraphNode, QueryGraph};
 pub use exec::value::{from_json, to_json, QueryResult, Sink};
 pub use export::{dot_escape, mermaid_escape, ExportFormat};
 pub use extension::{statement_name, CaseOrigin, CasePick, DerivedCase, ResultRow};
@@ -48,5 +49,7 @@ pub use memtrace_storage::records::{Counts, TraceRecord, ValueRef, VarRecord};
 pub use memtrace_storage::{LocalId, StorageError, TraceId};
 pub use model::{Case, Edge, LogEntry, Node, Operation, Session, Stats, TraceInfo, Variable};
 pub use parse::json_kind;
+/// The graph library a [`QueryGraph`] is built on, for its algorithms.
+pub use petgraph;
 pub use timestamp::{check as check_timestamp, civil_from_days, iso_utc, now_ms};
 pub use view::{LazyValues, TraceView};

@@ -241,6 +241,19 @@ impl<'db> TraceView<'db> {
             .collect()
     }
 
+    /// An operation by local id.
+    pub fn op_by_id(&self, id: LocalId) -> Result<Option<Operation>> {
+        Ok(self.view.op(self.id, id)?.map(|o| self.to_op(id, o)))
+    }
+
+    /// An edge by local id, with its op id, ends and session named.
+    pub fn edge_by_id(&self, id: LocalId) -> Result<Option<Edge>> {
+        self.view
+            .edge(self.id, id)?
+            .map(|e| self.edge_with_lookups(id, e))
+            .transpose()
+    }
+
     /// An operation by its op id.
     pub fn op(&self, op_id: &str) -> Result<Option<Operation>> {
         let hit = self

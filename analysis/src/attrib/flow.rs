@@ -31,6 +31,7 @@
 use std::collections::HashMap;
 
 use petgraph::algo::astar;
+use petgraph::algo::dominators::simple_fast;
 use petgraph::graph::{DiGraph, NodeIndex};
 
 use super::case::FailedCase;
@@ -668,9 +669,25 @@ impl<'m> Flow<'m> {
 
     /// The chain of an item from its message to carrier `to`: the shortest
     /// path of carriers in the flow graph, runs of versions of one variable
-    /// folded, ends kept.
+    /// folded, ends kept. A step that is not on every route of the item to
+    /// `to` (it does not dominate `to` in the flow graph) says so.
     fn chain(&self, flow: &ItemFlow, to: usize) -> Vec<Step> {
         let m = self.model;
+        let dominators = simple_fast(&flow.graph, NodeIndex::new(0));
+        let every_route: Vec<usize> = dominators
+            .dominators(NodeIndex::new(to))
+            .map(|d| d.map(|n| n.index()).collect())
+            .unwrap_or_default();
+        let held = |n: usize, versions: Option<usize>| {
+            let mut what = match versions {
+                Some(k) => format!("held ({k} versions)"),
+                None => "held".to_string(),
+            };
+            if !every_route.contains(&n) {
+                what.push_str(" on one of several routes");
+            }
+            what
+        };
         let path = astar(
             &flow.graph,
             NodeIndex::new(0),
@@ -691,10 +708,10 @@ impl<'m> Flow<'m> {
             if same_name {
                 folded += 1;
                 let last = steps.len() - 1;
-                steps[last] = self.step(op, c.var, &format!("held ({} versions)", folded + 1));
+                steps[last] = self.step(op, c.var, &held(n.index(), Some(folded + 1)));
             } else {
                 folded = 0;
-                steps.push(self.step(op, c.var, "held"));
+                steps.push(self.step(op, c.var, &held(n.index(), None)));
             }
         }
         if steps.len() > 2 * CHAIN_ENDS {
@@ -1352,6 +1369,61 @@ mod tests {
         let (ty, at, reason) = one(t.verdicts());
         assert_eq!((ty, at), (ErrorType::UpdateError, op));
         assert!(reason.contains("memory:m1@1"), "{reason}");
+    }
+
+    #[test]
+    fn a_chain_step_that_is_not_on_every_route_says_so() {
+        // The message reaches the unit by two routes (two extractions, one
+        // store op reading both): the dominators of the unit in the item's
+        // flow are the message and the unit, not either extraction.
+        let mut t = Mini::new();
+        let m = t.message("D1:1", VOLVO);
+        let (f, _) = t.extract(&m, &format!("[{FACT:?}]"));
+        let f2 = t.b.variable(
+            Some("summary"),
+            "D1:1",
+            &format!("{FACT:?}"),
+            "summary",
+            None,
+            json!({}),
+        );
+        t.b.op("summarise", "extraction", None, &[&m], &[&f2], json!({}));
+        let u = t.b.variable(
+            Some("memory"),
+            "m1",
+            &format!("{FACT:?}"),
+            "memory_entry",
+            None,
+            json!({}),
+        );
+        t.b.op("store", "update", None, &[&f, &f2], &[&u], json!({}));
+        let (u2, op) = t.rewrite(&u, "Omar's car is a grey Fiat (since 2023-05-01)");
+        let ctx = ["Omar's car is a grey Fiat (since 2023-05-01)"];
+        t.question(
+            "Q1",
+            "What car does Omar drive?",
+            "a blue Volvo",
+            &[&m],
+            &[&u2],
+            &ctx,
+        );
+        let v = t.verdicts();
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert_eq!(v[0].error_type, Some(ErrorType::UpdateError));
+        assert_eq!(v[0].op_id.as_deref(), Some(op.as_str()));
+        let whats: Vec<(&str, &str)> = v[0]
+            .chain
+            .iter()
+            .map(|s| (s.var.as_str(), s.what.as_str()))
+            .collect();
+        assert_eq!(whats.len(), 4, "{whats:?}");
+        assert_eq!(whats[0].1, "evidence");
+        assert!(
+            whats[1].1 == "held on one of several routes",
+            "an extraction output is one route of two: {whats:?}"
+        );
+        assert_eq!(whats[2], ("memory:m1@1", "held"), "{whats:?}");
+        assert_eq!(whats[3].1, "lost", "{whats:?}");
     }
 
     #[test]

@@ -101,6 +101,7 @@ impl<'db> Snapshot<'db> {
             view: self.view(),
             snapshot: self,
             cancel,
+            capture: None,
         }
     }
 

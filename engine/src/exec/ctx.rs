@@ -102,6 +102,11 @@ impl<'a> TraceCtx<'a> {
         lazy(&self.edges, || self.db.trace_edges(self.view, self.id))
     }
 
+    /// The trace's dense id.
+    pub(super) fn id(&self) -> TraceId {
+        self.id
+    }
+
     pub(super) fn gid(&self) -> Value {
         Value::Str(self.record.graph_id.clone())
     }

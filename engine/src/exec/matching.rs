@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use memtrace_query::ast::Direction as QDir;
-use memtrace_query::plan::{Constraint, MatchPlan, MatchStep};
+use memtrace_query::plan::{Constraint, MatchPlan, MatchStep, VarKind};
 use memtrace_query::{Collector, Field, Value};
 
 use super::ctx::TraceCtx;
@@ -28,6 +28,7 @@ impl<'a> Exec<'a> {
                 sink,
                 steps: 0,
                 stop: false,
+                hops: Vec::new(),
             };
             m.step(0, &mut binding)?;
             if m.stop {
@@ -53,6 +54,9 @@ struct Matcher<'m, 'a, 's, 'p> {
     sink: &'m mut Sink<'s>,
     steps: u64,
     stop: bool,
+    /// When capturing a graph: the edges crossed by the steps bound so far
+    /// (each single hop's edge, each variable-length step's path).
+    hops: Vec<u32>,
 }
 
 impl Matcher<'_, '_, '_, '_> {
@@ -108,6 +112,18 @@ impl Matcher<'_, '_, '_, '_> {
         }
         self.tick()?;
         let Some(step) = self.plan.steps.get(i) else {
+            if let Some(c) = self.exec.capture {
+                let vars = &self.plan.vars;
+                c.add(self.t.id(), |r| {
+                    for (v, &b) in vars.iter().zip(binding.iter()) {
+                        if b != UNBOUND && v.kind == VarKind::Node {
+                            r.nodes.insert(b);
+                        }
+                    }
+                    r.edges.extend(self.hops.iter().copied());
+                });
+                return Ok(());
+            }
             let row = MatchRow {
                 t: self.t,
                 vars: &self.plan.vars,
@@ -175,6 +191,14 @@ impl Matcher<'_, '_, '_, '_> {
                         g.incoming(n)
                     }
                 };
+                // The node an edge was walked from.
+                let next_back = |e: u32| {
+                    if forward {
+                        g.source(e)
+                    } else {
+                        g.target(e)
+                    }
+                };
                 let saved = binding[*to];
                 if *min_hops == 1 && *max_hops == Some(1) {
                     for &e in list(start) {
@@ -194,7 +218,14 @@ impl Matcher<'_, '_, '_, '_> {
                         if let Some(r) = rel {
                             binding[*r] = e;
                         }
+                        let capturing = self.exec.capture.is_some();
+                        if capturing {
+                            self.hops.push(e);
+                        }
                         self.step(i + 1, binding)?;
+                        if capturing {
+                            self.hops.pop();
+                        }
                     }
                     if let Some(r) = rel {
                         binding[*r] = UNBOUND;
@@ -203,6 +234,9 @@ impl Matcher<'_, '_, '_, '_> {
                     // Variable length: every node within min..max hops
                     // (breadth-first, each node once), crossing only fitting edges.
                     let mut dist: HashMap<u32, u32> = HashMap::from([(start, 0)]);
+                    // When capturing a graph: the edge each node was reached by.
+                    let capturing = self.exec.capture.is_some();
+                    let mut via: HashMap<u32, u32> = HashMap::new();
                     let mut frontier = vec![start];
                     let mut reached: Vec<u32> = Vec::new();
                     if *min_hops == 0 {
@@ -220,6 +254,9 @@ impl Matcher<'_, '_, '_, '_> {
                                     continue;
                                 }
                                 dist.insert(n, d);
+                                if capturing {
+                                    via.insert(n, e);
+                                }
                                 nextf.push(n);
                                 if d >= *min_hops {
                                     reached.push(n);
@@ -239,7 +276,20 @@ impl Matcher<'_, '_, '_, '_> {
                             continue;
                         }
                         binding[*to] = n;
+                        let depth = self.hops.len();
+                        if capturing {
+                            // The path back to the start, by the edges that reached each node.
+                            let mut cur = n;
+                            while let Some(&e) = via.get(&cur) {
+                                self.hops.push(e);
+                                match next_back(e) {
+                                    Some(p) if p != start => cur = p,
+                                    _ => break,
+                                }
+                            }
+                        }
                         self.step(i + 1, binding)?;
+                        self.hops.truncate(depth);
                     }
                 }
                 binding[*to] = saved;

@@ -6,15 +6,18 @@
 //! to), `ctx` (one trace as a query reads it, and its records' fields), `row`
 //! (the rows conditions and projections read), `run` (the executor and its
 //! dispatch per statement), the statements `traverse` (TRACE, FORWARD),
-//! `find` (FIND), `matching` (MATCH) and `describe` (DESCRIBE), and `api`
-//! (the query API of the database and its snapshots).
+//! `find` (FIND), `matching` (MATCH) and `describe` (DESCRIBE), `api`
+//! (the query API of the database and its snapshots), and `subgraph` (what
+//! a TRACE, FORWARD or MATCH reaches, handed out as a petgraph graph).
 
 mod api;
+mod capture;
 pub(crate) mod ctx;
 mod describe;
 mod find;
 mod matching;
 mod row;
 pub(crate) mod run;
+pub(crate) mod subgraph;
 mod traverse;
 pub(crate) mod value;

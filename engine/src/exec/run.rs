@@ -35,6 +35,9 @@ pub(super) struct Exec<'a> {
     pub view: &'a ReadView<'a>,
     pub snapshot: &'a Snapshot<'a>,
     pub cancel: &'a Cancel,
+    /// Set by [`crate::Database::query_graph`]: TRACE, FORWARD and MATCH
+    /// put what they reach here instead of making rows.
+    pub capture: Option<&'a super::capture::Capture>,
 }
 
 /// A query error as the engine's error.

@@ -597,6 +597,14 @@ impl<'a> Exec<'a> {
                         Ok(true)
                     }
                     _ => {
+                        if let Some(c) = self.capture {
+                            c.add(t.id(), |r| {
+                                r.starts.extend(start_nodes.iter().copied());
+                                r.nodes.extend(node_rows.iter().copied());
+                                r.edges.extend(edge_ids.iter().copied());
+                            });
+                            return Ok(true);
+                        }
                         let mut nodes: Vec<u32> = start_nodes.clone();
                         nodes.extend(node_rows);
                         for n in nodes {
