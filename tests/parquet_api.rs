@@ -1,7 +1,8 @@
 //! The Parquet export through the embedding API: the tables hold the
 //! database's own counts (read back with the parquet crate), verdicts only
-//! where some are stored, an empty database gives empty tables with their
-//! schemas, and an unknown trace is an error that writes nothing.
+//! where some are stored, cases found from judge ops as well as from
+//! annotations, an empty database gives empty tables with their schemas,
+//! and an unknown trace is an error that writes nothing.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -160,4 +161,68 @@ fn an_empty_database_gives_empty_tables_and_an_unknown_trace_writes_nothing() {
     assert_eq!(replaced.rows["traces"], 1);
     assert_eq!(rows(&out, Table::Traces).0, 1);
     assert_eq!(rows(&out, Table::Cases).0, 10, "evermemos has 10 cases");
+}
+
+#[test]
+fn cases_from_judge_ops_are_rows_too_without_labels() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = Database::open(tmp.path().join("t.db")).unwrap();
+    // The Mem0 trace without its annotations: its failed cases are then the
+    // llm-judge ops that scored 0.
+    let path = format!(
+        "{}/tests/fixtures/devsplit/mem0-locomo_1.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let data = doc["data"].as_object_mut().unwrap();
+    assert!(data.remove("annotations").is_some());
+    db.import_reader(
+        doc.to_string().as_bytes(),
+        InputFormat::Json,
+        "unlabelled",
+        &ImportOptions::default(),
+    )
+    .unwrap();
+    let failed = db.failed_cases(None).unwrap();
+    assert!(!failed.is_empty());
+
+    let out = tmp.path().join("pq");
+    db.export_parquet(&out, &ParquetOptions::default()).unwrap();
+    let file = File::open(out.join("cases/part-0.parquet")).unwrap();
+    let batches: Vec<_> = ParquetRecordBatchReaderBuilder::try_new(file)
+        .unwrap()
+        .build()
+        .unwrap()
+        .map(|b| b.unwrap())
+        .collect();
+    let column = |name: &str| -> Vec<Option<String>> {
+        use arrow_array::Array;
+        let mut out = Vec::new();
+        for b in &batches {
+            let a = b.column_by_name(name).unwrap();
+            let a = a
+                .as_any()
+                .downcast_ref::<arrow_array::StringArray>()
+                .unwrap();
+            out.extend((0..a.len()).map(|i| a.is_valid(i).then(|| a.value(i).to_string())));
+        }
+        out
+    };
+    let origins = column("origin");
+    assert_eq!(origins.len(), failed.len());
+    assert!(
+        origins.iter().all(|o| o.as_deref() == Some("judge")),
+        "{origins:?}"
+    );
+    let judges = column("judge_op_id");
+    assert!(
+        judges
+            .iter()
+            .all(|j| j.as_deref().is_some_and(|j| j.starts_with("op-"))),
+        "{judges:?}"
+    );
+    assert!(column("final_error_type").iter().all(Option::is_none));
+    let names: Vec<Option<String>> = failed.iter().map(|c| Some(c.id.clone())).collect();
+    assert_eq!(column("case_id"), names);
 }
