@@ -13,11 +13,22 @@ TABLES = ["traces", "sessions", "nodes", "edges", "ops", "cases", "verdicts"]
 
 
 def readme_query():
-    """The DuckDB failure-pattern query of the README's Parquet section, as written there."""
+    """The DuckDB failure-pattern query of the README's Parquet section, and the rows the
+    README shows it printing, as written there."""
     text = (ROOT / "README.md").read_text()
     section = text[text.index("## Parquet export") :]
     start = section.index("```sql\n") + len("```sql\n")
-    return section[start : section.index("```", start)]
+    end = section.index("```", start)
+    query = section[start:end]
+    shown_at = section.index("```text\n", end)
+    shown = section[shown_at : section.index("```", shown_at + 3)]
+    body = shown[shown.index("├") :].splitlines()[1:]
+    rows = [
+        tuple(cell.strip() for cell in line.strip("│").split("│"))
+        for line in body
+        if line.startswith("│")
+    ]
+    return query, rows
 
 
 @pytest.fixture
@@ -83,11 +94,13 @@ def test_duckdb_reads_the_partitions_and_runs_the_readme_query(exported, monkeyp
     assert {int(t): n for t, n in rows} == mine
 
     # The README's query, run from the folder that holds out/.
-    query = readme_query()
+    query, shown = readme_query()
     assert "read_parquet('out/" in query
     monkeypatch.chdir(out.parent)
     result = con.execute(query).fetchall()
     assert result, "the failure-pattern query found nothing"
+    # The README shows what it prints on these very traces.
+    assert [tuple(str(x) for x in r) for r in result] == shown
     # Its counts are verdicts of failed cases: they add up to at most the decided verdicts.
     decided = [v for v in db.attributions() if v["verdict"]["error_type"]]
     assert sum(r[-1] for r in result) <= len(decided)
