@@ -10,7 +10,8 @@
 # smartcomment 0.1.2 needs Python >= 3.12: the newest Python 3.12+ found (on PATH, or one
 # that pyenv installed) is used, else python3, and then the smartcomment test skips with
 # its reason. pyarrow and pandas are installed when the package index has them, for the
-# to_arrow / to_pandas tests (which check the error message without them).
+# to_arrow / to_pandas tests (which check the error message without them), and duckdb for the
+# Parquet export's tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -67,6 +68,8 @@ if at_least "$VPY" 12; then
 fi
 "$VPY" -m pip install -q --disable-pip-version-check pyarrow pandas \
   || echo "python-tests: pyarrow / pandas not installed; their tests check the error instead" >&2
+"$VPY" -m pip install -q --disable-pip-version-check duckdb \
+  || echo "python-tests: duckdb not installed; the Parquet tests that read with it skip" >&2
 
 # ---------------------------------------------------------------- wheel
 

@@ -6,11 +6,16 @@
 //! statement of the query language runs, ATTRIBUTE and the pattern
 //! statements included; the traits of [`prelude`] add the analyses' methods
 //! (`attribute`, `evaluate`, `report`, `run_patterns`, ...).
+//! [`Database::export_parquet`] writes the stored records, failed cases
+//! and verdicts as Parquet tables ([`columnar`]).
 #![doc = include_str!("../README.md")]
 
 use std::path::Path;
 
 pub use memtrace_analysis::{attrib, llm, patterns, prelude, report, Analyses, AnalysisError};
+/// The Parquet export: its tables, options and partitioning.
+pub use memtrace_columnar as columnar;
+pub use memtrace_columnar::{ColumnarError, ParquetOptions, ParquetSummary, Partition};
 pub use memtrace_engine::*;
 /// Generated traces with known root causes, and synthetic exports for benchmarks.
 pub use memtrace_gen as gen;
@@ -40,6 +45,18 @@ impl Database {
     /// nothing is written at open (see the engine's `open_read_only`).
     pub fn open_read_only(path: impl AsRef<Path>) -> Result<Database> {
         Ok(Database(memtrace_analysis::open_read_only(path)?))
+    }
+
+    /// Writes the traces `options` selects as Parquet tables in `dir`
+    /// (traces, sessions, nodes, edges, ops, cases, verdicts; see
+    /// [`columnar::export_parquet`]): `dir` holds the whole export
+    /// afterwards, or is left as it was on an error.
+    pub fn export_parquet(
+        &self,
+        dir: impl AsRef<Path>,
+        options: &ParquetOptions,
+    ) -> std::result::Result<ParquetSummary, ColumnarError> {
+        memtrace_columnar::export_parquet(&self.0, dir, options)
     }
 
     /// The engine's database, to hand to code that takes one.

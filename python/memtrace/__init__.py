@@ -343,6 +343,28 @@ class Database:
         with the two files' paths under ``markdown`` and ``html``."""
         return self._db.report(os.fspath(dir), method, trace)
 
+    def export_parquet(
+        self,
+        dir: PathLike,
+        *,
+        traces: Optional[Sequence[str]] = None,
+        projects: Optional[Sequence[str]] = None,
+        partition: str = "none",
+        force: bool = False,
+    ) -> Dict[str, Any]:
+        """Writes every trace (or those ``traces`` and ``projects`` pick) as Parquet tables in
+        ``dir``: one folder per table (traces, sessions, nodes, edges, ops, cases, verdicts),
+        split into Hive folders by ``partition`` (``"none"``, ``"trace"`` or ``"project"``).
+        ``dir`` may be missing or empty; ``force`` replaces an earlier Parquet export there.
+        Returns what was written (``traces``, ``rows`` per table, ``files``, ``bytes``)."""
+        return self._db.export_parquet(
+            os.fspath(dir),
+            list(traces) if traces is not None else None,
+            list(projects) if projects is not None else None,
+            partition,
+            force,
+        )
+
     def set_llm(
         self,
         base_url: str,

@@ -80,6 +80,14 @@ class Database:
         self, method: str, trace: Optional[str] = None, timeout: Optional[float] = None
     ) -> Dict[str, Any]: ...
     def report(self, dir: str, method: str, trace: Optional[str] = None) -> Dict[str, Any]: ...
+    def export_parquet(
+        self,
+        dir: str,
+        traces: Optional[List[str]] = None,
+        projects: Optional[List[str]] = None,
+        partition: str = "none",
+        force: bool = False,
+    ) -> Dict[str, Any]: ...
     def patterns(self) -> List[Dict[str, Any]]: ...
     def save_pattern(
         self,

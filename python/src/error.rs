@@ -1,8 +1,8 @@
 //! The binding's error type, and the Python exception each error becomes.
 
 use memtrace::query::QueryError as EngineQueryError;
-use memtrace::{AnalysisError, EngineError};
-use pyo3::exceptions::{PyException, PyTypeError, PyValueError};
+use memtrace::{AnalysisError, ColumnarError, EngineError};
+use pyo3::exceptions::{PyException, PyFileExistsError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 
 pyo3::create_exception!(
@@ -74,6 +74,9 @@ pub enum BindingError {
     /// An analysis (attribution, evaluation, patterns, reports) failed.
     #[error(transparent)]
     Analysis(#[from] AnalysisError),
+    /// A Parquet export failed (nothing was left in its folder).
+    #[error(transparent)]
+    Columnar(#[from] ColumnarError),
     /// The database was closed before the call.
     #[error("the database at {0} is closed")]
     Closed(String),
@@ -113,6 +116,7 @@ impl From<BindingError> for PyErr {
         match e {
             BindingError::Engine(e) => engine_error(e),
             BindingError::Analysis(e) => analysis_error(e),
+            BindingError::Columnar(e) => columnar_error(e),
             BindingError::Closed(_) => ClosedError::new_err(message),
             BindingError::Value(_) => PyValueError::new_err(message),
             BindingError::Type(_) => PyTypeError::new_err(message),
@@ -151,6 +155,21 @@ fn engine_error(e: EngineError) -> PyErr {
             Ok(analysis) => analysis_error(*analysis),
             Err(other) => Error::new_err(other.to_string()),
         },
+        _ => Error::new_err(message),
+    }
+}
+
+/// The exception of a Parquet export error.
+fn columnar_error(e: ColumnarError) -> PyErr {
+    let message = e.to_string();
+    match e {
+        ColumnarError::Engine(e) => engine_error(e),
+        ColumnarError::Analysis(e) => analysis_error(e),
+        ColumnarError::UnknownProject(_) => NotFoundError::new_err(message),
+        ColumnarError::NotEmpty(_)
+        | ColumnarError::NotAnExport(_)
+        | ColumnarError::NotAFolder(_) => PyFileExistsError::new_err(message),
+        ColumnarError::Io { .. } => StoreError::new_err(message),
         _ => Error::new_err(message),
     }
 }

@@ -372,6 +372,41 @@ impl PyDatabase {
         Ok(out)
     }
 
+    /// Writes the traces (all, or those `traces` and `projects` pick) as
+    /// Parquet tables in `dir`, partitioned by `partition` (`none`, `trace`
+    /// or `project`); `force` replaces an earlier Parquet export there.
+    /// Returns what was written, as a dict.
+    #[pyo3(signature = (dir, traces = None, projects = None, partition = "none", force = false))]
+    fn export_parquet<'py>(
+        &self,
+        py: Python<'py>,
+        dir: PathBuf,
+        traces: Option<Vec<String>>,
+        projects: Option<Vec<String>>,
+        partition: &str,
+        force: bool,
+    ) -> Result<Bound<'py, PyAny>> {
+        let db = self.db()?;
+        let partition = match partition {
+            "none" => memtrace::Partition::None,
+            "trace" => memtrace::Partition::Trace,
+            "project" => memtrace::Partition::Project,
+            other => {
+                return Err(BindingError::Value(format!(
+                    "unknown partition '{other}' (one of none, trace, project)"
+                )))
+            }
+        };
+        let options = memtrace::ParquetOptions {
+            traces: traces.unwrap_or_default(),
+            projects: projects.unwrap_or_default(),
+            partition,
+            replace: force,
+        };
+        let summary = run::detached(py, None, move |_| Ok(db.export_parquet(&dir, &options)?))?;
+        to_py(py, &summary)
+    }
+
     /// Every pattern, built in and saved, as dicts.
     fn patterns<'py>(&self, py: Python<'py>) -> Result<Bound<'py, PyList>> {
         let db = self.db()?;

@@ -10,12 +10,12 @@ use memtrace::gen::set::{generate_set, GenSpec, MANIFEST};
 use memtrace::gen::sim::{ErrorType, SimParams, System};
 use memtrace::gen::style::Style;
 use memtrace::prelude::*;
-use memtrace::{Database, TraceInfo};
+use memtrace::{Database, ParquetOptions, TraceInfo};
 
 use crate::error::{io, CliError, Result};
-use crate::formats::{ExportAs, Listing, Records};
+use crate::formats::{ExportAs, Listing, PartitionBy, Records};
 use crate::query::csv_field;
-use crate::transfer::{export_to, import_into, Exported};
+use crate::transfer::{export_parquet_to, export_to, import_into, Exported};
 use memtrace_table as table;
 
 const AFTER_HELP: &str = "\
@@ -64,13 +64,15 @@ pub enum Command {
         #[arg(long)]
         force: bool,
     },
-    /// Write a trace back as smartcomment JSON, or draw it as DOT or Mermaid.
+    /// Write a trace back as smartcomment JSON, or draw it as DOT or Mermaid; or write every
+    /// trace as Parquet tables in a folder.
     #[command(
-        after_help = "Examples:\n  memtrace export graph-e02a1f3b041740d5b82569831ef2d06e > back.json\n  memtrace export '#1' --format mermaid -o trace.mmd\n  memtrace export mem0-0002-s7 --labels -o labelled.json"
+        after_help = "Examples:\n  memtrace export graph-e02a1f3b041740d5b82569831ef2d06e > back.json\n  memtrace export '#1' --format mermaid -o trace.mmd\n  memtrace export mem0-0002-s7 --labels -o labelled.json\n  memtrace export --format parquet out/\n  memtrace export --format parquet out/ --partition project --project mem0 --force\n\nWith --format parquet the argument is the folder to write: one folder per table (traces,\nsessions, nodes, edges, ops, cases, verdicts), and _memtrace_export.json. The folder is written\nbeside its place and renamed into it at the end, so it holds a whole export or is left as it was.\nIt may be missing or empty; with --force, an earlier Parquet export there is replaced. Any\nother folder with files in it is refused."
     )]
     Export {
-        /// The trace: its graph id, or #ID.
-        trace: String,
+        /// The trace: its graph id, or #ID. With --format parquet: the folder to write.
+        #[arg(value_name = "TRACE|DIR")]
+        target: Option<String>,
         /// Output format.
         #[arg(long, value_enum, default_value_t = ExportAs::Smartcomment)]
         format: ExportAs,
@@ -78,9 +80,22 @@ pub enum Command {
         /// its latest label where it has one (labels are added in `memtrace serve`).
         #[arg(long)]
         labels: bool,
-        /// Write to this file instead of standard output.
+        /// Write to this file instead of standard output (with --format parquet: this folder).
         #[arg(short, long)]
         output: Option<PathBuf>,
+        /// With --format parquet: only this trace (graph id or #ID); repeat for more.
+        #[arg(long = "trace", value_name = "TRACE")]
+        traces: Vec<String>,
+        /// With --format parquet: only the traces of this project_id; repeat for more.
+        #[arg(long = "project", value_name = "PROJECT_ID")]
+        projects: Vec<String>,
+        /// With --format parquet: split each table's files into Hive folders by trace
+        /// (trace=ID) or by project (project_id=NAME) [default: none].
+        #[arg(long, value_enum)]
+        partition: Option<PartitionBy>,
+        /// With --format parquet: replace an earlier Parquet export in the folder.
+        #[arg(long)]
+        force: bool,
     },
     /// Totals: traces, sessions, variables, ops, edges, cases, bytes.
     #[command(after_help = "Examples:\n  memtrace stats\n  memtrace stats --format json")]
@@ -373,11 +388,49 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
     match command {
         Command::Import { paths, force } => import(&cli.db, &paths, force),
         Command::Export {
-            trace,
+            target,
             format,
             labels,
             output,
-        } => export(&cli.db, &trace, format, labels, output),
+            traces,
+            projects,
+            partition,
+            force,
+        } => {
+            if format == ExportAs::Parquet {
+                export_parquet(
+                    &cli.db,
+                    target,
+                    output,
+                    ParquetOptions {
+                        traces,
+                        projects,
+                        partition: partition.unwrap_or(PartitionBy::None).into(),
+                        replace: force,
+                    },
+                    labels,
+                )
+            } else {
+                let parquet_only = [
+                    (!traces.is_empty(), "--trace"),
+                    (!projects.is_empty(), "--project"),
+                    (partition.is_some(), "--partition"),
+                    (force, "--force"),
+                ];
+                if let Some((_, flag)) = parquet_only.iter().find(|(given, _)| *given) {
+                    return Err(CliError::Usage(format!(
+                        "{flag} goes with --format parquet; one trace is exported as it is named"
+                    )));
+                }
+                let Some(trace) = target else {
+                    return Err(CliError::Usage(
+                        "name the trace to export (its graph id or #ID; see `memtrace traces`)"
+                            .into(),
+                    ));
+                };
+                export(&cli.db, &trace, format, labels, output)
+            }
+        }
         Command::Stats { format } => stats(&Database::open_read_only(&cli.db)?, format),
         Command::Traces { format } => traces(&Database::open_read_only(&cli.db)?, format),
         Command::Drop { trace, yes, reason } => drop_trace(&cli.db, &trace, yes, &reason),
@@ -681,6 +734,36 @@ fn export(
         (format, false) => Exported::As(format),
     };
     export_to(&Database::open_read_only(db)?, trace, what, output)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn export_parquet(
+    db: &std::path::Path,
+    target: Option<String>,
+    output: Option<PathBuf>,
+    options: ParquetOptions,
+    labels: bool,
+) -> Result<ExitCode> {
+    if labels {
+        return Err(CliError::Usage(
+            "--labels writes a MemTraceBench file; the Parquet cases table has the labels".into(),
+        ));
+    }
+    let dir = match (target, output) {
+        (Some(dir), None) => PathBuf::from(dir),
+        (None, Some(dir)) => dir,
+        (Some(_), Some(_)) => return Err(CliError::Usage(
+            "name the folder once: memtrace export --format parquet DIR (--trace picks a trace)"
+                .into(),
+        )),
+        (None, None) => {
+            return Err(CliError::Usage(
+                "name the folder to write: memtrace export --format parquet DIR".into(),
+            ))
+        }
+    };
+    let db = Database::open_read_only(db)?;
+    export_parquet_to(&db, &dir, &options, &mut std::io::stdout())?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -11,6 +11,9 @@ pub enum CliError {
     /// An analysis failed.
     #[error(transparent)]
     Analysis(#[from] memtrace::AnalysisError),
+    /// A Parquet export failed (nothing was left in its folder).
+    #[error(transparent)]
+    Columnar(#[from] memtrace::ColumnarError),
     /// Generating a set failed.
     #[error(transparent)]
     Gen(#[from] memtrace::gen::GenError),

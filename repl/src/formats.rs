@@ -33,4 +33,27 @@ pub enum ExportAs {
     Dot,
     /// Mermaid flowchart.
     Mermaid,
+    /// Parquet tables of every trace (or those --trace and --project pick) in a folder.
+    Parquet,
+}
+
+/// How a Parquet export splits each table's files into folders.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PartitionBy {
+    /// One file per table.
+    None,
+    /// A `trace=ID` folder per trace.
+    Trace,
+    /// A `project_id=NAME` folder per project.
+    Project,
+}
+
+impl From<PartitionBy> for memtrace::Partition {
+    fn from(p: PartitionBy) -> memtrace::Partition {
+        match p {
+            PartitionBy::None => memtrace::Partition::None,
+            PartitionBy::Trace => memtrace::Partition::Trace,
+            PartitionBy::Project => memtrace::Partition::Project,
+        }
+    }
 }

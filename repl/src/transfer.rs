@@ -9,7 +9,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use memtrace::prelude::*;
 use memtrace::{Database, ExportFormat, ImportOptions, Progress};
 
-use crate::error::{io, Result};
+use crate::error::{io, CliError, Result};
 use crate::formats::ExportAs;
 use memtrace_table::{visible, visible_lines};
 
@@ -119,22 +119,27 @@ pub fn export_to(
 ) -> Result<()> {
     let view = db.trace(trace)?;
     let write = |w: &mut dyn Write| -> Result<()> {
-        let format = match what {
-            Exported::As(ExportAs::Smartcomment) => ExportFormat::Smartcomment,
-            Exported::As(ExportAs::Dot) => ExportFormat::Dot,
-            Exported::As(ExportAs::Mermaid) => ExportFormat::Mermaid,
-            Exported::Labelled => {
-                // Indented as the plain export is.
-                let doc = db.export_labelled(trace)?;
-                let mut ser = serde_json::Serializer::with_formatter(
-                    &mut *w,
-                    serde_json::ser::PrettyFormatter::with_indent(b"  "),
-                );
-                serde::Serialize::serialize(&doc, &mut ser)?;
-                w.write_all(b"\n").map_err(io("output"))?;
-                return Ok(());
-            }
-        };
+        let format =
+            match what {
+                Exported::As(ExportAs::Smartcomment) => ExportFormat::Smartcomment,
+                Exported::As(ExportAs::Dot) => ExportFormat::Dot,
+                Exported::As(ExportAs::Mermaid) => ExportFormat::Mermaid,
+                Exported::As(ExportAs::Parquet) => return Err(CliError::Usage(
+                    "Parquet tables are written to a folder: memtrace export --format parquet DIR"
+                        .into(),
+                )),
+                Exported::Labelled => {
+                    // Indented as the plain export is.
+                    let doc = db.export_labelled(trace)?;
+                    let mut ser = serde_json::Serializer::with_formatter(
+                        &mut *w,
+                        serde_json::ser::PrettyFormatter::with_indent(b"  "),
+                    );
+                    serde::Serialize::serialize(&doc, &mut ser)?;
+                    w.write_all(b"\n").map_err(io("output"))?;
+                    return Ok(());
+                }
+            };
         view.export(format, w)?;
         Ok(())
     };
@@ -164,4 +169,35 @@ pub fn export_to(
         }
     }
     Ok(())
+}
+
+/// Writes the traces `options` selects as Parquet tables in `dir` and
+/// prints what was written.
+pub fn export_parquet_to(
+    db: &Database,
+    dir: &std::path::Path,
+    options: &memtrace::ParquetOptions,
+    out: &mut dyn Write,
+) -> Result<()> {
+    let s = db.export_parquet(dir, options)?;
+    let rows: Vec<String> = memtrace::columnar::Table::ALL
+        .iter()
+        .map(|t| {
+            format!(
+                "{} {}",
+                s.rows.get(t.name()).copied().unwrap_or(0),
+                t.name()
+            )
+        })
+        .collect();
+    writeln!(
+        out,
+        "{} trace(s) written to {} as Parquet ({} file(s), {}): {}",
+        s.traces,
+        dir.display(),
+        s.files,
+        memtrace_table::bytes(s.bytes),
+        rows.join(", ")
+    )
+    .map_err(io("standard output"))
 }
