@@ -844,3 +844,21 @@ fn provenance_comes_out_as_a_petgraph_graph() {
     let err = db.query_graph("FIND vars", &Params::new()).unwrap_err();
     assert!(err.to_string().contains("FIND gives rows only"), "{err}");
 }
+
+#[test]
+fn a_graph_id_that_looks_like_a_trace_id_is_still_found_by_it() {
+    let (_d, db) = db();
+    import(&db, SAMPLE).unwrap();
+    let mut doc: Value = serde_json::from_str(SAMPLE).unwrap();
+    doc["graph_id"] = json!("second");
+    import(&db, &doc.to_string()).unwrap();
+    // '#2' is trace 2 while no graph id is '#2'.
+    assert_eq!(db.trace("#2").unwrap().record().graph_id, "second");
+    assert!(matches!(db.trace("#3"), Err(EngineError::UnknownTrace(_))));
+    // A trace stored under the graph id '#2': the graph id wins, as before.
+    doc["graph_id"] = json!("#2");
+    import(&db, &doc.to_string()).unwrap();
+    assert_eq!(db.trace("#2").unwrap().id(), 3);
+    assert_eq!(db.trace("#3").unwrap().record().graph_id, "#2");
+    assert_eq!(db.trace("#1").unwrap().record().graph_id, GRAPH);
+}

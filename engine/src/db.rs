@@ -312,13 +312,18 @@ impl Database {
     /// The trace a selector names: a graph id, or `#ID` for a trace id.
     pub fn trace(&self, selector: &str) -> Result<TraceView<'_>> {
         let view = self.store.read();
-        let ids = view.traces_with_graph_id(selector)?;
+        let numbered = selector
+            .strip_prefix('#')
+            .and_then(|n| n.parse::<TraceId>().ok());
+        let ids = match numbered {
+            // No graph id starts with '#': `#ID` can only be a trace id,
+            // and the graph id index is not read.
+            Some(_) if !view.hash_graph_ids_possible()? => Vec::new(),
+            _ => view.traces_with_graph_id(selector)?,
+        };
         let id = match ids.as_slice() {
             [one] => *one,
-            [] => match selector
-                .strip_prefix('#')
-                .and_then(|n| n.parse::<TraceId>().ok())
-            {
+            [] => match numbered {
                 Some(id) => id,
                 None => return Err(EngineError::UnknownTrace(selector.to_string())),
             },

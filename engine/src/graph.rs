@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use memtrace_storage::records::Counts;
-use memtrace_storage::{Adjacency, AdjacencyBlock, ReadView, StorageError, TraceId};
+use memtrace_storage::{Adjacency, AdjacencyBlock, ReadView, StorageError, TraceId, BLOCK_VARS};
 
 use crate::error::{EngineError, Result};
 
@@ -543,6 +543,17 @@ fn levels<R: Rows>(
     Ok(())
 }
 
+/// The size, in bytes, up to which a walk of more than one level on a cold
+/// trace reads every block of its direction at once: one read of this size
+/// costs about what a second small read does.
+const WHOLE_DIRECTION_BYTES: u64 = 64 << 10;
+
+/// About how many bytes one direction's blocks of a trace take: each edge
+/// is a row entry (its id and its far end), each variable an offset.
+fn direction_bytes(vars: u32, edges: u32) -> u64 {
+    8 * u64::from(edges) + 4 * u64::from(vars)
+}
+
 /// A trace's rows in one direction, read block by block from the store as
 /// a walk reaches them: a walk of a few hops on a cold trace reads a few
 /// blocks instead of the whole adjacency value.
@@ -556,15 +567,24 @@ struct BlockRows<'v> {
     blocks: HashMap<u32, AdjacencyBlock>,
     /// Set when a block is not stored (a trace stored before blocks were).
     missing: bool,
+    /// Read every block of the direction on the first level.
+    whole: bool,
 }
 
 impl Rows for BlockRows<'_> {
     fn prepare(&mut self, nodes: &[u32]) -> Result<()> {
-        let mut want: Vec<u32> = nodes
-            .iter()
-            .map(|&v| AdjacencyBlock::of(v))
-            .filter(|b| !self.blocks.contains_key(b))
-            .collect();
+        let mut want: Vec<u32> = if self.blocks.is_empty() && self.whole {
+            // Every block of the direction at once: they are stored side by
+            // side, so one read fetches them all, where a level at a time
+            // would read once per level.
+            (0..self.vars.div_ceil(BLOCK_VARS)).collect()
+        } else {
+            nodes
+                .iter()
+                .map(|&v| AdjacencyBlock::of(v))
+                .filter(|b| !self.blocks.contains_key(b))
+                .collect()
+        };
         want.sort_unstable();
         want.dedup();
         if want.is_empty() {
@@ -618,6 +638,8 @@ pub fn reach_count_stored(
         edges: counts.edges,
         blocks: HashMap::new(),
         missing: false,
+        whole: max_depth.is_some_and(|d| d >= 2)
+            && direction_bytes(counts.variables, counts.edges) <= WHOLE_DIRECTION_BYTES,
     };
     let count = count_levels(
         &mut rows,

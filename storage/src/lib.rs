@@ -22,7 +22,7 @@ pub mod records;
 pub mod store;
 pub mod values;
 
-pub use adjacency::{Adjacency, AdjacencyBlock};
+pub use adjacency::{Adjacency, AdjacencyBlock, BLOCK_VARS};
 pub use error::StorageError;
 pub use ids::{LocalId, Result, TraceId};
 pub use records::{

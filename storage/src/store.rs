@@ -35,6 +35,12 @@ pub const OLDEST_SCHEMA_VERSION: u32 = 1;
 
 const META_SCHEMA: &[u8] = b"schema_version";
 const META_NEXT_TRACE: &[u8] = b"next_trace";
+/// Present when [`META_HASH_GRAPH_IDS`] is kept up to date: written when a
+/// database is created, or by the first writing open of an older one.
+const META_HASH_IDS_TRACKED: &[u8] = b"hash_graph_ids_tracked";
+/// Present once some trace was stored under a graph id that starts with
+/// `#`, which a `#ID` selector could also mean. Never removed.
+const META_HASH_GRAPH_IDS: &[u8] = b"hash_graph_ids";
 /// Prefix of a trace's content digest in [`cf::META`] (then the trace id).
 const META_CONTENT: &[u8] = b"content:";
 
@@ -270,6 +276,22 @@ fn cf_options(name: &str, cache: &Cache) -> Options {
     o
 }
 
+/// Whether any graph id in the string id index starts with `#`.
+fn any_hash_graph_id(db: &DB) -> Result<bool> {
+    let cf = db.cf_handle(cf::STRING_ID).expect("listed");
+    let prefix = [IdKind::Graph as u8];
+    for item in db.prefix_iterator_cf(cf, prefix) {
+        let (k, _) = item?;
+        if k.first() != Some(&prefix[0]) {
+            break;
+        }
+        if keys::read_str(&k[1..]).is_some_and(|(id, _)| id.starts_with('#')) {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
 /// Creates a new, empty database at `path` atomically: it is built in a
 /// hidden sibling folder, schema version included, and renamed into place,
 /// so that a crash during creation leaves no half-made database behind.
@@ -310,6 +332,7 @@ fn create_new(path: &Path) -> Result<()> {
         let meta = db.cf_handle(cf::META).expect("created");
         batch.put_cf(meta, META_SCHEMA, SCHEMA_VERSION.to_be_bytes());
         batch.put_cf(meta, META_NEXT_TRACE, 1u32.to_be_bytes());
+        batch.put_cf(meta, META_HASH_IDS_TRACKED, []);
         let mut w = WriteOptions::default();
         w.set_sync(true);
         db.write_opt(batch, &w)?;
@@ -501,6 +524,19 @@ impl Store {
                     db.create_cf(added, &cf_options(added, &cache))?;
                 }
             }
+            let meta = db.cf_handle(cf::META).expect("listed");
+            if !opts.read_only && db.get_pinned_cf(meta, META_HASH_IDS_TRACKED)?.is_none() {
+                // Written before graph ids starting with '#' were tracked:
+                // look for them once (one index key per trace).
+                let mut batch = WriteBatch::default();
+                if any_hash_graph_id(&db)? {
+                    batch.put_cf(meta, META_HASH_GRAPH_IDS, []);
+                }
+                batch.put_cf(meta, META_HASH_IDS_TRACKED, []);
+                let mut w = WriteOptions::default();
+                w.set_sync(true);
+                db.write_opt(batch, &w)?;
+            }
             if upgrade {
                 let mut w = WriteOptions::default();
                 w.set_sync(true);
@@ -526,7 +562,10 @@ impl Store {
             .get_cf(db.cf_handle(cf::META).expect("checked"), META_NEXT_TRACE)?
             .and_then(|v| keys::read_u32(&v))
             .unwrap_or(1);
-        let next_log = {
+        // Only a writer appends to the log: a reader does not read it at open.
+        let next_log = if opts.read_only {
+            0
+        } else {
             let mut it = db.iterator_cf(db.cf_handle(cf::LOG).expect("checked"), IteratorMode::End);
             match it.next() {
                 Some(item) => {
@@ -1052,6 +1091,10 @@ impl<'s> TraceWriter<'s> {
             keys::string_id_key(IdKind::Graph, &record.graph_id, t),
             0u32.to_be_bytes(),
         );
+        if record.graph_id.starts_with('#') {
+            self.batch
+                .put_cf(store.cf(cf::META), META_HASH_GRAPH_IDS, []);
+        }
         self.batch.put_cf(
             store.cf(cf::TRACES),
             keys::trace_key(t),
@@ -1175,6 +1218,24 @@ impl<'a> ReadView<'a> {
         Ok(self
             .get(cf::META, &content_key(trace))?
             .and_then(|v| <[u8; 32]>::try_from(v.as_slice()).ok()))
+    }
+
+    /// Whether some stored graph id may start with `#` (and so be what a
+    /// `#ID` selector names). `false` only when the database keeps track and
+    /// none does, so that a `#ID` selector needs no look-up of graph ids.
+    pub fn hash_graph_ids_possible(&self) -> Result<bool> {
+        let meta = self.store.cf(cf::META);
+        if self
+            .snap
+            .get_pinned_cf(meta, META_HASH_IDS_TRACKED)?
+            .is_none()
+        {
+            return Ok(true);
+        }
+        Ok(self
+            .snap
+            .get_pinned_cf(meta, META_HASH_GRAPH_IDS)?
+            .is_some())
     }
 
     /// Ids of the traces with this graph id.
@@ -2001,6 +2062,45 @@ mod tests {
             Some(&b"second"[..])
         );
         assert_eq!(store.cached_answer(&[3; 32]).unwrap(), None);
+    }
+
+    #[test]
+    fn graph_ids_starting_with_a_hash_are_tracked() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db");
+        {
+            let store = Store::open(&path, &StoreOptions::default()).unwrap();
+            assert!(!store.read().hash_graph_ids_possible().unwrap());
+            write_trace(&store, "plain", "v");
+            assert!(!store.read().hash_graph_ids_possible().unwrap());
+            write_trace(&store, "#1", "v");
+            assert!(store.read().hash_graph_ids_possible().unwrap());
+        }
+        // A database from before the tracking: readers cannot tell, and
+        // the first writing open looks at the stored graph ids once.
+        for (graph_id, expected) in [("#9", true), ("nine", false)] {
+            let path = dir.path().join(format!("old-{graph_id}"));
+            {
+                let store = Store::open(&path, &StoreOptions::default()).unwrap();
+                write_trace(&store, graph_id, "v");
+                let meta = store.cf(cf::META);
+                store.db.delete_cf(meta, META_HASH_IDS_TRACKED).unwrap();
+                store.db.delete_cf(meta, META_HASH_GRAPH_IDS).unwrap();
+            }
+            let reader = StoreOptions {
+                read_only: true,
+                ..StoreOptions::default()
+            };
+            let store = Store::open(&path, &reader).unwrap();
+            assert!(store.read().hash_graph_ids_possible().unwrap());
+            drop(store);
+            let store = Store::open(&path, &StoreOptions::default()).unwrap();
+            assert_eq!(
+                store.read().hash_graph_ids_possible().unwrap(),
+                expected,
+                "{graph_id}"
+            );
+        }
     }
 
     #[test]
