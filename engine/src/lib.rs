@@ -32,7 +32,7 @@ pub use db::{Call, Database, Definition, Extension, Snapshot, TraceResult};
 pub use error::{EngineError, Result};
 pub use exec::ctx::lazy;
 pub use exec::run::columns_of;
-pub use exec::subgraph::{GraphEdge, GraphNode, QueryGraph};
+pub use exec::subgraph::{GraphEdge, GraphNode, GraphOptions, QueryGraph};
 pub use exec::value::{from_json, to_json, QueryResult, Sink};
 pub use export::{dot_escape, mermaid_escape, ExportFormat};
 pub use extension::{statement_name, CaseOrigin, CasePick, DerivedCase, ResultRow};

@@ -198,6 +198,14 @@ impl<'db> TraceView<'db> {
             .transpose()
     }
 
+    /// A variable version by local id, its value left unread (`None`).
+    pub(crate) fn variable_without_value(&self, id: LocalId) -> Result<Option<Variable>> {
+        Ok(self
+            .view
+            .variable(self.id, id)?
+            .map(|v| self.variable_of(id, v, None)))
+    }
+
     /// Every version of a full name, oldest first.
     pub fn variable_versions(&self, full_name: &str) -> Result<Vec<Variable>> {
         let mut out = Vec::new();

@@ -102,16 +102,18 @@ impl Database {
     /// (with the variables along it). Any other statement, or a LIMIT, is
     /// refused: a graph is not cut short.
     pub fn query_graph(&self, text: &str, params: &Params) -> Result<QueryGraph> {
-        self.query_graph_with(text, params, &Cancel::new())
+        self.query_graph_with(text, params, &GraphOptions::default())
     }
 
-    /// [`Database::query_graph`] with a cancellation token.
+    /// [`Database::query_graph`] with options: whether values are read, and
+    /// a cancellation token.
     pub fn query_graph_with(
         &self,
         text: &str,
         params: &Params,
-        cancel: &Cancel,
+        options: &GraphOptions,
     ) -> Result<QueryGraph> {
+        let cancel = &options.cancel;
         let plan = match self.prepare(text, params)? {
             Plan::Traverse(mut t) => {
                 if t.limit.is_some() {
@@ -143,7 +145,28 @@ impl Database {
             capture: Some(&capture),
         };
         exec.run(&plan, &mut |_| Ok(true))?;
-        build(&snapshot, capture.into_traces())
+        build(&snapshot, capture.into_traces(), options)
+    }
+}
+
+/// How [`Database::query_graph_with`] builds a graph.
+#[derive(Debug, Clone)]
+pub struct GraphOptions {
+    /// Read each variable's value into its weight (the default). Without,
+    /// `value` is `None` in every weight: the closure of an answer in a
+    /// long-context trace can hold hundreds of versions of a transcript of
+    /// megabytes each, which the graph would keep in memory.
+    pub values: bool,
+    /// Stops the statement, and the reading of the records, when cancelled.
+    pub cancel: Cancel,
+}
+
+impl Default for GraphOptions {
+    fn default() -> Self {
+        GraphOptions {
+            values: true,
+            cancel: Cancel::new(),
+        }
     }
 }
 
@@ -179,6 +202,7 @@ fn plan_name(plan: &Plan) -> &'static str {
 fn build(
     snapshot: &crate::db::Snapshot<'_>,
     traces: BTreeMap<TraceId, Reached>,
+    options: &GraphOptions,
 ) -> Result<QueryGraph> {
     let mut out = QueryGraph::default();
     for (tid, reached) in traces {
@@ -187,16 +211,25 @@ fn build(
         let mut edges = Vec::with_capacity(reached.edges.len());
         let mut nodes = reached.nodes.clone();
         nodes.extend(reached.starts.iter().copied());
-        for &e in &reached.edges {
+        for (i, &e) in reached.edges.iter().enumerate() {
+            if i % 4096 == 0 {
+                options.cancel.check()?;
+            }
             let edge = view.edge_by_id(e)?.ok_or_else(|| missing(tid, "edge", e))?;
             nodes.insert(edge.source);
             nodes.insert(edge.target);
             edges.push(edge);
         }
-        for n in nodes {
-            let variable = view
-                .variable_by_id(n)?
-                .ok_or_else(|| missing(tid, "variable", n))?;
+        for (i, n) in nodes.into_iter().enumerate() {
+            if i % 4096 == 0 {
+                options.cancel.check()?;
+            }
+            let variable = if options.values {
+                view.variable_by_id(n)?
+            } else {
+                view.variable_without_value(n)?
+            }
+            .ok_or_else(|| missing(tid, "variable", n))?;
             let name = (gid.clone(), variable.full_node_id.clone());
             let ix = out.graph.add_node(GraphNode {
                 graph_id: gid.clone(),
@@ -349,6 +382,31 @@ mod tests {
         // x is reached only through a.
         assert_eq!(dom.immediate_dominator(a), Some(c));
         assert_eq!(dom.immediate_dominator(x), Some(a));
+    }
+
+    #[test]
+    fn values_can_be_left_unread_and_a_cancelled_graph_stops() {
+        let (_d, db) = db(false);
+        let lean = super::GraphOptions {
+            values: false,
+            ..Default::default()
+        };
+        let g = db
+            .query_graph_with("TRACE v:c", &Params::new(), &lean)
+            .unwrap();
+        assert_eq!(names(&g), ["a", "b", "c", "x", "y"]);
+        assert!(g.graph.node_weights().all(|n| n.variable.value.is_none()));
+        let full = db.query_graph("TRACE v:c", &Params::new()).unwrap();
+        assert!(full
+            .graph
+            .node_weights()
+            .all(|n| n.variable.value.is_some()));
+        let stopped = super::GraphOptions::default();
+        stopped.cancel.cancel();
+        assert!(matches!(
+            db.query_graph_with("TRACE v:c", &Params::new(), &stopped),
+            Err(EngineError::Cancelled)
+        ));
     }
 
     #[test]
