@@ -133,14 +133,11 @@ mod tests {
     use memtrace_query::{Field, Plan, Value};
 
     use crate::{
-        Call, CaseOrigin, Database, DerivedCase, EngineError, Extension, ImportOptions,
-        InputFormat, ResultRow, Sink, TraceId,
+        Call, CaseOrigin, Database, DerivedCase, EngineError, Extension, ResultRow, Sink, TraceId,
     };
 
     /// One trace with an op named `judge` and no annotation.
     fn db() -> (tempfile::TempDir, Database) {
-        let dir = tempfile::tempdir().unwrap();
-        let db = Database::open(dir.path().join("t.db")).unwrap();
         let text = r#"{"graph_id": "g", "user_id": "u", "project_id": "p", "data": {
             "sessions": [{"session_id": "s", "session_name": "s"}],
             "operations": [{"op_id": "op-1", "op_name": "judge", "category": "k", "session_id": "s"}],
@@ -148,14 +145,7 @@ mod tests {
                       {"name": "b", "class_name": "v", "version": 1, "value": "'b'", "session_id": "s"}],
             "edges": [{"edge_id": "e1", "op_id": "op-1", "session_id": "s",
                        "source_full_node_id": "v:a@1", "target_full_node_id": "v:b@1"}]}}"#;
-        db.import_reader(
-            text.as_bytes(),
-            InputFormat::Json,
-            "t",
-            &ImportOptions::default(),
-        )
-        .unwrap();
-        (dir, db)
+        crate::exec::test_db(text)
     }
 
     /// A stored result with one field.

@@ -19,5 +19,20 @@ mod matching;
 mod row;
 pub(crate) mod run;
 pub(crate) mod subgraph;
+
+/// A database in a temporary folder holding one trace, from export text.
+#[cfg(test)]
+pub(crate) fn test_db(export: &str) -> (tempfile::TempDir, crate::Database) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = crate::Database::open(dir.path().join("t.db")).unwrap();
+    db.import_reader(
+        export.as_bytes(),
+        crate::InputFormat::Json,
+        "t",
+        &crate::ImportOptions::default(),
+    )
+    .unwrap();
+    (dir, db)
+}
 mod traverse;
 pub(crate) mod value;

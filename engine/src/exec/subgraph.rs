@@ -275,13 +275,11 @@ mod tests {
     use petgraph::algo::{is_cyclic_directed, tarjan_scc, toposort};
     use petgraph::visit::Reversed;
 
-    use crate::{Database, EngineError, ImportOptions, InputFormat, Params};
+    use crate::{Database, EngineError, Params};
 
     /// x -> a -> b -> c, y -> b, a -> c (ops named after their edges), and
     /// c -> d; with `cycle`, also c -> a.
     fn db(cycle: bool) -> (tempfile::TempDir, Database) {
-        let dir = tempfile::tempdir().unwrap();
-        let db = Database::open(dir.path().join("t.db")).unwrap();
         let node = |n: &str| {
             format!(
                 r#"{{"name": "{n}", "class_name": "v", "version": 1, "value": "'{n}'", "session_id": "s"}}"#
@@ -325,14 +323,7 @@ mod tests {
             ["x", "y", "a", "b", "c", "d"].map(node).join(","),
             edges.join(",")
         );
-        db.import_reader(
-            text.as_bytes(),
-            InputFormat::Json,
-            "t",
-            &ImportOptions::default(),
-        )
-        .unwrap();
-        (dir, db)
+        crate::exec::test_db(&text)
     }
 
     fn names(g: &super::QueryGraph) -> Vec<String> {

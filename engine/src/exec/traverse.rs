@@ -643,12 +643,10 @@ impl<'a> Exec<'a> {
 
 #[cfg(test)]
 mod tests {
-    use crate::{Database, ImportOptions, InputFormat};
+    use crate::Database;
 
     /// a -> b -> c -> a (ops ab, bc, ca), and x -> a (op xa).
     fn cycle() -> (tempfile::TempDir, Database) {
-        let dir = tempfile::tempdir().unwrap();
-        let db = Database::open(dir.path().join("t.db")).unwrap();
         let node = |n: &str| {
             format!(
                 r#"{{"name": "{n}", "class_name": "v", "version": 1, "value": "'{n}'", "session_id": "s"}}"#
@@ -679,14 +677,7 @@ mod tests {
             ]
             .join(",")
         );
-        db.import_reader(
-            text.as_bytes(),
-            InputFormat::Json,
-            "t",
-            &ImportOptions::default(),
-        )
-        .unwrap();
-        (dir, db)
+        crate::exec::test_db(&text)
     }
 
     fn ops(db: &Database, q: &str) -> Vec<(String, i64)> {
