@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use crate::peer::RawPeer;
 use memtrace::gen::synth::{write_export, SynthSpec};
-use memtrace::{Database, ImportOptions, InputFormat};
+use memtrace::{Database, ImportOptions};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{io, CliError, Result};
@@ -29,14 +29,18 @@ fn step(which: &str, file: &Path, db: &Path, records: u64) -> Result<StepResult>
         "memtrace" => {
             let start = Instant::now();
             let database = Database::open(db)?;
-            let f = std::fs::File::open(file).map_err(io(file.display()))?;
-            let t = database.import_reader(
-                std::io::BufReader::with_capacity(1 << 16, f),
-                InputFormat::Json,
-                &file.display().to_string(),
+            // As `memtrace import FILE` imports it.
+            let reports = database.import_paths(
+                &[file.to_path_buf()],
                 &ImportOptions::default(),
-            )?;
+                &mut |_| {},
+            );
             let seconds = start.elapsed().as_secs_f64();
+            let t = match reports.into_iter().next().map(|r| r.result) {
+                Some(Ok(t)) => t,
+                Some(Err(e)) => return Err(e.into()),
+                None => return Err(CliError::Bench("the import read no file".into())),
+            };
             let c = t[0].counts;
             database.flush()?;
             drop(database);

@@ -266,7 +266,7 @@ impl Database {
         opts: &ImportOptions,
     ) -> Result<Vec<ImportedTrace>> {
         match format {
-            InputFormat::Json => import::import_json(&self.store, reader, source, opts, None),
+            InputFormat::Json => import::import_json(&self.store, reader, source, 0, opts, None),
             InputFormat::JsonLines => {
                 let buffered: Box<dyn BufRead + '_> = Box::new(std::io::BufReader::new(reader));
                 import::import_lines(&self.store, buffered, None, source, opts, None)

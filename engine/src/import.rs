@@ -166,6 +166,7 @@ enum Input {
 fn parse_reader<R: Read>(
     reader: R,
     source: &str,
+    size_hint: usize,
     progress: Option<&mut dyn FnMut(Progress)>,
 ) -> Result<Input> {
     let count = Rc::new(Cell::new(0));
@@ -177,8 +178,10 @@ fn parse_reader<R: Read>(
     };
     // The whole input is read first and parsed from memory: parsing from
     // a slice finds string ends with a fast scan, where a reader is read
-    // byte by byte (the parsed trace holds every string anyway).
-    let mut bytes = Vec::new();
+    // byte by byte (the parsed trace holds every string anyway). With the
+    // size known, the buffer is made once instead of doubled (a copy of
+    // everything read so far, into fresh pages the kernel zeroes, each time).
+    let mut bytes = Vec::with_capacity(size_hint.saturating_add(1));
     let mut counting = counting;
     counting
         .read_to_end(&mut bytes)
@@ -296,9 +299,10 @@ fn otlp_traces(
 fn read_traces<R: Read>(
     reader: R,
     source: &str,
+    size_hint: usize,
     progress: Option<&mut dyn FnMut(Progress)>,
 ) -> Result<Vec<Ready>> {
-    match parse_reader(reader, source, progress)? {
+    match parse_reader(reader, source, size_hint, progress)? {
         Input::Export(r) => Ok(vec![*r]),
         Input::Otlp(doc, bytes) => otlp_traces(vec![(source.to_string(), doc)], bytes, source),
     }
@@ -425,7 +429,7 @@ fn store_trace(
         user_id: user_id.as_deref(),
         project_id: project_id.as_deref(),
     };
-    let mut w = store.begin_trace()?;
+    let mut w = store.begin_trace_sized(usize::try_from(read.bytes).unwrap_or(0))?;
     w.set_content_digest(read.digest);
     for s in t.sessions {
         w.put_session(&SessionRecord {
@@ -521,13 +525,14 @@ pub(crate) fn import_json<R: Read>(
     store: &Store,
     reader: R,
     source: &str,
+    size_hint: usize,
     opts: &ImportOptions,
     mut progress: Option<&mut dyn FnMut(Progress)>,
 ) -> Result<Vec<ImportedTrace>> {
     let reborrowed = progress
         .as_mut()
         .map(|p| &mut **p as &mut dyn FnMut(Progress));
-    let traces = read_traces(reader, source, reborrowed)?;
+    let traces = read_traces(reader, source, size_hint, reborrowed)?;
     if let Some(p) = progress {
         p(Progress::Storing);
     }
@@ -591,26 +596,27 @@ pub(crate) fn import_lines(
                 },
             )
         };
-        let Ready { trace: t, read, .. } = match parse_reader(line.as_bytes(), &at, None)? {
-            Input::Otlp(doc, _) => {
-                if let Some((_, first)) = graph_ids.first() {
-                    return Err(mixed(&format!(
-                        "this line is an OTLP request, line {first} an export"
-                    )));
+        let Ready { trace: t, read, .. } =
+            match parse_reader(line.as_bytes(), &at, line.len(), None)? {
+                Input::Otlp(doc, _) => {
+                    if let Some((_, first)) = graph_ids.first() {
+                        return Err(mixed(&format!(
+                            "this line is an OTLP request, line {first} an export"
+                        )));
+                    }
+                    requests.push((at, doc));
+                    continue;
                 }
-                requests.push((at, doc));
-                continue;
-            }
-            Input::Export(r) => {
-                if let Some((first, _)) = requests.first() {
-                    let first = first.rsplit(':').next().unwrap_or_default();
-                    return Err(mixed(&format!(
-                        "this line is an export, line {first} an OTLP request"
-                    )));
+                Input::Export(r) => {
+                    if let Some((first, _)) = requests.first() {
+                        let first = first.rsplit(':').next().unwrap_or_default();
+                        return Err(mixed(&format!(
+                            "this line is an export, line {first} an OTLP request"
+                        )));
+                    }
+                    *r
                 }
-                *r
-            }
-        };
+            };
         if let Some((_, first_line)) = graph_ids.iter().find(|(g, _)| *g == t.graph_id) {
             if !opts.force {
                 return Err(invalid(
@@ -654,7 +660,14 @@ pub(crate) fn import_lines(
                     continue;
                 }
                 let at = format!("{source}:{n}");
-                out.extend(import_json(store, line.as_bytes(), &at, opts, None)?);
+                out.extend(import_json(
+                    store,
+                    line.as_bytes(),
+                    &at,
+                    line.len(),
+                    opts,
+                    None,
+                )?);
             }
         }
         None => {
@@ -663,6 +676,7 @@ pub(crate) fn import_lines(
                     store,
                     text.as_bytes(),
                     &format!("{source}:{n}"),
+                    text.len(),
                     opts,
                     None,
                 )?);
@@ -753,7 +767,14 @@ fn parse_json_file(path: &Path) -> ParsedFile {
         path: source.clone(),
         source: e,
     })?;
-    read_traces(file, &source, None)
+    let size = file_len(&file);
+    read_traces(file, &source, size, None)
+}
+
+/// A file's length, as a size hint for reading it whole (0 when unknown).
+fn file_len(file: &File) -> usize {
+    file.metadata()
+        .map_or(0, |m| usize::try_from(m.len()).unwrap_or(0))
 }
 
 /// Imports files in order, each all-or-nothing. JSON exports are read and
@@ -835,7 +856,10 @@ pub(crate) fn import_file(
     };
     let file = File::open(path).map_err(io)?;
     match InputFormat::for_path(path) {
-        InputFormat::Json => import_json(store, file, &source, opts, Some(progress)),
+        InputFormat::Json => {
+            let size = file_len(&file);
+            import_json(store, file, &source, size, opts, Some(progress))
+        }
         InputFormat::JsonLines => {
             let owned = path.to_path_buf();
             let reopen = move || -> std::io::Result<Box<dyn BufRead>> {

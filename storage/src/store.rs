@@ -617,6 +617,14 @@ impl Store {
 
     /// Starts writing a new trace. Nothing is visible until [`TraceWriter::commit`].
     pub fn begin_trace(&self) -> Result<TraceWriter<'_>> {
+        self.begin_trace_sized(0)
+    }
+
+    /// [`Store::begin_trace`] with room for about `bytes` of records made
+    /// up front (a trace's records take about the bytes of its export), so
+    /// that the write batch of a large trace is not grown by doubling: a
+    /// copy of all it holds, into fresh pages, each time.
+    pub fn begin_trace_sized(&self, bytes: usize) -> Result<TraceWriter<'_>> {
         self.writable()?;
         let trace = self
             .next_trace
@@ -625,7 +633,7 @@ impl Store {
         Ok(TraceWriter {
             store: self,
             trace,
-            batch: WriteBatch::default(),
+            batch: WriteBatch::with_capacity_bytes(bytes),
             pending_values: HashMap::new(),
             counts: Counts::default(),
             ends: Default::default(),
