@@ -64,27 +64,12 @@ impl Table {
     /// folder names).
     pub fn schema(self) -> SchemaRef {
         let empty = TraceRecords::default();
-        let info = empty_info();
+        let info = TraceInfo::default();
         // Building from no records cannot fail; the schema is the batch's.
         match empty.batch(self, &info) {
             Ok(b) => b.schema(),
             Err(_) => Arc::new(Schema::empty()),
         }
-    }
-}
-
-fn empty_info() -> TraceInfo {
-    TraceInfo {
-        id: 0,
-        graph_id: String::new(),
-        user_id: None,
-        project_id: None,
-        created_at: None,
-        counts: Default::default(),
-        source: String::new(),
-        source_bytes: 0,
-        format: String::new(),
-        imported_at_ms: 0,
     }
 }
 
@@ -482,7 +467,7 @@ mod tests {
             format: "memtracebench".into(),
             source: "t.json".into(),
             imported_at_ms: 1_700_000_000_123,
-            ..empty_info()
+            ..TraceInfo::default()
         }
     }
 

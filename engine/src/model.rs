@@ -7,7 +7,7 @@ use memtrace_storage::records::{Common, Counts, TraceRecord};
 use memtrace_storage::{LocalId, TraceId};
 
 /// A stored trace (one smartcomment graph).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct TraceInfo {
     /// Dense trace id (shown as `#id`).
     pub id: TraceId,

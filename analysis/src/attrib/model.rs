@@ -240,14 +240,7 @@ pub(crate) fn test_model(vars: &[(&str, &str, &str, serde_json::Value)]) -> Trac
     let info = TraceInfo {
         id: 1,
         graph_id: "g".into(),
-        user_id: None,
-        project_id: None,
-        created_at: None,
-        counts: Default::default(),
-        source: String::new(),
-        source_bytes: 0,
-        format: String::new(),
-        imported_at_ms: 0,
+        ..TraceInfo::default()
     };
     let vars = vars
         .iter()
