@@ -26,8 +26,12 @@ check: deps
 	cargo clippy --locked -p memtrace-python --all-targets -- -D warnings
 
 # The import benchmark (release build): memtrace beside raw RocksDB puts.
+# smartcomment's own import is measured too when this Python can import smartcomment (the
+# venv that `make test` makes for the Python tests can).
+BENCH_PYTHON ?= $(if $(wildcard target/python-venv-3.13/bin/python),target/python-venv-3.13/bin/python,python3)
+
 bench: deps
-	cargo run --locked --release -p memtrace-bench -- import
+	cargo run --locked --release -p memtrace-bench -- import --python $(BENCH_PYTHON)
 
 # A query through the Python binding beside the same query in Rust (release wheel, same process).
 bench-python: deps

@@ -232,3 +232,107 @@ fn a_folder_run_stores_the_good_files_and_reports_the_bad() {
     assert_eq!(traces.as_array().unwrap().len(), 1);
     assert_eq!(traces[0]["graph_id"], SAMPLE_GRAPH);
 }
+
+/// An export of `n` variables in a chain, each with a value of `pad`
+/// escaped newlines: over a mebibyte at the sizes below, where the reader
+/// reads each list's halves on two threads.
+fn large_export(n: usize, pad: usize) -> String {
+    let value = "x\\n".repeat(pad);
+    let nodes: Vec<String> = (0..n)
+        .map(|i| format!(r#"{{"name":"v{i}","version":1,"value":"{value}","session_id":"s1"}}"#))
+        .collect();
+    let edges: Vec<String> = (1..n)
+        .map(|i| {
+            format!(
+                r#"{{"edge_id":"e{i}","op_id":"op-1","source_full_node_id":"v{}@1","target_full_node_id":"v{i}@1","session_id":"s1"}}"#,
+                i - 1
+            )
+        })
+        .collect();
+    format!(
+        r#"{{"graph_id":"large","data":{{"nodes":[{}],"edges":[{}],"operations":[{{"op_id":"op-1","session_id":"s1"}}],"sessions":[{{"session_id":"s1"}}]}}}}"#,
+        nodes.join(","),
+        edges.join(",")
+    )
+}
+
+#[test]
+fn a_large_export_is_read_whole_and_its_errors_are_named_as_in_a_small_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("m.db");
+    ok(run(
+        dir.path(),
+        Some(&db),
+        &["import", sample().to_str().unwrap()],
+    ));
+    let before = state(dir.path(), &db);
+    let good = large_export(3000, 200);
+    assert!(good.len() > 2 << 20, "{}", good.len());
+    let cases = [
+        (
+            good.replacen(
+                r#""edge_id":"e2900","op_id":"op-1""#,
+                r#""edge_id":"e2900","op_id":7"#,
+                1,
+            ),
+            "data.edges[2899].op_id",
+            "must be a string, found a number",
+        ),
+        (
+            good.replacen(
+                r#""target_full_node_id":"v2999@1""#,
+                r#""target_full_node_id":"v3000@1""#,
+                1,
+            ),
+            "data.edges[2998].target_full_node_id",
+            "no node \"v3000@1\" in the trace",
+        ),
+        (
+            good.replacen(r#""name":"v2500","#, r#""name":"v2500",,"#, 1),
+            "data.nodes[2500]",
+            "line 1 column",
+        ),
+    ];
+    for (i, (text, path, reason)) in cases.iter().enumerate() {
+        let f = dir.path().join(format!("bad-{i}.json"));
+        std::fs::write(&f, text).unwrap();
+        let out = run(dir.path(), Some(&db), &["import", f.to_str().unwrap()]);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(err.contains(path) && err.contains(reason), "{path}: {err}");
+        assert_eq!(
+            state(dir.path(), &db),
+            before,
+            "{path} changed the database"
+        );
+    }
+    // The valid one is stored whole, and reads back as it was written.
+    let f = dir.path().join("good.json");
+    std::fs::write(&f, &good).unwrap();
+    ok(run(dir.path(), Some(&db), &["import", f.to_str().unwrap()]));
+    let traces = json(&ok(run(
+        dir.path(),
+        Some(&db),
+        &["traces", "--format", "json"],
+    )));
+    let t = traces
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["graph_id"] == "large")
+        .expect("stored");
+    assert_eq!(
+        (t["variables"].as_u64(), t["edges"].as_u64()),
+        (Some(3000), Some(2999))
+    );
+    let back = json(&ok(run(dir.path(), Some(&db), &["export", "large"])));
+    let given: serde_json::Value = serde_json::from_str(&good).unwrap();
+    assert_eq!(
+        back["data"]["nodes"][2999]["value"],
+        given["data"]["nodes"][2999]["value"]
+    );
+    assert_eq!(
+        back["data"]["edges"][1500]["source_full_node_id"],
+        "v1500@1"
+    );
+}

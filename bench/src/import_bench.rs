@@ -19,6 +19,10 @@ use memtrace_table as table;
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct StepResult {
     seconds: f64,
+    /// The child process from its start to its exit (opening, importing,
+    /// flushing and closing), measured by the parent.
+    #[serde(default)]
+    process_seconds: f64,
     peak_rss_kib: u64,
     disk_bytes: u64,
     records: u64,
@@ -46,6 +50,7 @@ fn step(which: &str, file: &Path, db: &Path, records: u64) -> Result<StepResult>
             drop(database);
             Ok(StepResult {
                 seconds,
+                process_seconds: 0.0,
                 peak_rss_kib: peak_rss_kib(),
                 disk_bytes: memtrace_storage::dir_bytes(db).map_err(memtrace::EngineError::from)?,
                 records: (c.sessions + c.variables + c.ops + c.edges) as u64,
@@ -64,6 +69,7 @@ fn step(which: &str, file: &Path, db: &Path, records: u64) -> Result<StepResult>
             drop(peer);
             Ok(StepResult {
                 seconds,
+                process_seconds: 0.0,
                 peak_rss_kib: peak_rss_kib(),
                 disk_bytes: memtrace_storage::dir_bytes(db).map_err(memtrace::EngineError::from)?,
                 records: n,
@@ -75,20 +81,53 @@ fn step(which: &str, file: &Path, db: &Path, records: u64) -> Result<StepResult>
 
 fn child(which: &str, file: &Path, db: &Path, records: u64) -> Result<StepResult> {
     let exe = std::env::current_exe().map_err(io("current executable"))?;
-    let out = Process::new(exe)
-        .args(["step", which])
+    let mut cmd = Process::new(exe);
+    cmd.args(["step", which])
         .arg(file)
         .arg(db)
-        .args(["--records", &records.to_string()])
-        .output()
-        .map_err(io("benchmark child"))?;
+        .args(["--records", &records.to_string()]);
+    timed(which, cmd)
+}
+
+/// Runs a step's process; its result, with the time from its start to its exit.
+fn timed(which: &str, mut cmd: Process) -> Result<StepResult> {
+    let start = Instant::now();
+    let out = cmd.output().map_err(io("benchmark child"))?;
+    let process_seconds = start.elapsed().as_secs_f64();
     if !out.status.success() {
         return Err(CliError::Bench(format!(
             "{which} step failed: {}",
             String::from_utf8_lossy(&out.stderr)
         )));
     }
-    Ok(serde_json::from_slice(&out.stdout)?)
+    let mut r: StepResult = serde_json::from_slice(&out.stdout)?;
+    r.process_seconds = process_seconds;
+    Ok(r)
+}
+
+/// smartcomment's own import of an export (`ExecNetwork.import_graph` of
+/// the parsed JSON, in memory: it stores nothing), as its users run it.
+const SMARTCOMMENT_IMPORT: &str = r#"
+import json, resource, sys, time
+start = time.perf_counter()
+from smartcomment.runtime.network import ExecNetwork
+with open(sys.argv[1], encoding="utf-8") as f:
+    net = ExecNetwork.import_graph(json.load(f))
+seconds = time.perf_counter() - start
+print(json.dumps({
+    "seconds": seconds,
+    "peak_rss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+    "disk_bytes": 0,
+    "records": net.node_count + net.edge_count,
+}))
+"#;
+
+/// Whether `python` can import smartcomment.
+fn has_smartcomment(python: &Path) -> bool {
+    Process::new(python)
+        .args(["-c", "import smartcomment"])
+        .output()
+        .is_ok_and(|o| o.status.success())
 }
 
 fn median(mut v: Vec<StepResult>) -> StepResult {
@@ -104,6 +143,7 @@ pub fn run(
     sessions: usize,
     runs: usize,
     dir: Option<PathBuf>,
+    python: &Path,
 ) -> Result<ExitCode> {
     if cfg!(debug_assertions) {
         eprintln!("warning: this is a debug build; figures mean little (use cargo run --release)");
@@ -135,23 +175,56 @@ pub fn run(
         counts.ops,
         counts.sessions
     );
-    let (mut ours, mut raw) = (Vec::new(), Vec::new());
+    let smartcomment = has_smartcomment(python);
+    if !smartcomment {
+        eprintln!(
+            "note: {} cannot import smartcomment; its own import is not measured (pass --python)",
+            python.display()
+        );
+    }
+    let (mut ours, mut raw, mut theirs) = (Vec::new(), Vec::new(), Vec::new());
     for i in 0..runs.max(1) {
         for (which, out) in [("memtrace", &mut ours), ("raw", &mut raw)] {
             let db = dir.join(format!("{which}-{i}.db"));
             let _ = std::fs::remove_dir_all(&db);
             let r = child(which, &file, &db, records)?;
-            eprintln!("run {}: {which} {:.2} s", i + 1, r.seconds);
+            eprintln!(
+                "run {}: {which} {:.2} s (process {:.2} s)",
+                i + 1,
+                r.seconds,
+                r.process_seconds
+            );
             out.push(r);
             let _ = std::fs::remove_dir_all(&db);
         }
+        if smartcomment {
+            let mut cmd = Process::new(python);
+            cmd.args(["-c", SMARTCOMMENT_IMPORT]).arg(&file);
+            let r = timed("smartcomment", cmd)?;
+            let expected = (counts.variables + counts.edges) as u64;
+            if r.records != expected {
+                return Err(CliError::Bench(format!(
+                    "smartcomment read {} nodes and edges, the export holds {expected}",
+                    r.records
+                )));
+            }
+            eprintln!(
+                "run {}: smartcomment {:.2} s (process {:.2} s)",
+                i + 1,
+                r.seconds,
+                r.process_seconds
+            );
+            theirs.push(r);
+        }
     }
     let (ours, raw) = (median(ours), median(raw));
+    let theirs = (!theirs.is_empty()).then(|| median(theirs));
     let mb = size as f64 / 1e6;
     let row = |name: &str, r: &StepResult| {
         vec![
             name.to_string(),
             format!("{:.2}", r.seconds),
+            format!("{:.2}", r.process_seconds),
             format!("{:.0}", records as f64 / r.seconds),
             format!("{:.1}", mb / r.seconds),
             table::bytes(r.peak_rss_kib * 1024),
@@ -160,19 +233,35 @@ pub fn run(
     };
     println!("import of a generated export: {} variables, {} edges, {} ops, {} sessions, {} of JSON; median of {} runs", counts.variables, counts.edges, counts.ops, counts.sessions, table::bytes(size), runs.max(1));
     println!();
-    println!("| step | seconds | records/s | MB/s | peak RSS | on disk |");
-    println!("|---|---:|---:|---:|---:|---:|");
-    for r in [
+    println!("| step | seconds | whole process, seconds | records/s | MB/s | peak RSS | on disk |");
+    println!("|---|---:|---:|---:|---:|---:|---:|");
+    let mut rows = vec![
         row("memtrace import (parse, validate, index, one batch)", &ours),
         row("raw RocksDB batched puts of the same bytes", &raw),
-    ] {
+    ];
+    if let Some(t) = &theirs {
+        rows.push(row(
+            "smartcomment's own import (ExecNetwork.import_graph, in memory)",
+            t,
+        ));
+    }
+    for r in rows {
         println!("| {} |", r.join(" | "));
     }
     println!();
     println!(
-        "memtrace import takes {:.2}x the time of the raw puts",
-        ours.seconds / raw.seconds
+        "memtrace import takes {:.2}x the time of the raw puts ({:.0}%); whole processes {:.2}x",
+        ours.seconds / raw.seconds,
+        100.0 * raw.seconds / ours.seconds,
+        ours.process_seconds / raw.process_seconds
     );
+    if let Some(t) = &theirs {
+        println!(
+            "smartcomment's import takes {:.1}x the time of memtrace's; whole processes {:.1}x",
+            t.seconds / ours.seconds,
+            t.process_seconds / ours.process_seconds
+        );
+    }
     let _ = std::fs::remove_file(&file);
     let _ = std::fs::remove_dir(&dir);
     Ok(ExitCode::SUCCESS)

@@ -72,6 +72,10 @@ enum BenchCommand {
         /// Working folder (default: a new folder under the system's temp folder).
         #[arg(long)]
         dir: Option<PathBuf>,
+        /// A Python with smartcomment installed: its own import of the same export is measured
+        /// as a third peer (skipped, with a note, when this Python cannot import smartcomment).
+        #[arg(long, default_value = "python3")]
+        python: PathBuf,
     },
     /// Generated sets at several scales and growth traces of known closure size: generation;
     /// import beside raw RocksDB puts; provenance, MATCH and FIND cold and warm beside SQLite
@@ -137,6 +141,7 @@ fn run(cmd: BenchCommand) -> Result<ExitCode> {
             sessions,
             runs,
             dir,
-        } => import_bench::run(variables, edges, sessions, runs, dir),
+            python,
+        } => import_bench::run(variables, edges, sessions, runs, dir, &python),
     }
 }

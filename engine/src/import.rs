@@ -16,11 +16,11 @@ use serde_json::{Map, Value};
 use memtrace_storage::records::{
     CaseRecord, Common, Counts, EdgeRecord, OpRecord, SessionRecord, Shared, TraceRecord, VarRecord,
 };
-use memtrace_storage::{content_digest, Store, TraceId};
+use memtrace_storage::{content_digest, PreparedValue, Store, TraceId};
 
 use crate::error::{EngineError, Result};
 use crate::otlp;
-use crate::parse::{self, Ctx, InCommon, Invalid, ParsedTrace, Resolved, TopSeed, Tri};
+use crate::parse::{self, Ctx, InCommon, InVar, Invalid, ParsedTrace, Resolved, TopSeed, Tri};
 use crate::pyjson;
 
 /// The name of a generated set's manifest: a file of this name in a folder
@@ -159,6 +159,10 @@ enum Input {
     Otlp(Map<String, Value>, u64),
 }
 
+/// Inputs of at least this many bytes have their digest taken on a second
+/// thread while they are parsed.
+const DIGEST_APART: usize = 1 << 20;
+
 /// Reads one JSON object from a reader: an export, parsed and validated,
 /// or an OTLP request, parsed. A UTF-8 byte order mark before it is
 /// skipped, and Python's `NaN`, `Infinity` and `-Infinity` outside strings
@@ -201,15 +205,26 @@ fn parse_reader<R: Read>(
         ));
     }
     let content = pyjson::strip_bom(&bytes);
-    let (header, data) = parse_top(content, source)?;
+    // Whitespace around the object is not content (a line's newline, a
+    // file's last one), and neither is a byte order mark. A large input's
+    // digest is taken on a second thread while it is parsed.
+    let trimmed = content.trim_ascii();
+    let (parsed, digest) = std::thread::scope(|scope| {
+        let apart =
+            (trimmed.len() >= DIGEST_APART).then(|| scope.spawn(|| content_digest(trimmed)));
+        let parsed = parse_top(content, source);
+        let digest = apart
+            .and_then(|h| h.join().ok())
+            .unwrap_or_else(|| content_digest(trimmed));
+        (parsed, digest)
+    });
+    let (header, data) = parsed?;
     if data.is_none() && otlp::is_otlp(&header) {
         return Ok(Input::Otlp(header, count.get()));
     }
     let read = Source {
         bytes: count.get(),
-        // Whitespace around the object is not content (a line's newline,
-        // a file's last one), and neither is a byte order mark.
-        digest: content_digest(content.trim_ascii()),
+        digest,
     };
     Ok(Input::Export(Box::new(checked(
         header, data, source, read, None,
@@ -219,6 +234,11 @@ fn parse_reader<R: Read>(
 /// Parses one JSON object into the export's header and `data`.
 fn parse_top(content: &[u8], source: &str) -> Result<parse::Top> {
     let text = pyjson::python_numbers(content);
+    // A well-formed export is read with its lists on two threads; anything
+    // wrong is read again by the sequential reader, which names the error.
+    if let Some(top) = parse::parse_split(&text) {
+        return Ok(top);
+    }
     let ctx = Ctx::default();
     let mut de = serde_json::Deserializer::from_slice(&text);
     let top = TopSeed(&ctx)
@@ -405,6 +425,39 @@ fn common(c: InCommon, ids: &TraceIds<'_>) -> Common {
     }
 }
 
+/// Values of fewer bytes than this, in all, are prepared on the calling
+/// thread only.
+const PREPARE_APART: usize = 1 << 20;
+
+/// Each variable's value hashed and encoded (see [`PreparedValue`]), the
+/// second half of them on a second thread when they are large.
+fn prepare_values(nodes: &[InVar]) -> Vec<Option<PreparedValue>> {
+    let prepare = |part: &[InVar]| -> Vec<Option<PreparedValue>> {
+        part.iter()
+            .map(|v| v.value.as_deref().map(PreparedValue::new))
+            .collect()
+    };
+    let bytes: usize = nodes
+        .iter()
+        .filter_map(|v| v.value.as_ref())
+        .map(String::len)
+        .sum();
+    if bytes < PREPARE_APART {
+        return prepare(nodes);
+    }
+    let (first, second) = nodes.split_at(nodes.len() / 2);
+    std::thread::scope(|scope| {
+        let apart = scope.spawn(|| prepare(second));
+        let mut out = prepare(first);
+        match apart.join() {
+            Ok(rest) => out.extend(rest),
+            // Not reached (preparing does not panic); done here instead.
+            Err(_) => out.extend(prepare(second)),
+        }
+        out
+    })
+}
+
 /// Writes a validated trace in one batch.
 fn store_trace(
     store: &Store,
@@ -440,8 +493,9 @@ fn store_trace(
             common: common(s.common, &ids),
         })?;
     }
-    for (v, session) in t.nodes.into_iter().zip(r.var_sessions) {
-        let value = v.value.as_deref().map(|x| w.stage_value(x));
+    let prepared = prepare_values(&t.nodes);
+    for ((v, session), value) in t.nodes.into_iter().zip(r.var_sessions).zip(prepared) {
+        let value = value.map(|p| w.stage_prepared(p));
         w.put_variable(&VarRecord {
             name: v.name,
             class_name: v.class_name,

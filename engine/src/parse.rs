@@ -2,11 +2,13 @@
 //! files. The reader is consumed once; records become typed values as they
 //! are read, so a large file is never held as a whole JSON tree.
 
-use std::cell::RefCell;
+use std::borrow::Cow;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::fmt;
 
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::timestamp;
@@ -133,20 +135,47 @@ pub fn json_kind(v: &Value) -> &'static str {
     }
 }
 
-/// The fields of one JSON object in their order, read without building a map.
-pub(crate) struct Fields(Vec<(String, Option<Value>)>);
+/// The fields of one JSON object in their order, read without building a
+/// map. Keys without escapes are borrowed from the input.
+pub(crate) struct Fields<'de>(Vec<(Cow<'de, str>, Option<Value>)>);
 
-impl<'de> serde::Deserialize<'de> for Fields {
-    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Fields, D::Error> {
+/// An object key, borrowed from the input when it can be.
+struct Key<'de>(Cow<'de, str>);
+
+impl<'de> serde::Deserialize<'de> for Key<'de> {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Key<'de>, D::Error> {
         struct V;
         impl<'de> Visitor<'de> for V {
-            type Value = Fields;
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a key")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Owned(v.to_string())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Owned(v)))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Fields<'de> {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Fields<'de>, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Fields<'de>;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str("a record object")
             }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Fields, A::Error> {
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Fields<'de>, A::Error> {
                 let mut out = Vec::with_capacity(map.size_hint().unwrap_or(20));
-                while let Some((k, v)) = map.next_entry::<String, Value>()? {
+                while let Some(Key(k)) = map.next_key::<Key<'de>>()? {
+                    let v: Value = map.next_value()?;
                     out.push((k, Some(v)));
                 }
                 Ok(Fields(out))
@@ -156,27 +185,55 @@ impl<'de> serde::Deserialize<'de> for Fields {
     }
 }
 
+/// Where an object is, for error messages: a path, or an item of a list
+/// (formatted only when an error names it).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum At<'a> {
+    /// A JSON path (empty for the document itself).
+    Path(&'a str),
+    /// Item `n` of the list at a path.
+    Item(&'static str, usize),
+}
+
+impl At<'_> {
+    fn is_root(&self) -> bool {
+        matches!(self, At::Path(p) if p.is_empty())
+    }
+}
+
+impl fmt::Display for At<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            At::Path(p) => f.write_str(p),
+            At::Item(list, n) => write!(f, "{list}[{n}]"),
+        }
+    }
+}
+
 /// A JSON object whose known fields are taken out one by one; what is left
 /// are the extra keys, in their order.
-pub(crate) struct Obj<'p> {
-    fields: Vec<(String, Option<Value>)>,
-    path: &'p str,
+pub(crate) struct Obj<'a> {
+    fields: Vec<(Cow<'a, str>, Option<Value>)>,
+    at: At<'a>,
     duplicate: Option<String>,
 }
 
-impl<'p> Obj<'p> {
-    pub(crate) fn new(map: Map<String, Value>, path: &'p str) -> Self {
+impl<'a> Obj<'a> {
+    pub(crate) fn new(map: Map<String, Value>, path: &'a str) -> Self {
         Obj {
-            fields: map.into_iter().map(|(k, v)| (k, Some(v))).collect(),
-            path,
+            fields: map
+                .into_iter()
+                .map(|(k, v)| (Cow::Owned(k), Some(v)))
+                .collect(),
+            at: At::Path(path),
             duplicate: None,
         }
     }
 
-    fn from_fields(fields: Fields, path: &'p str) -> Self {
+    fn from_fields(fields: Fields<'a>, at: At<'a>) -> Self {
         Obj {
             fields: fields.0,
-            path,
+            at,
             duplicate: None,
         }
     }
@@ -186,27 +243,27 @@ impl<'p> Obj<'p> {
         let mut m = Map::new();
         for (k, v) in self.fields {
             if let Some(v) = v {
-                if m.contains_key(&k) {
-                    return Err(Invalid::at(format!("{}.{k}", self.path), "appears twice"));
+                if m.contains_key(k.as_ref()) {
+                    return Err(Invalid::at(format!("{}.{k}", self.at), "appears twice"));
                 }
-                m.insert(k, v);
+                m.insert(k.into_owned(), v);
             }
         }
         Ok(m)
     }
 
     fn err(&self, key: &str, reason: impl Into<String>) -> Invalid {
-        if self.path.is_empty() {
+        if self.at.is_root() {
             Invalid::at(key, reason)
         } else {
-            Invalid::at(format!("{}.{key}", self.path), reason)
+            Invalid::at(format!("{}.{key}", self.at), reason)
         }
     }
 
     fn take(&mut self, key: &str) -> Option<Value> {
         let mut found = None;
         for (k, v) in self.fields.iter_mut() {
-            if k == key {
+            if k.as_ref() == key {
                 if found.is_some() {
                     self.duplicate = Some(key.to_string());
                 } else {
@@ -326,8 +383,43 @@ pub(crate) fn trigger_point(filename: Option<&str>, lineno: Option<i64>) -> Stri
     )
 }
 
+/// Whether `text` is what [`trigger_point`] makes of `filename` and
+/// `lineno` (compared without building it: this runs once per record).
+fn is_trigger_point(text: &str, filename: Option<&str>, lineno: Option<i64>) -> bool {
+    let Some((f, l)) = text.rsplit_once(':') else {
+        return false;
+    };
+    f == filename.unwrap_or("None")
+        && match lineno {
+            None => l == "None",
+            Some(n) => is_decimal(l, n),
+        }
+}
+
+/// Whether `text` is `n` written in decimal, as `n.to_string()` writes it.
+fn is_decimal(text: &str, n: i64) -> bool {
+    use std::io::Write;
+    let mut buf = [0u8; 24];
+    let mut w = &mut buf[..];
+    // 24 bytes hold any i64 in decimal.
+    let _ = write!(w, "{n}");
+    let len = 24 - w.len();
+    text.as_bytes() == &buf[..len]
+}
+
+/// Whether `node_id` is `{name}@{version}` (compared without building it).
+fn is_name_at_version(node_id: &str, name: &str, version: u32) -> bool {
+    node_id
+        .strip_prefix(name)
+        .and_then(|rest| rest.strip_prefix('@'))
+        .is_some_and(|v| is_decimal(v, i64::from(version)))
+}
+
 fn finish_common(mut c: InCommon, extra: Option<String>) -> InCommon {
-    if c.trigger_point.as_deref() == Some(&trigger_point(c.filename.as_deref(), c.lineno)) {
+    if c.trigger_point
+        .as_deref()
+        .is_some_and(|t| is_trigger_point(t, c.filename.as_deref(), c.lineno))
+    {
         c.trigger_point = None;
     }
     c.extra = extra;
@@ -381,7 +473,7 @@ pub(crate) fn variable(mut o: Obj<'_>) -> Result<InVar, Invalid> {
     }
     let node_id = o
         .opt_str("node_id")?
-        .filter(|n| *n != format!("{name}@{version}"));
+        .filter(|n| !is_name_at_version(n, &name, version));
     Ok(InVar {
         name,
         class_name,
@@ -439,6 +531,8 @@ pub(crate) fn edge(mut o: Obj<'_>) -> Result<InEdge, Invalid> {
 #[derive(Default)]
 pub(crate) struct Ctx {
     path: RefCell<String>,
+    /// The list item being read, when in a list (then it is the path).
+    item: Cell<Option<(&'static str, usize)>>,
     invalid: RefCell<Option<Invalid>>,
 }
 
@@ -463,7 +557,11 @@ impl Ctx {
         } else {
             e.to_string()
         };
-        Invalid::at(self.path.into_inner(), reason)
+        let path = match self.item.get() {
+            Some(item) => At::Item(item.0, item.1).to_string(),
+            None => self.path.into_inner(),
+        };
+        Invalid::at(path, reason)
     }
 }
 
@@ -473,7 +571,7 @@ pub(crate) struct TopSeed<'c>(pub &'c Ctx);
 /// What the top-level visit yields.
 pub(crate) type Top = (Map<String, Value>, Option<DataParts>);
 
-#[derive(Default)]
+#[derive(Debug, Default)]
 pub(crate) struct DataParts {
     keys: Vec<String>,
     extra: Map<String, Value>,
@@ -610,19 +708,227 @@ impl<'de, 'c, T> Visitor<'de> for ListSeed<'c, T> {
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<T>, A::Error> {
         let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0));
         loop {
-            let path = format!("{}[{}]", self.name, out.len());
-            self.ctx.set(path.clone());
-            match seq.next_element::<Fields>()? {
+            let n = out.len();
+            self.ctx.item.set(Some((self.name, n)));
+            match seq.next_element::<Fields<'de>>()? {
                 None => break,
-                Some(fields) => match (self.conv)(Obj::from_fields(fields, &path)) {
+                Some(fields) => match (self.conv)(Obj::from_fields(fields, At::Item(self.name, n)))
+                {
                     Ok(t) => out.push(t),
                     Err(inv) => return Err(self.ctx.fail(inv)),
                 },
             }
         }
+        self.ctx.item.set(None);
         self.ctx.set(self.name);
         Ok(out)
     }
+}
+
+/// Exports whose lists hold fewer bytes than this are read on the calling
+/// thread only.
+const SPLIT_BYTES: usize = 1 << 20;
+
+/// The lists of `data`, each item as its text, and its other members.
+#[derive(Default)]
+struct RawData<'de> {
+    keys: Vec<String>,
+    extra: Map<String, Value>,
+    sessions: Vec<&'de RawValue>,
+    nodes: Vec<&'de RawValue>,
+    ops: Vec<&'de RawValue>,
+    edges: Vec<&'de RawValue>,
+    annotations: Option<Vec<&'de RawValue>>,
+}
+
+/// The top-level object, its header as [`TopSeed`] makes it, with `data`'s
+/// list items kept as their text.
+struct RawTop<'de> {
+    header: Map<String, Value>,
+    data: Option<RawData<'de>>,
+}
+
+/// A key that appears twice; the sequential reader names it.
+fn twice<E: de::Error>() -> E {
+    E::custom("a key appears twice")
+}
+
+impl<'de> serde::Deserialize<'de> for RawData<'de> {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<RawData<'de>, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = RawData<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawData<'de>, A::Error> {
+                let mut out = RawData::default();
+                while let Some(key) = map.next_key::<String>()? {
+                    if out.keys.contains(&key) {
+                        return Err(twice());
+                    }
+                    match key.as_str() {
+                        "nodes" => out.nodes = map.next_value()?,
+                        "edges" => out.edges = map.next_value()?,
+                        "operations" => out.ops = map.next_value()?,
+                        "sessions" => out.sessions = map.next_value()?,
+                        "annotations" => out.annotations = Some(map.next_value()?),
+                        _ => {
+                            let v: Value = map.next_value()?;
+                            out.extra.insert(key.clone(), v);
+                        }
+                    }
+                    out.keys.push(key);
+                }
+                Ok(out)
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for RawTop<'de> {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<RawTop<'de>, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = RawTop<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a smartcomment export object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawTop<'de>, A::Error> {
+                let mut header = Map::new();
+                let mut data = None;
+                while let Some(key) = map.next_key::<String>()? {
+                    let again = if key == "data" {
+                        let again = data.is_some();
+                        data = Some(map.next_value()?);
+                        header.insert(key, Value::Null);
+                        again
+                    } else {
+                        let v: Value = map.next_value()?;
+                        header.insert(key, v).is_some()
+                    };
+                    if again {
+                        return Err(twice());
+                    }
+                }
+                Ok(RawTop { header, data })
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+/// Reads items `items` of a list, the first of them being item `first`;
+/// `None` at the first one that is not a valid record.
+fn read_items<T>(
+    items: &[&RawValue],
+    first: usize,
+    room: usize,
+    name: &'static str,
+    conv: fn(Obj<'_>) -> Result<T, Invalid>,
+) -> Option<Vec<T>> {
+    let mut out = Vec::with_capacity(room.max(items.len()));
+    for (i, raw) in items.iter().enumerate() {
+        let mut de = serde_json::Deserializer::from_str(raw.get());
+        let fields = <Fields<'_> as serde::Deserialize>::deserialize(&mut de).ok()?;
+        out.push(conv(Obj::from_fields(fields, At::Item(name, first + i))).ok()?);
+    }
+    Some(out)
+}
+
+/// The records of one share of every list.
+struct Share {
+    sessions: Vec<InSession>,
+    nodes: Vec<InVar>,
+    ops: Vec<InOp>,
+    edges: Vec<InEdge>,
+    annotations: Vec<Map<String, Value>>,
+}
+
+/// Reads share `part` of `parts` of every list (item ranges of about
+/// equal length, so every share has about the same work).
+fn read_share(d: &RawData<'_>, part: usize, parts: usize) -> Option<Share> {
+    fn range<'a, 'de>(
+        items: &'a [&'de RawValue],
+        part: usize,
+        parts: usize,
+    ) -> (&'a [&'de RawValue], usize) {
+        let from = items.len() * part / parts;
+        let to = items.len() * (part + 1) / parts;
+        (&items[from..to], from)
+    }
+    fn share<T>(
+        items: &[&RawValue],
+        part: usize,
+        parts: usize,
+        name: &'static str,
+        conv: fn(Obj<'_>) -> Result<T, Invalid>,
+    ) -> Option<Vec<T>> {
+        let (share, first) = range(items, part, parts);
+        // The first share has room for the whole list, so that the others
+        // are appended to it without moving it.
+        let room = if part == 0 { items.len() } else { 0 };
+        read_items(share, first, room, name, conv)
+    }
+    Some(Share {
+        sessions: share(&d.sessions, part, parts, "data.sessions", session)?,
+        nodes: share(&d.nodes, part, parts, "data.nodes", variable)?,
+        ops: share(&d.ops, part, parts, "data.operations", op)?,
+        edges: share(&d.edges, part, parts, "data.edges", edge)?,
+        annotations: match &d.annotations {
+            Some(a) => share(a, part, parts, "data.annotations", |o: Obj<'_>| {
+                o.into_map()
+            })?,
+            None => Vec::new(),
+        },
+    })
+}
+
+/// Reads an export as [`TopSeed`] does, in two passes: the first finds
+/// where each record of `data`'s lists is, the second reads the records,
+/// half of each list on a second thread when the lists are large. `None`
+/// when anything is wrong with the input: the sequential reader then reads
+/// it again and names the first error exactly, as before.
+pub(crate) fn parse_split(text: &[u8]) -> Option<Top> {
+    let top: RawTop<'_> = serde_json::from_slice(text).ok()?;
+    let Some(raw) = top.data else {
+        return Some((top.header, None));
+    };
+    let bytes: usize = [&raw.nodes, &raw.edges, &raw.ops]
+        .iter()
+        .flat_map(|l| l.first().zip(l.last()))
+        .map(|(a, b)| b.get().as_ptr() as usize + b.get().len() - a.get().as_ptr() as usize)
+        .sum();
+    let (first, second) = if bytes >= SPLIT_BYTES {
+        std::thread::scope(|scope| {
+            let second = scope.spawn(|| read_share(&raw, 1, 2));
+            let first = read_share(&raw, 0, 2);
+            (first, second.join().ok().flatten())
+        })
+    } else {
+        (read_share(&raw, 0, 1), None)
+    };
+    let mut first = first?;
+    if let Some(second) = second {
+        first.sessions.extend(second.sessions);
+        first.nodes.extend(second.nodes);
+        first.ops.extend(second.ops);
+        first.edges.extend(second.edges);
+        first.annotations.extend(second.annotations);
+    } else if bytes >= SPLIT_BYTES {
+        return None;
+    }
+    let parts = DataParts {
+        keys: raw.keys,
+        extra: raw.extra,
+        sessions: first.sessions,
+        nodes: first.nodes,
+        ops: first.ops,
+        edges: first.edges,
+        annotations: raw.annotations.map(|_| first.annotations),
+    };
+    Some((top.header, Some(parts)))
 }
 
 /// Checks the header and assembles the parsed trace.
@@ -652,12 +958,15 @@ pub(crate) fn assemble(
     })
 }
 
-fn index<'a, I: Iterator<Item = &'a str>>(
+/// A map from a list's ids to their positions.
+type IdIndex<'a> = HashMap<&'a str, u32, foldhash::fast::RandomState>;
+
+fn index<'a, I: ExactSizeIterator<Item = &'a str>>(
     ids: I,
     list: &str,
     field: &str,
-) -> Result<HashMap<&'a str, u32>, Invalid> {
-    let mut map = HashMap::new();
+) -> Result<IdIndex<'a>, Invalid> {
+    let mut map = IdIndex::with_capacity_and_hasher(ids.len(), Default::default());
     for (i, id) in ids.enumerate() {
         if let Some(first) = map.insert(id, i as u32) {
             return Err(Invalid::at(
@@ -848,6 +1157,151 @@ mod tests {
         format!(
             r#"{{"graph_id":"g","data":{{"nodes":[{nodes}],"edges":[{edges}],"operations":[{{"op_id":"op-1","session_id":"s1"}}],"sessions":[{{"session_id":"s1"}}]}}}}"#
         )
+    }
+
+    /// The sequential reader's result, or its error.
+    fn sequential(text: &str) -> Result<Top, Invalid> {
+        let ctx = Ctx::default();
+        let mut de = serde_json::Deserializer::from_str(text);
+        TopSeed(&ctx)
+            .deserialize(&mut de)
+            .map_err(|e| ctx.into_invalid(e))
+    }
+
+    /// An export of `n` variables in a chain, each with `pad` escaped
+    /// newlines of value, a recorded trigger point, an extra key and, for
+    /// the first, a key written with an escape; annotations and an extra
+    /// member of `data` too.
+    fn chain(n: usize, pad: usize) -> String {
+        let value = "x\\n".repeat(pad);
+        let nodes: Vec<String> = (0..n)
+            .map(|i| {
+                let class = if i == 0 { r#""class_\u006eame""# } else { r#""class_name""# };
+                format!(
+                    r#"{{"name":"v{i}",{class}:"c","version":1,"value":"{value}","session_id":"s1","filename":"a.py","lineno":{i},"trigger_point":"a.py:{i}","node_id":"v{i}@1","more":[1,2.50,{{"k":null}}]}}"#
+                )
+            })
+            .collect();
+        let edges: Vec<String> = (1..n)
+            .map(|i| {
+                format!(
+                    r#"{{"edge_id":"e{i}","op_id":"op-{}","source_full_node_id":"c:v{}@1","target_full_node_id":"c:v{i}@1","session_id":"s1"}}"#,
+                    i % 7,
+                    i - 1
+                )
+            })
+            .collect();
+        let ops: Vec<String> = (0..7)
+            .map(|i| format!(r#"{{"op_id":"op-{i}","op_name":"step","session_id":"s1","lineno":3,"trigger_point":"None:3"}}"#))
+            .collect();
+        format!(
+            r#"{{"graph_id":"g","user_id":null,"data":{{"nodes":[{}],"edges":[{}],"version":2,"operations":[{}],"sessions":[{{"session_id":"s1"}}],"annotations":[{{"query_id":"c:v1@1","final_op_id":"op-1"}}]}},"tail":true}}"#,
+            nodes.join(","),
+            edges.join(","),
+            ops.join(",")
+        )
+    }
+
+    #[test]
+    fn the_split_reader_reads_what_the_sequential_one_reads() {
+        // Small (one thread) and large (two threads: over SPLIT_BYTES).
+        for (n, pad) in [(3, 1), (40, 0), (3000, 200)] {
+            let text = chain(n, pad);
+            assert_eq!(text.len() >= SPLIT_BYTES, n == 3000, "{}", text.len());
+            let split = parse_split(text.as_bytes()).expect("a valid export");
+            let seq = sequential(&text).unwrap();
+            assert_eq!(format!("{split:?}"), format!("{seq:?}"));
+            let t = assemble(split.0, split.1).unwrap();
+            validate(&t).unwrap();
+            assert_eq!((t.nodes.len(), t.edges.len()), (n, n - 1));
+            assert_eq!(t.nodes[n - 1].full_node_id, format!("c:v{}@1", n - 1));
+            // The recorded trigger point and node id are what smartcomment
+            // computes, so they are not kept.
+            assert!(t.nodes[1].common.trigger_point.is_none());
+            assert!(t.nodes[1].node_id.is_none());
+        }
+        let text = doc(NODE, "");
+        let split = parse_split(text.as_bytes()).unwrap();
+        assert_eq!(
+            format!("{split:?}"),
+            format!("{:?}", sequential(&text).unwrap())
+        );
+        // No `data` at all.
+        let split = parse_split(br#"{"graph_id":"g"}"#).unwrap();
+        assert!(split.1.is_none());
+    }
+
+    #[test]
+    fn the_split_reader_leaves_every_error_to_the_sequential_one() {
+        let big = chain(3000, 200);
+        let cases = [
+            // A wrong type deep in the second half of a large list.
+            (
+                big.replacen(
+                    r#""edge_id":"e2900","op_id":"op-2""#,
+                    r#""edge_id":"e2900","op_id":2"#,
+                    1,
+                ),
+                "data.edges[2899].op_id",
+            ),
+            // A syntax error in a record.
+            (
+                big.replacen(r#""name":"v2500","#, r#""name":"v2500",,"#, 1),
+                "data.nodes[2500]",
+            ),
+            // A key twice: in a record, in `data`, at the top.
+            (
+                big.replacen(r#""name":"v7","#, r#""name":"v7","name":"v7","#, 1),
+                "data.nodes[7].name",
+            ),
+            (
+                big.replacen(r#""version":2,"#, r#""nodes":[],"#, 1),
+                "data.nodes",
+            ),
+            (
+                big.replacen(r#""tail":true"#, r#""graph_id":"h""#, 1),
+                "graph_id",
+            ),
+            (
+                doc(r#"{"name":"a","version":"1"}"#, ""),
+                "data.nodes[0].version",
+            ),
+            (doc(NODE, "").replace('}', ""), "data.nodes[0]"),
+            ("[]".to_string(), "$"),
+        ];
+        for (text, path) in cases {
+            assert!(parse_split(text.as_bytes()).is_none(), "{path}");
+            let e = sequential(&text)
+                .map_err(|e| e.path)
+                .and_then(|(h, d)| assemble(h, d).map_err(|e| e.path))
+                .map(|_| ())
+                .unwrap_err();
+            assert_eq!(e, path);
+        }
+    }
+
+    #[test]
+    fn trigger_points_and_node_ids_are_compared_without_being_built() {
+        for (file, line) in [
+            (Some("a.py"), Some(12)),
+            (None, None),
+            (Some("C:\\x:y.py"), Some(-3)),
+            (Some("b"), None),
+        ] {
+            let made = trigger_point(file, line);
+            assert!(is_trigger_point(&made, file, line), "{made}");
+            assert!(!is_trigger_point(&format!("{made}0"), file, line));
+            assert!(!is_trigger_point(&format!("x{made}"), file, line));
+        }
+        assert!(!is_trigger_point("a.py:012", Some("a.py"), Some(12)));
+        assert!(!is_trigger_point("a.py", Some("a.py"), None));
+        assert!(is_decimal("-9223372036854775808", i64::MIN));
+        assert!(is_decimal("0", 0) && !is_decimal("", 0) && !is_decimal("+1", 1));
+        assert!(is_name_at_version("x@3", "x", 3));
+        assert!(is_name_at_version("a@b@10", "a@b", 10));
+        assert!(!is_name_at_version("x@3", "x", 30));
+        assert!(!is_name_at_version("x3", "x", 3));
+        assert!(!is_name_at_version("y@3", "x", 3));
     }
 
     #[test]

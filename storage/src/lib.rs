@@ -33,3 +33,4 @@ pub use store::{
     cf, content_digest, dir_bytes, ReadView, Store, StoreOptions, TraceWriter,
     OLDEST_SCHEMA_VERSION, SCHEMA_VERSION,
 };
+pub use values::PreparedValue;

@@ -20,7 +20,7 @@ use crate::records::{
     decode, encode, AttributionRecord, CaseRecord, Counts, EdgeRecord, LogEvent, OpRecord,
     PatternRecord, SessionRecord, TraceRecord, ValueRef, VarRecord,
 };
-use crate::values::{decode_value, encode_value, hex, value_ref};
+use crate::values::{decode_value, encode_value, hex, value_ref, PreparedValue};
 
 /// The schema version this build writes and reads.
 pub const SCHEMA_VERSION: u32 = 2;
@@ -946,6 +946,14 @@ impl<'s> TraceWriter<'s> {
         self.pending_values
             .entry(r.hash)
             .or_insert_with(|| encode_value(value));
+        r
+    }
+
+    /// [`stage_value`](Self::stage_value) for a value hashed and encoded
+    /// beforehand.
+    pub fn stage_prepared(&mut self, value: PreparedValue) -> ValueRef {
+        let (r, payload) = value.into_parts();
+        self.pending_values.entry(r.hash).or_insert(payload);
         r
     }
 

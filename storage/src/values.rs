@@ -70,6 +70,35 @@ pub fn decode_value(payload: &[u8]) -> Result<String, StorageError> {
     String::from_utf8(bytes).map_err(|e| bad(e.to_string()))
 }
 
+/// A value hashed and encoded ahead of its trace's write (both take time
+/// in proportion to its length, and values can be prepared on several
+/// threads at once); see [`TraceWriter::stage_prepared`](crate::TraceWriter::stage_prepared).
+#[derive(Debug, Clone)]
+pub struct PreparedValue {
+    r: ValueRef,
+    payload: Vec<u8>,
+}
+
+impl PreparedValue {
+    /// Hashes and encodes `value`, as [`value_ref`] and [`encode_value`] do.
+    pub fn new(value: &str) -> PreparedValue {
+        PreparedValue {
+            r: value_ref(value),
+            payload: encode_value(value),
+        }
+    }
+
+    /// The reference the value is stored under.
+    pub fn value_ref(&self) -> &ValueRef {
+        &self.r
+    }
+
+    /// The reference and the encoded payload.
+    pub(crate) fn into_parts(self) -> (ValueRef, Vec<u8>) {
+        (self.r, self.payload)
+    }
+}
+
 /// Hex form of a hash, for messages.
 pub fn hex(hash: &[u8; 32]) -> String {
     hash.iter().map(|b| format!("{b:02x}")).collect()
@@ -84,6 +113,15 @@ mod tests {
         #[test]
         fn values_round_trip(s in ".*") {
             prop_assert_eq!(decode_value(&encode_value(&s)).unwrap(), s);
+        }
+
+        #[test]
+        fn prepared_values_match_the_one_step_encoding(s in ".*") {
+            let p = PreparedValue::new(&s);
+            prop_assert_eq!(p.value_ref(), &value_ref(&s));
+            let (r, payload) = p.into_parts();
+            prop_assert_eq!(r, value_ref(&s));
+            prop_assert_eq!(decode_value(&payload).unwrap(), s);
         }
 
         #[test]
