@@ -236,7 +236,7 @@ fn parse_top(content: &[u8], source: &str) -> Result<parse::Top> {
     let text = pyjson::python_numbers(content);
     // A well-formed export is read with its lists on two threads; anything
     // wrong is read again by the sequential reader, which names the error.
-    if let Some(top) = parse::parse_split(&text) {
+    if let Some(top) = crate::split::parse_split(&text) {
         return Ok(top);
     }
     let ctx = Ctx::default();

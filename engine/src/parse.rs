@@ -8,7 +8,6 @@ use std::collections::HashMap;
 use std::fmt;
 
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
-use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::timestamp;
@@ -140,7 +139,7 @@ pub fn json_kind(v: &Value) -> &'static str {
 pub(crate) struct Fields<'de>(Vec<(Cow<'de, str>, Option<Value>)>);
 
 /// An object key, borrowed from the input when it can be.
-struct Key<'de>(Cow<'de, str>);
+pub(crate) struct Key<'de>(pub(crate) Cow<'de, str>);
 
 impl<'de> serde::Deserialize<'de> for Key<'de> {
     fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Key<'de>, D::Error> {
@@ -408,14 +407,14 @@ fn is_decimal(text: &str, n: i64) -> bool {
 }
 
 /// Whether `node_id` is `{name}@{version}` (compared without building it).
-fn is_name_at_version(node_id: &str, name: &str, version: u32) -> bool {
+pub(crate) fn is_name_at_version(node_id: &str, name: &str, version: u32) -> bool {
     node_id
         .strip_prefix(name)
         .and_then(|rest| rest.strip_prefix('@'))
         .is_some_and(|v| is_decimal(v, i64::from(version)))
 }
 
-fn finish_common(mut c: InCommon, extra: Option<String>) -> InCommon {
+pub(crate) fn finish_common(mut c: InCommon, extra: Option<String>) -> InCommon {
     if c.trigger_point
         .as_deref()
         .is_some_and(|t| is_trigger_point(t, c.filename.as_deref(), c.lineno))
@@ -573,13 +572,13 @@ pub(crate) type Top = (Map<String, Value>, Option<DataParts>);
 
 #[derive(Debug, Default)]
 pub(crate) struct DataParts {
-    keys: Vec<String>,
-    extra: Map<String, Value>,
-    sessions: Vec<InSession>,
-    nodes: Vec<InVar>,
-    ops: Vec<InOp>,
-    edges: Vec<InEdge>,
-    annotations: Option<Vec<Map<String, Value>>>,
+    pub keys: Vec<String>,
+    pub extra: Map<String, Value>,
+    pub sessions: Vec<InSession>,
+    pub nodes: Vec<InVar>,
+    pub ops: Vec<InOp>,
+    pub edges: Vec<InEdge>,
+    pub annotations: Option<Vec<Map<String, Value>>>,
 }
 
 impl<'de, 'c> DeserializeSeed<'de> for TopSeed<'c> {
@@ -723,212 +722,6 @@ impl<'de, 'c, T> Visitor<'de> for ListSeed<'c, T> {
         self.ctx.set(self.name);
         Ok(out)
     }
-}
-
-/// Exports whose lists hold fewer bytes than this are read on the calling
-/// thread only.
-const SPLIT_BYTES: usize = 1 << 20;
-
-/// The lists of `data`, each item as its text, and its other members.
-#[derive(Default)]
-struct RawData<'de> {
-    keys: Vec<String>,
-    extra: Map<String, Value>,
-    sessions: Vec<&'de RawValue>,
-    nodes: Vec<&'de RawValue>,
-    ops: Vec<&'de RawValue>,
-    edges: Vec<&'de RawValue>,
-    annotations: Option<Vec<&'de RawValue>>,
-}
-
-/// The top-level object, its header as [`TopSeed`] makes it, with `data`'s
-/// list items kept as their text.
-struct RawTop<'de> {
-    header: Map<String, Value>,
-    data: Option<RawData<'de>>,
-}
-
-/// A key that appears twice; the sequential reader names it.
-fn twice<E: de::Error>() -> E {
-    E::custom("a key appears twice")
-}
-
-impl<'de> serde::Deserialize<'de> for RawData<'de> {
-    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<RawData<'de>, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = RawData<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("an object")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawData<'de>, A::Error> {
-                let mut out = RawData::default();
-                while let Some(key) = map.next_key::<String>()? {
-                    if out.keys.contains(&key) {
-                        return Err(twice());
-                    }
-                    match key.as_str() {
-                        "nodes" => out.nodes = map.next_value()?,
-                        "edges" => out.edges = map.next_value()?,
-                        "operations" => out.ops = map.next_value()?,
-                        "sessions" => out.sessions = map.next_value()?,
-                        "annotations" => out.annotations = Some(map.next_value()?),
-                        _ => {
-                            let v: Value = map.next_value()?;
-                            out.extra.insert(key.clone(), v);
-                        }
-                    }
-                    out.keys.push(key);
-                }
-                Ok(out)
-            }
-        }
-        d.deserialize_map(V)
-    }
-}
-
-impl<'de> serde::Deserialize<'de> for RawTop<'de> {
-    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<RawTop<'de>, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = RawTop<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a smartcomment export object")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawTop<'de>, A::Error> {
-                let mut header = Map::new();
-                let mut data = None;
-                while let Some(key) = map.next_key::<String>()? {
-                    let again = if key == "data" {
-                        let again = data.is_some();
-                        data = Some(map.next_value()?);
-                        header.insert(key, Value::Null);
-                        again
-                    } else {
-                        let v: Value = map.next_value()?;
-                        header.insert(key, v).is_some()
-                    };
-                    if again {
-                        return Err(twice());
-                    }
-                }
-                Ok(RawTop { header, data })
-            }
-        }
-        d.deserialize_map(V)
-    }
-}
-
-/// Reads items `items` of a list, the first of them being item `first`;
-/// `None` at the first one that is not a valid record.
-fn read_items<T>(
-    items: &[&RawValue],
-    first: usize,
-    room: usize,
-    name: &'static str,
-    conv: fn(Obj<'_>) -> Result<T, Invalid>,
-) -> Option<Vec<T>> {
-    let mut out = Vec::with_capacity(room.max(items.len()));
-    for (i, raw) in items.iter().enumerate() {
-        let mut de = serde_json::Deserializer::from_str(raw.get());
-        let fields = <Fields<'_> as serde::Deserialize>::deserialize(&mut de).ok()?;
-        out.push(conv(Obj::from_fields(fields, At::Item(name, first + i))).ok()?);
-    }
-    Some(out)
-}
-
-/// The records of one share of every list.
-struct Share {
-    sessions: Vec<InSession>,
-    nodes: Vec<InVar>,
-    ops: Vec<InOp>,
-    edges: Vec<InEdge>,
-    annotations: Vec<Map<String, Value>>,
-}
-
-/// Reads share `part` of `parts` of every list (item ranges of about
-/// equal length, so every share has about the same work).
-fn read_share(d: &RawData<'_>, part: usize, parts: usize) -> Option<Share> {
-    fn range<'a, 'de>(
-        items: &'a [&'de RawValue],
-        part: usize,
-        parts: usize,
-    ) -> (&'a [&'de RawValue], usize) {
-        let from = items.len() * part / parts;
-        let to = items.len() * (part + 1) / parts;
-        (&items[from..to], from)
-    }
-    fn share<T>(
-        items: &[&RawValue],
-        part: usize,
-        parts: usize,
-        name: &'static str,
-        conv: fn(Obj<'_>) -> Result<T, Invalid>,
-    ) -> Option<Vec<T>> {
-        let (share, first) = range(items, part, parts);
-        // The first share has room for the whole list, so that the others
-        // are appended to it without moving it.
-        let room = if part == 0 { items.len() } else { 0 };
-        read_items(share, first, room, name, conv)
-    }
-    Some(Share {
-        sessions: share(&d.sessions, part, parts, "data.sessions", session)?,
-        nodes: share(&d.nodes, part, parts, "data.nodes", variable)?,
-        ops: share(&d.ops, part, parts, "data.operations", op)?,
-        edges: share(&d.edges, part, parts, "data.edges", edge)?,
-        annotations: match &d.annotations {
-            Some(a) => share(a, part, parts, "data.annotations", |o: Obj<'_>| {
-                o.into_map()
-            })?,
-            None => Vec::new(),
-        },
-    })
-}
-
-/// Reads an export as [`TopSeed`] does, in two passes: the first finds
-/// where each record of `data`'s lists is, the second reads the records,
-/// half of each list on a second thread when the lists are large. `None`
-/// when anything is wrong with the input: the sequential reader then reads
-/// it again and names the first error exactly, as before.
-pub(crate) fn parse_split(text: &[u8]) -> Option<Top> {
-    let top: RawTop<'_> = serde_json::from_slice(text).ok()?;
-    let Some(raw) = top.data else {
-        return Some((top.header, None));
-    };
-    let bytes: usize = [&raw.nodes, &raw.edges, &raw.ops]
-        .iter()
-        .flat_map(|l| l.first().zip(l.last()))
-        .map(|(a, b)| b.get().as_ptr() as usize + b.get().len() - a.get().as_ptr() as usize)
-        .sum();
-    let (first, second) = if bytes >= SPLIT_BYTES {
-        std::thread::scope(|scope| {
-            let second = scope.spawn(|| read_share(&raw, 1, 2));
-            let first = read_share(&raw, 0, 2);
-            (first, second.join().ok().flatten())
-        })
-    } else {
-        (read_share(&raw, 0, 1), None)
-    };
-    let mut first = first?;
-    if let Some(second) = second {
-        first.sessions.extend(second.sessions);
-        first.nodes.extend(second.nodes);
-        first.ops.extend(second.ops);
-        first.edges.extend(second.edges);
-        first.annotations.extend(second.annotations);
-    } else if bytes >= SPLIT_BYTES {
-        return None;
-    }
-    let parts = DataParts {
-        keys: raw.keys,
-        extra: raw.extra,
-        sessions: first.sessions,
-        nodes: first.nodes,
-        ops: first.ops,
-        edges: first.edges,
-        annotations: raw.annotations.map(|_| first.annotations),
-    };
-    Some((top.header, Some(parts)))
 }
 
 /// Checks the header and assembles the parsed trace.
@@ -1157,127 +950,6 @@ mod tests {
         format!(
             r#"{{"graph_id":"g","data":{{"nodes":[{nodes}],"edges":[{edges}],"operations":[{{"op_id":"op-1","session_id":"s1"}}],"sessions":[{{"session_id":"s1"}}]}}}}"#
         )
-    }
-
-    /// The sequential reader's result, or its error.
-    fn sequential(text: &str) -> Result<Top, Invalid> {
-        let ctx = Ctx::default();
-        let mut de = serde_json::Deserializer::from_str(text);
-        TopSeed(&ctx)
-            .deserialize(&mut de)
-            .map_err(|e| ctx.into_invalid(e))
-    }
-
-    /// An export of `n` variables in a chain, each with `pad` escaped
-    /// newlines of value, a recorded trigger point, an extra key and, for
-    /// the first, a key written with an escape; annotations and an extra
-    /// member of `data` too.
-    fn chain(n: usize, pad: usize) -> String {
-        let value = "x\\n".repeat(pad);
-        let nodes: Vec<String> = (0..n)
-            .map(|i| {
-                let class = if i == 0 { r#""class_\u006eame""# } else { r#""class_name""# };
-                format!(
-                    r#"{{"name":"v{i}",{class}:"c","version":1,"value":"{value}","session_id":"s1","filename":"a.py","lineno":{i},"trigger_point":"a.py:{i}","node_id":"v{i}@1","more":[1,2.50,{{"k":null}}]}}"#
-                )
-            })
-            .collect();
-        let edges: Vec<String> = (1..n)
-            .map(|i| {
-                format!(
-                    r#"{{"edge_id":"e{i}","op_id":"op-{}","source_full_node_id":"c:v{}@1","target_full_node_id":"c:v{i}@1","session_id":"s1"}}"#,
-                    i % 7,
-                    i - 1
-                )
-            })
-            .collect();
-        let ops: Vec<String> = (0..7)
-            .map(|i| format!(r#"{{"op_id":"op-{i}","op_name":"step","session_id":"s1","lineno":3,"trigger_point":"None:3"}}"#))
-            .collect();
-        format!(
-            r#"{{"graph_id":"g","user_id":null,"data":{{"nodes":[{}],"edges":[{}],"version":2,"operations":[{}],"sessions":[{{"session_id":"s1"}}],"annotations":[{{"query_id":"c:v1@1","final_op_id":"op-1"}}]}},"tail":true}}"#,
-            nodes.join(","),
-            edges.join(","),
-            ops.join(",")
-        )
-    }
-
-    #[test]
-    fn the_split_reader_reads_what_the_sequential_one_reads() {
-        // Small (one thread) and large (two threads: over SPLIT_BYTES).
-        for (n, pad) in [(3, 1), (40, 0), (3000, 200)] {
-            let text = chain(n, pad);
-            assert_eq!(text.len() >= SPLIT_BYTES, n == 3000, "{}", text.len());
-            let split = parse_split(text.as_bytes()).expect("a valid export");
-            let seq = sequential(&text).unwrap();
-            assert_eq!(format!("{split:?}"), format!("{seq:?}"));
-            let t = assemble(split.0, split.1).unwrap();
-            validate(&t).unwrap();
-            assert_eq!((t.nodes.len(), t.edges.len()), (n, n - 1));
-            assert_eq!(t.nodes[n - 1].full_node_id, format!("c:v{}@1", n - 1));
-            // The recorded trigger point and node id are what smartcomment
-            // computes, so they are not kept.
-            assert!(t.nodes[1].common.trigger_point.is_none());
-            assert!(t.nodes[1].node_id.is_none());
-        }
-        let text = doc(NODE, "");
-        let split = parse_split(text.as_bytes()).unwrap();
-        assert_eq!(
-            format!("{split:?}"),
-            format!("{:?}", sequential(&text).unwrap())
-        );
-        // No `data` at all.
-        let split = parse_split(br#"{"graph_id":"g"}"#).unwrap();
-        assert!(split.1.is_none());
-    }
-
-    #[test]
-    fn the_split_reader_leaves_every_error_to_the_sequential_one() {
-        let big = chain(3000, 200);
-        let cases = [
-            // A wrong type deep in the second half of a large list.
-            (
-                big.replacen(
-                    r#""edge_id":"e2900","op_id":"op-2""#,
-                    r#""edge_id":"e2900","op_id":2"#,
-                    1,
-                ),
-                "data.edges[2899].op_id",
-            ),
-            // A syntax error in a record.
-            (
-                big.replacen(r#""name":"v2500","#, r#""name":"v2500",,"#, 1),
-                "data.nodes[2500]",
-            ),
-            // A key twice: in a record, in `data`, at the top.
-            (
-                big.replacen(r#""name":"v7","#, r#""name":"v7","name":"v7","#, 1),
-                "data.nodes[7].name",
-            ),
-            (
-                big.replacen(r#""version":2,"#, r#""nodes":[],"#, 1),
-                "data.nodes",
-            ),
-            (
-                big.replacen(r#""tail":true"#, r#""graph_id":"h""#, 1),
-                "graph_id",
-            ),
-            (
-                doc(r#"{"name":"a","version":"1"}"#, ""),
-                "data.nodes[0].version",
-            ),
-            (doc(NODE, "").replace('}', ""), "data.nodes[0]"),
-            ("[]".to_string(), "$"),
-        ];
-        for (text, path) in cases {
-            assert!(parse_split(text.as_bytes()).is_none(), "{path}");
-            let e = sequential(&text)
-                .map_err(|e| e.path)
-                .and_then(|(h, d)| assemble(h, d).map_err(|e| e.path))
-                .map(|_| ())
-                .unwrap_err();
-            assert_eq!(e, path);
-        }
     }
 
     #[test]
