@@ -20,7 +20,9 @@ use memtrace_storage::{content_digest, PreparedValue, Store, TraceId};
 
 use crate::error::{EngineError, Result};
 use crate::otlp;
-use crate::parse::{self, Ctx, InCommon, InVar, Invalid, ParsedTrace, Resolved, TopSeed, Tri};
+use crate::parse::{
+    self, Ctx, InCommon, InVar, Invalid, ParsedTrace, Parts, Resolved, TopSeed, Tri,
+};
 use crate::pyjson;
 
 /// The name of a generated set's manifest: a file of this name in a folder
@@ -193,7 +195,13 @@ fn parse_reader<R: Read>(
             path: source.to_string(),
             source: e,
         })?;
-    if pyjson::utf16_bom(&bytes) {
+    parse_bytes(&bytes, source, count.get())
+}
+
+/// Reads one JSON object from the whole of an input, `read` bytes long
+/// (see [`parse_reader`]).
+fn parse_bytes(bytes: &[u8], source: &str, read: u64) -> Result<Input> {
+    if pyjson::utf16_bom(bytes) {
         return Err(invalid(
             source,
             Invalid {
@@ -204,7 +212,7 @@ fn parse_reader<R: Read>(
             },
         ));
     }
-    let content = pyjson::strip_bom(&bytes);
+    let content = pyjson::strip_bom(bytes);
     // Whitespace around the object is not content (a line's newline, a
     // file's last one), and neither is a byte order mark. A large input's
     // digest is taken on a second thread while it is parsed.
@@ -220,10 +228,10 @@ fn parse_reader<R: Read>(
     });
     let (header, data) = parsed?;
     if data.is_none() && otlp::is_otlp(&header) {
-        return Ok(Input::Otlp(header, count.get()));
+        return Ok(Input::Otlp(header, read));
     }
     let read = Source {
-        bytes: count.get(),
+        bytes: read,
         digest,
     };
     Ok(Input::Export(Box::new(checked(
@@ -322,7 +330,12 @@ fn read_traces<R: Read>(
     size_hint: usize,
     progress: Option<&mut dyn FnMut(Progress)>,
 ) -> Result<Vec<Ready>> {
-    match parse_reader(reader, source, size_hint, progress)? {
+    traces_of(parse_reader(reader, source, size_hint, progress)?, source)
+}
+
+/// The traces of one input read.
+fn traces_of(input: Input, source: &str) -> Result<Vec<Ready>> {
+    match input {
         Input::Export(r) => Ok(vec![*r]),
         Input::Otlp(doc, bytes) => otlp_traces(vec![(source.to_string(), doc)], bytes, source),
     }
@@ -429,9 +442,9 @@ fn common(c: InCommon, ids: &TraceIds<'_>) -> Common {
 /// thread only.
 const PREPARE_APART: usize = 1 << 20;
 
-/// Each variable's value hashed and encoded (see [`PreparedValue`]), the
-/// second half of them on a second thread when they are large.
-fn prepare_values(nodes: &[InVar]) -> Vec<Option<PreparedValue>> {
+/// Each variable's value hashed and encoded (see [`PreparedValue`]), each
+/// part of the list on its own thread when the values are large.
+fn prepare_values(nodes: &Parts<InVar>) -> Vec<Option<PreparedValue>> {
     let prepare = |part: &[InVar]| -> Vec<Option<PreparedValue>> {
         part.iter()
             .map(|v| v.value.as_deref().map(PreparedValue::new))
@@ -442,17 +455,22 @@ fn prepare_values(nodes: &[InVar]) -> Vec<Option<PreparedValue>> {
         .filter_map(|v| v.value.as_ref())
         .map(String::len)
         .sum();
-    if bytes < PREPARE_APART {
-        return prepare(nodes);
+    let parts = nodes.parts();
+    if bytes < PREPARE_APART || parts.len() < 2 {
+        return parts.iter().flat_map(|p| prepare(p)).collect();
     }
-    let (first, second) = nodes.split_at(nodes.len() / 2);
     std::thread::scope(|scope| {
-        let apart = scope.spawn(|| prepare(second));
-        let mut out = prepare(first);
-        match apart.join() {
-            Ok(rest) => out.extend(rest),
-            // Not reached (preparing does not panic); done here instead.
-            Err(_) => out.extend(prepare(second)),
+        let apart: Vec<_> = parts[1..]
+            .iter()
+            .map(|p| scope.spawn(move || prepare(p)))
+            .collect();
+        let mut out = prepare(&parts[0]);
+        for (handle, part) in apart.into_iter().zip(&parts[1..]) {
+            match handle.join() {
+                Ok(rest) => out.extend(rest),
+                // Not reached (preparing does not panic); done here instead.
+                Err(_) => out.extend(prepare(part)),
+            }
         }
         out
     })
@@ -822,8 +840,26 @@ fn parse_json_file(path: &Path) -> ParsedFile {
         source: e,
     })?;
     let size = file_len(&file);
+    if size >= MAP_BYTES {
+        // A large file is read where the kernel keeps it (its page cache)
+        // instead of being copied into fresh memory, which the kernel
+        // would first fill with zeros: that took a tenth of a large
+        // import. (Were the file cut short while it is read, the process
+        // would stop with SIGBUS before anything of it is written.)
+        //
+        // SAFETY: the map is read-only and private, and lives only while
+        // the file is parsed; the bytes are checked as UTF-8 JSON as they
+        // are read, and nothing here relies on them staying unchanged.
+        if let Ok(map) = unsafe { memmap2::MmapOptions::new().populate().map(&file) } {
+            return traces_of(parse_bytes(&map, &source, map.len() as u64)?, &source);
+        }
+    }
     read_traces(file, &source, size, None)
 }
+
+/// JSON files of at least this many bytes are mapped into memory to be
+/// read, not copied.
+const MAP_BYTES: usize = 1 << 20;
 
 /// A file's length, as a size hint for reading it whole (0 when unknown).
 fn file_len(file: &File) -> usize {

@@ -93,6 +93,60 @@ pub(crate) struct InEdge {
     pub common: InCommon,
 }
 
+/// A list of records read in parts, in order (the fast reader reads each
+/// half of a long list on its own thread; the halves are kept as they are
+/// instead of being copied into one vector).
+pub(crate) struct Parts<T>(Vec<Vec<T>>);
+
+impl<T> Parts<T> {
+    /// The parts, each in order, in order.
+    pub(crate) fn new(parts: Vec<Vec<T>>) -> Parts<T> {
+        Parts(parts)
+    }
+
+    /// How many records.
+    pub(crate) fn len(&self) -> usize {
+        self.0.iter().map(Vec::len).sum()
+    }
+
+    /// The records in order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &T> {
+        self.0.iter().flatten()
+    }
+
+    /// The parts.
+    pub(crate) fn parts(&self) -> &[Vec<T>] {
+        &self.0
+    }
+}
+
+impl<T> Default for Parts<T> {
+    fn default() -> Self {
+        Parts(Vec::new())
+    }
+}
+
+impl<T> From<Vec<T>> for Parts<T> {
+    fn from(v: Vec<T>) -> Self {
+        Parts(vec![v])
+    }
+}
+
+impl<T> IntoIterator for Parts<T> {
+    type Item = T;
+    type IntoIter = std::iter::Flatten<std::vec::IntoIter<Vec<T>>>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.into_iter().flatten()
+    }
+}
+
+/// Shown as one list, however it was read.
+impl<T: fmt::Debug> fmt::Debug for Parts<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
 /// A parsed, not yet validated, trace.
 #[derive(Debug)]
 pub(crate) struct ParsedTrace {
@@ -104,10 +158,10 @@ pub(crate) struct ParsedTrace {
     pub created_at: Option<String>,
     pub data_keys: Vec<String>,
     pub data_extra: Map<String, Value>,
-    pub sessions: Vec<InSession>,
-    pub nodes: Vec<InVar>,
-    pub ops: Vec<InOp>,
-    pub edges: Vec<InEdge>,
+    pub sessions: Parts<InSession>,
+    pub nodes: Parts<InVar>,
+    pub ops: Parts<InOp>,
+    pub edges: Parts<InEdge>,
     pub annotations: Option<Vec<Map<String, Value>>>,
 }
 
@@ -574,10 +628,10 @@ pub(crate) type Top = (Map<String, Value>, Option<DataParts>);
 pub(crate) struct DataParts {
     pub keys: Vec<String>,
     pub extra: Map<String, Value>,
-    pub sessions: Vec<InSession>,
-    pub nodes: Vec<InVar>,
-    pub ops: Vec<InOp>,
-    pub edges: Vec<InEdge>,
+    pub sessions: Parts<InSession>,
+    pub nodes: Parts<InVar>,
+    pub ops: Parts<InOp>,
+    pub edges: Parts<InEdge>,
     pub annotations: Option<Vec<Map<String, Value>>>,
 }
 
@@ -641,32 +695,40 @@ impl<'de, 'c> Visitor<'de> for DataSeed<'c> {
             }
             match key.as_str() {
                 "nodes" => {
-                    parts.nodes = map.next_value_seed(ListSeed {
-                        ctx,
-                        name: "data.nodes",
-                        conv: variable,
-                    })?
+                    parts.nodes = map
+                        .next_value_seed(ListSeed {
+                            ctx,
+                            name: "data.nodes",
+                            conv: variable,
+                        })?
+                        .into()
                 }
                 "edges" => {
-                    parts.edges = map.next_value_seed(ListSeed {
-                        ctx,
-                        name: "data.edges",
-                        conv: edge,
-                    })?
+                    parts.edges = map
+                        .next_value_seed(ListSeed {
+                            ctx,
+                            name: "data.edges",
+                            conv: edge,
+                        })?
+                        .into()
                 }
                 "operations" => {
-                    parts.ops = map.next_value_seed(ListSeed {
-                        ctx,
-                        name: "data.operations",
-                        conv: op,
-                    })?
+                    parts.ops = map
+                        .next_value_seed(ListSeed {
+                            ctx,
+                            name: "data.operations",
+                            conv: op,
+                        })?
+                        .into()
                 }
                 "sessions" => {
-                    parts.sessions = map.next_value_seed(ListSeed {
-                        ctx,
-                        name: "data.sessions",
-                        conv: session,
-                    })?
+                    parts.sessions = map
+                        .next_value_seed(ListSeed {
+                            ctx,
+                            name: "data.sessions",
+                            conv: session,
+                        })?
+                        .into()
                 }
                 "annotations" => {
                     parts.annotations = Some(map.next_value_seed(ListSeed {
@@ -754,12 +816,13 @@ pub(crate) fn assemble(
 /// A map from a list's ids to their positions.
 type IdIndex<'a> = HashMap<&'a str, u32, foldhash::fast::RandomState>;
 
-fn index<'a, I: ExactSizeIterator<Item = &'a str>>(
+fn index<'a, I: Iterator<Item = &'a str>>(
     ids: I,
+    len: usize,
     list: &str,
     field: &str,
 ) -> Result<IdIndex<'a>, Invalid> {
-    let mut map = IdIndex::with_capacity_and_hasher(ids.len(), Default::default());
+    let mut map = IdIndex::with_capacity_and_hasher(len, Default::default());
     for (i, id) in ids.enumerate() {
         if let Some(first) = map.insert(id, i as u32) {
             return Err(Invalid::at(
@@ -776,21 +839,25 @@ fn index<'a, I: ExactSizeIterator<Item = &'a str>>(
 pub(crate) fn validate(t: &ParsedTrace) -> Result<Resolved, Invalid> {
     let sessions = index(
         t.sessions.iter().map(|s| s.session_id.as_str()),
+        t.sessions.len(),
         "data.sessions",
         "session_id",
     )?;
     let vars = index(
         t.nodes.iter().map(|v| v.full_node_id.as_str()),
+        t.nodes.len(),
         "data.nodes",
         "full_node_id",
     )?;
     let ops = index(
         t.ops.iter().map(|o| o.op_id.as_str()),
+        t.ops.len(),
         "data.operations",
         "op_id",
     )?;
     index(
         t.edges.iter().map(|e| e.edge_id.as_str()),
+        t.edges.len(),
         "data.edges",
         "edge_id",
     )?;
@@ -979,7 +1046,7 @@ mod tests {
     #[test]
     fn a_minimal_export_parses() {
         let t = parse(&doc(NODE, "")).unwrap();
-        assert_eq!(t.nodes[0].full_node_id, "answer:42@1");
+        assert_eq!(t.nodes.iter().next().unwrap().full_node_id, "answer:42@1");
         assert_eq!(
             t.data_keys,
             vec!["nodes", "edges", "operations", "sessions"]
@@ -1020,6 +1087,9 @@ mod tests {
             "",
         ))
         .unwrap();
-        assert!(t.nodes[0].node_id.is_none() && t.nodes[0].common.trigger_point.is_none());
+        assert!(t
+            .nodes
+            .iter()
+            .all(|v| v.node_id.is_none() && v.common.trigger_point.is_none()));
     }
 }

@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 
 use crate::parse::{
     finish_common, is_name_at_version, DataParts, InCommon, InEdge, InOp, InSession, InVar, Key,
-    Top, Tri,
+    Parts, Top, Tri,
 };
 use crate::timestamp;
 
@@ -405,14 +405,10 @@ impl<'de> serde::Deserialize<'de> for Annotation {
     }
 }
 
-/// Reads records `items` of a list with `read`, in a vector with room for
-/// `room` of them; `None` at the first one it does not read.
-fn read_items<T>(
-    items: &[&RawValue],
-    room: usize,
-    read: impl Fn(&str) -> Option<T>,
-) -> Option<Vec<T>> {
-    let mut out = Vec::with_capacity(room.max(items.len()));
+/// Reads records `items` of a list with `read`; `None` at the first one
+/// it does not read.
+fn read_items<T>(items: &[&RawValue], read: impl Fn(&str) -> Option<T>) -> Option<Vec<T>> {
+    let mut out = Vec::with_capacity(items.len());
     for raw in items {
         out.push(read(raw.get())?);
     }
@@ -439,34 +435,21 @@ struct Share {
 }
 
 /// Reads share `part` of `parts` of every list (item ranges of about
-/// equal length, so every share has about the same work). The first share
-/// has room for whole lists, so that the others are appended to it
-/// without moving it.
+/// equal length, so every share has about the same work).
 fn read_share(d: &RawData<'_>, part: usize, parts: usize) -> Option<Share> {
-    fn share<'a, 'de>(
-        items: &'a [&'de RawValue],
-        part: usize,
-        parts: usize,
-    ) -> &'a [&'de RawValue] {
-        &items[items.len() * part / parts..items.len() * (part + 1) / parts]
+    let share = |items: &[&RawValue]| -> std::ops::Range<usize> {
+        items.len() * part / parts..items.len() * (part + 1) / parts
+    };
+    fn list<T>(items: &[&RawValue], kind: Kind, make: fn(Slots) -> Option<T>) -> Option<Vec<T>> {
+        read_items(items, record(kind, make))
     }
-    let room = |items: &[&RawValue]| if part == 0 { items.len() } else { 0 };
-    fn list<T>(
-        items: &[&RawValue],
-        (part, parts, room): (usize, usize, usize),
-        kind: Kind,
-        make: fn(Slots) -> Option<T>,
-    ) -> Option<Vec<T>> {
-        read_items(share(items, part, parts), room, record(kind, make))
-    }
-    let at = |items: &[&RawValue]| (part, parts, room(items));
     Some(Share {
-        sessions: list(&d.sessions, at(&d.sessions), Kind::Session, session)?,
-        nodes: list(&d.nodes, at(&d.nodes), Kind::Var, variable)?,
-        ops: list(&d.ops, at(&d.ops), Kind::Op, op)?,
-        edges: list(&d.edges, at(&d.edges), Kind::Edge, edge)?,
+        sessions: list(&d.sessions[share(&d.sessions)], Kind::Session, session)?,
+        nodes: list(&d.nodes[share(&d.nodes)], Kind::Var, variable)?,
+        ops: list(&d.ops[share(&d.ops)], Kind::Op, op)?,
+        edges: list(&d.edges[share(&d.edges)], Kind::Edge, edge)?,
         annotations: match &d.annotations {
-            Some(items) => read_items(share(items, part, parts), room(items), |text| {
+            Some(items) => read_items(&items[share(items)], |text| {
                 serde_json::from_str::<Annotation>(text).ok().map(|a| a.0)
             })?,
             None => Vec::new(),
@@ -489,37 +472,37 @@ pub(crate) fn parse_split(text: &[u8]) -> Option<Top> {
         .flat_map(|l| l.first().zip(l.last()))
         .map(|(a, b)| b.get().as_ptr() as usize + b.get().len() - a.get().as_ptr() as usize)
         .sum();
-    let mut first = if bytes >= SPLIT_BYTES {
+    let shares = if bytes >= SPLIT_BYTES {
         let (first, second) = std::thread::scope(|scope| {
             let second = scope.spawn(|| read_share(&raw, 1, 2));
             let first = read_share(&raw, 0, 2);
             (first, second.join().ok().flatten())
         });
-        let (mut first, second) = (first?, second?);
-        first.sessions.extend(second.sessions);
-        first.nodes.extend(second.nodes);
-        first.ops.extend(second.ops);
-        first.edges.extend(second.edges);
-        first.annotations.extend(second.annotations);
-        first
+        vec![first?, second?]
     } else {
-        read_share(&raw, 0, 1)?
+        vec![read_share(&raw, 0, 1)?]
     };
-    let annotations = raw
-        .annotations
-        .map(|_| std::mem::take(&mut first.annotations));
-    Some((
-        top.header,
-        Some(DataParts {
-            keys: raw.keys,
-            extra: raw.extra,
-            sessions: first.sessions,
-            nodes: first.nodes,
-            ops: first.ops,
-            edges: first.edges,
-            annotations,
-        }),
-    ))
+    let mut data = DataParts {
+        keys: raw.keys,
+        extra: raw.extra,
+        annotations: raw.annotations.map(|_| Vec::new()),
+        ..DataParts::default()
+    };
+    let (mut sessions, mut nodes, mut ops, mut edges) = (vec![], vec![], vec![], vec![]);
+    for share in shares {
+        sessions.push(share.sessions);
+        nodes.push(share.nodes);
+        ops.push(share.ops);
+        edges.push(share.edges);
+        if let Some(a) = data.annotations.as_mut() {
+            a.extend(share.annotations);
+        }
+    }
+    data.sessions = Parts::new(sessions);
+    data.nodes = Parts::new(nodes);
+    data.ops = Parts::new(ops);
+    data.edges = Parts::new(edges);
+    Some((top.header, Some(data)))
 }
 
 #[cfg(test)]
@@ -591,11 +574,21 @@ mod tests {
             let t = assemble(split.0, split.1).unwrap();
             validate(&t).unwrap();
             assert_eq!((t.nodes.len(), t.edges.len()), (n, n - 1));
-            assert_eq!(t.nodes[n - 1].full_node_id, format!("c:v{}@1", n - 1));
+            assert_eq!(
+                t.nodes.iter().last().unwrap().full_node_id,
+                format!("c:v{}@1", n - 1)
+            );
             // The recorded trigger point and node id are what smartcomment
             // computes, so they are not kept.
-            assert!(t.nodes[1].common.trigger_point.is_none());
-            assert!(t.nodes[1].node_id.is_none());
+            assert!(t
+                .nodes
+                .iter()
+                .nth(1)
+                .unwrap()
+                .common
+                .trigger_point
+                .is_none());
+            assert!(t.nodes.iter().nth(1).unwrap().node_id.is_none());
         }
         let text = doc(NODE, "");
         let split = parse_split(text.as_bytes()).unwrap();
