@@ -8,12 +8,15 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use memtrace::Database;
+use memtrace::{Database, BULK_BYTES};
 
 const TRACES: usize = 4;
 const VARIABLES: u32 = 1_000;
 const EDGES: u32 = 2_000;
 const SESSIONS: u32 = 10;
+/// The huge trace has this many times the variables and edges of one of
+/// the many.
+const HUGE: u32 = 12;
 
 /// A small deterministic generator for the kill moments.
 struct Lcg(u64);
@@ -118,20 +121,19 @@ fn killed_imports_leave_whole_traces_or_none() {
     let dir = tempfile::tempdir().unwrap();
     let many = synth(dir.path(), "many.jsonl", TRACES, VARIABLES, EDGES);
     let big = synth(dir.path(), "big.json", 1, VARIABLES * 4, EDGES * 4);
+    // A trace large enough to be written in bulk (table files ingested,
+    // then its indexes in one batch).
+    let huge = synth(dir.path(), "huge.json", 1, VARIABLES * HUGE, EDGES * HUGE);
+    assert!(std::fs::metadata(&huge).unwrap().len() >= BULK_BYTES as u64);
 
     // How long an uninterrupted import takes here, to spread kills over it.
     let mut durations = Vec::new();
-    for (file, expected) in [(&many, TRACES), (&big, 1)] {
+    for (file, expected, times) in [(&many, TRACES, 1), (&big, 1, 4), (&huge, 1, HUGE)] {
         let db = dir.path().join(format!("full-{}.db", durations.len()));
         let start = Instant::now();
         assert!(import_command(&db, file).status().unwrap().success());
         durations.push(start.elapsed());
-        let (v, e) = if expected == 1 {
-            (VARIABLES * 4, EDGES * 4)
-        } else {
-            (VARIABLES, EDGES)
-        };
-        assert_eq!(check(&db, v, e), expected);
+        assert_eq!(check(&db, VARIABLES * times, EDGES * times), expected);
     }
 
     let seed = std::time::SystemTime::now()
@@ -142,8 +144,9 @@ fn killed_imports_leave_whole_traces_or_none() {
     let mut rng = Lcg(seed);
     let (mut partial, mut empty, mut whole) = (0, 0, 0);
     for round in 0..24 {
-        let use_big = round % 3 == 2;
-        let (file, full, v, e, expected) = if use_big {
+        let (file, full, v, e, expected) = if round % 6 == 5 {
+            (&huge, durations[2], VARIABLES * HUGE, EDGES * HUGE, 1)
+        } else if round % 3 == 2 {
             (&big, durations[1], VARIABLES * 4, EDGES * 4, 1)
         } else {
             (&many, durations[0], VARIABLES, EDGES, TRACES)

@@ -47,6 +47,7 @@ pub use memtrace_query::{
     field_names, Params, Plan, Statement, Value, FIND_KINDS, KEYWORDS, OUTPUTS, SUBJECTS,
 };
 pub use memtrace_storage::records::{Counts, TraceRecord, ValueRef, VarRecord};
+pub use memtrace_storage::store::BULK_BYTES;
 pub use memtrace_storage::{LocalId, StorageError, TraceId};
 pub use model::{Case, Edge, LogEntry, Node, Operation, Session, Stats, TraceInfo, Variable};
 pub use parse::json_kind;

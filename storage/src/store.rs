@@ -45,6 +45,46 @@ const META_HASH_GRAPH_IDS: &[u8] = b"hash_graph_ids";
 const META_CONTENT: &[u8] = b"content:";
 
 /// Where a trace's content digest is kept.
+/// Marks a trace whose table files are being ingested (see
+/// [`BULK_BYTES`]); the final batch of its import removes the mark, and an
+/// open to write removes what a mark's trace left behind.
+const META_INGESTING: &[u8] = b"ingesting:";
+
+fn ingesting_key(trace: TraceId) -> Vec<u8> {
+    let mut k = META_INGESTING.to_vec();
+    k.extend_from_slice(&trace.to_be_bytes());
+    k
+}
+
+/// A trace expected to take at least this many bytes (its export's size)
+/// is written in bulk: its records, values and adjacency are sorted into
+/// table files, written on two threads and ingested whole, and only its
+/// indexes, its trace record and the log entry go through a write batch
+/// (and the write-ahead log). None of what is ingested can be reached
+/// before that batch commits: records are found through the trace record,
+/// values through the variables. A crash in between leaves a mark that
+/// the next open to write clears, with what was ingested.
+pub const BULK_BYTES: usize = 16 << 20;
+
+/// The column families a bulk write ingests as table files: records keyed
+/// by their trace, content-addressed values, and the adjacency.
+const BULK_FAMILIES: [&str; 7] = [
+    cf::SESSIONS,
+    cf::VARIABLES,
+    cf::OPS,
+    cf::EDGES,
+    cf::CASES,
+    cf::VALUES,
+    cf::ADJACENCY,
+];
+
+/// The folder, inside the database's, where table files are written
+/// before they are ingested.
+const INGEST_DIR: &str = "ingest";
+
+/// One column family's entries of a bulk write.
+type Entries = Vec<(Vec<u8>, Vec<u8>)>;
+
 fn content_key(trace: TraceId) -> Vec<u8> {
     let mut k = META_CONTENT.to_vec();
     k.extend_from_slice(&keys::trace_key(trace));
@@ -173,6 +213,9 @@ impl Default for StoreOptions {
 pub struct Store {
     db: DB,
     path: PathBuf,
+    /// The block cache every column family shares (its options are those
+    /// of the table files a bulk write makes).
+    cache: Cache,
     write_lock: Mutex<()>,
     next_trace: AtomicU32,
     next_log: AtomicU64,
@@ -274,6 +317,28 @@ fn cf_options(name: &str, cache: &Cache) -> Options {
     }
     o.set_block_based_table_factory(&b);
     o
+}
+
+/// Writes `entries` into a table file at `path` with a column family's
+/// options, in key order; of equal keys the last added is kept, as in a
+/// write batch.
+fn write_table(path: &Path, opts: &Options, mut entries: Entries) -> Result<()> {
+    // A stable sort keeps equal keys in the order they were added.
+    if !entries.is_sorted_by(|a, b| a.0 < b.0) {
+        entries.sort_by(|a, b| a.0.cmp(&b.0));
+    }
+    let writer = rocksdb::SstFileWriter::create(opts);
+    writer.open(path)?;
+    let mut writer = writer;
+    let mut entries = entries.into_iter().peekable();
+    while let Some((k, v)) = entries.next() {
+        if entries.peek().is_some_and(|next| next.0 == k) {
+            continue;
+        }
+        writer.put(&k, &v)?;
+    }
+    writer.finish()?;
+    Ok(())
 }
 
 /// Whether any graph id in the string id index starts with `#`.
@@ -578,16 +643,21 @@ impl Store {
                 None => 1,
             }
         };
-        Ok(Store {
+        let store = Store {
             db,
             path: path.to_path_buf(),
+            cache,
             write_lock: Mutex::new(()),
             next_trace: AtomicU32::new(next_trace),
             next_log: AtomicU64::new(next_log),
             sync: opts.sync,
             written: AtomicBool::new(false),
             read_only: opts.read_only,
-        })
+        };
+        if !store.read_only {
+            store.clear_unfinished_ingests()?;
+        }
+        Ok(store)
     }
 
     /// Whether the store was opened for reading only.
@@ -630,14 +700,17 @@ impl Store {
             .next_trace
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |t| t.checked_add(1))
             .map_err(|_| StorageError::IdsExhausted("traces"))?;
+        let bulk = bytes >= BULK_BYTES;
         Ok(TraceWriter {
             store: self,
             trace,
-            batch: WriteBatch::with_capacity_bytes(bytes),
+            // In bulk, the batch holds only the indexes.
+            batch: WriteBatch::with_capacity_bytes(if bulk { bytes / 4 } else { bytes }),
             pending_values: HashMap::new(),
             counts: Counts::default(),
             ends: Default::default(),
             content: None,
+            bulk: bulk.then(|| vec![Vec::new(); BULK_FAMILIES.len()]),
         })
     }
 
@@ -671,6 +744,103 @@ impl Store {
         w.set_sync(self.sync);
         self.written.store(true, Ordering::Relaxed);
         self.db.write_opt(batch, &w)?;
+        Ok(())
+    }
+
+    /// Writes each column family's entries of a bulk write into a table
+    /// file (sorted, the last of equal keys kept), on two threads, and
+    /// ingests the files; returns at the first error.
+    fn ingest(&self, trace: TraceId, families: Vec<(&'static str, Entries)>) -> Result<()> {
+        let dir = self.path.join(INGEST_DIR);
+        std::fs::create_dir_all(&dir).map_err(|e| io_err(&dir, e))?;
+        let mut jobs: Vec<(&'static str, Entries, u64)> = families
+            .into_iter()
+            .filter(|(_, e)| !e.is_empty())
+            .map(|(name, e)| {
+                let bytes = e.iter().map(|(k, v)| (k.len() + v.len()) as u64).sum();
+                (name, e, bytes)
+            })
+            .collect();
+        // The larger files first, each to the thread with less to write.
+        jobs.sort_by_key(|j| std::cmp::Reverse(j.2));
+        let mut shares: [Vec<(&'static str, Entries)>; 2] = Default::default();
+        let mut load = [0u64; 2];
+        for (name, entries, bytes) in jobs {
+            let i = usize::from(load[1] < load[0]);
+            load[i] += bytes;
+            shares[i].push((name, entries));
+        }
+        let write = |share: Vec<(&'static str, Entries)>| -> Result<Vec<(&'static str, PathBuf)>> {
+            share
+                .into_iter()
+                .map(|(name, entries)| {
+                    let file = dir.join(format!("{trace}-{name}.sst"));
+                    write_table(&file, &cf_options(name, &self.cache), entries)?;
+                    Ok((name, file))
+                })
+                .collect()
+        };
+        let [first, second] = shares;
+        let (a, b) = std::thread::scope(|scope| {
+            let other = scope.spawn(|| write(second));
+            (write(first), other.join())
+        });
+        let b = b.map_err(|_| {
+            io_err(
+                &dir,
+                std::io::Error::other("the thread writing table files stopped"),
+            )
+        })?;
+        let mut o = rocksdb::IngestExternalFileOptions::default();
+        o.set_move_files(true);
+        for (name, file) in a?.into_iter().chain(b?) {
+            self.db
+                .ingest_external_file_cf_opts(self.cf(name), &o, vec![file])?;
+        }
+        Ok(())
+    }
+
+    /// Removes what a bulk write of `trace` ingested (its records and
+    /// adjacency; values are shared by content and stay) and its mark.
+    fn forget_ingested(&self, trace: TraceId) -> Result<()> {
+        let mut batch = WriteBatch::default();
+        let from = keys::trace_key(trace);
+        let to = keys::trace_key(trace.saturating_add(1));
+        for name in BULK_FAMILIES {
+            if cf::BY_TRACE.contains(&name) {
+                batch.delete_range_cf(self.cf(name), from, to);
+            }
+        }
+        batch.delete_cf(self.cf(cf::META), ingesting_key(trace));
+        let mut w = WriteOptions::default();
+        w.set_sync(self.sync);
+        self.db.write_opt(batch, &w)?;
+        Ok(())
+    }
+
+    /// Clears what bulk writes interrupted by a crash left: the records of
+    /// each marked trace, and table files never ingested.
+    fn clear_unfinished_ingests(&self) -> Result<()> {
+        let meta = self.cf(cf::META);
+        let mut marked = Vec::new();
+        for item in self.db.prefix_iterator_cf(meta, META_INGESTING) {
+            let (k, _) = item?;
+            match k.strip_prefix(META_INGESTING) {
+                Some(rest) => {
+                    if let Some(t) = keys::read_u32(rest) {
+                        marked.push(t);
+                    }
+                }
+                None => break,
+            }
+        }
+        for t in marked {
+            self.forget_ingested(t)?;
+        }
+        let dir = self.path.join(INGEST_DIR);
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir).map_err(|e| io_err(&dir, e))?;
+        }
         Ok(())
     }
 
@@ -891,6 +1061,9 @@ pub struct TraceWriter<'s> {
     ends: [Vec<u32>; 3],
     /// The digest of what the trace is imported from, when known.
     content: Option<[u8; 32]>,
+    /// A bulk write's entries of each of [`BULK_FAMILIES`] (see
+    /// [`BULK_BYTES`]); `None` for a trace written in one batch.
+    bulk: Option<Vec<Entries>>,
 }
 
 fn next_local(counter: &mut u32, what: &'static str) -> Result<LocalId> {
@@ -911,27 +1084,40 @@ impl<'s> TraceWriter<'s> {
         self.content = Some(digest);
     }
 
-    fn cf(&self, name: &str) -> &'s ColumnFamily {
-        self.store.cf(name)
+    /// Adds an entry to column family `name`: to the write batch, or in a
+    /// bulk write to the entries of a family that is ingested.
+    fn put<K: AsRef<[u8]>, V: AsRef<[u8]> + Into<Vec<u8>>>(
+        &mut self,
+        name: &'static str,
+        key: K,
+        value: V,
+    ) {
+        if let Some(bulk) = self.bulk.as_mut() {
+            if let Some(i) = BULK_FAMILIES.iter().position(|f| *f == name) {
+                bulk[i].push((key.as_ref().to_vec(), value.into()));
+                return;
+            }
+        }
+        self.batch.put_cf(self.store.cf(name), key, value);
     }
 
     /// Adds a session.
     pub fn put_session(&mut self, s: &SessionRecord) -> Result<LocalId> {
         let local = next_local(&mut self.counts.sessions, "sessions")?;
         let t = self.trace;
-        self.batch.put_cf(
-            self.cf(cf::SESSIONS),
+        self.put(
+            cf::SESSIONS,
             keys::record_key(t, local),
             encode("session", s)?,
         );
-        self.batch.put_cf(
-            self.cf(cf::STRING_ID),
+        self.put(
+            cf::STRING_ID,
             keys::string_id_key(IdKind::Session, &s.session_id, t),
             local.to_be_bytes(),
         );
         if let Some(c) = &s.category {
-            self.batch.put_cf(
-                self.cf(cf::CATEGORY),
+            self.put(
+                cf::CATEGORY,
                 keys::category_key(RecordKind::Session, c, t, local),
                 [],
             );
@@ -966,19 +1152,19 @@ impl<'s> TraceWriter<'s> {
         }
         let local = next_local(&mut self.counts.variables, "variables")?;
         let t = self.trace;
-        self.batch.put_cf(
-            self.cf(cf::VARIABLES),
+        self.put(
+            cf::VARIABLES,
             keys::record_key(t, local),
             encode("variable", v)?,
         );
-        self.batch.put_cf(
-            self.cf(cf::VAR_NAME),
+        self.put(
+            cf::VAR_NAME,
             keys::name_key(&v.full_name(), t, v.version),
             local.to_be_bytes(),
         );
         if let Some(c) = &v.category {
-            self.batch.put_cf(
-                self.cf(cf::CATEGORY),
+            self.put(
+                cf::CATEGORY,
                 keys::category_key(RecordKind::Variable, c, t, local),
                 [],
             );
@@ -990,26 +1176,21 @@ impl<'s> TraceWriter<'s> {
     pub fn put_op(&mut self, o: &OpRecord) -> Result<LocalId> {
         let local = next_local(&mut self.counts.ops, "ops")?;
         let t = self.trace;
-        self.batch.put_cf(
-            self.cf(cf::OPS),
-            keys::record_key(t, local),
-            encode("op", o)?,
-        );
-        self.batch.put_cf(
-            self.cf(cf::STRING_ID),
+        self.put(cf::OPS, keys::record_key(t, local), encode("op", o)?);
+        self.put(
+            cf::STRING_ID,
             keys::string_id_key(IdKind::Op, &o.op_id, t),
             local.to_be_bytes(),
         );
         if let Some(c) = &o.category {
-            self.batch.put_cf(
-                self.cf(cf::CATEGORY),
+            self.put(
+                cf::CATEGORY,
                 keys::category_key(RecordKind::Op, c, t, local),
                 [],
             );
         }
         if let Some(n) = &o.op_name {
-            self.batch
-                .put_cf(self.cf(cf::OP_NAME), keys::op_name_key(n, t, local), []);
+            self.put(cf::OP_NAME, keys::op_name_key(n, t, local), []);
         }
         Ok(local)
     }
@@ -1018,19 +1199,15 @@ impl<'s> TraceWriter<'s> {
     pub fn put_edge(&mut self, e: &EdgeRecord) -> Result<LocalId> {
         let local = next_local(&mut self.counts.edges, "edges")?;
         let t = self.trace;
-        self.batch.put_cf(
-            self.cf(cf::EDGES),
-            keys::record_key(t, local),
-            encode("edge", e)?,
-        );
-        self.batch.put_cf(
-            self.cf(cf::STRING_ID),
+        self.put(cf::EDGES, keys::record_key(t, local), encode("edge", e)?);
+        self.put(
+            cf::STRING_ID,
             keys::string_id_key(IdKind::Edge, &e.edge_id, t),
             local.to_be_bytes(),
         );
         if let Some(c) = &e.category {
-            self.batch.put_cf(
-                self.cf(cf::CATEGORY),
+            self.put(
+                cf::CATEGORY,
                 keys::category_key(RecordKind::Edge, c, t, local),
                 [],
             );
@@ -1044,8 +1221,8 @@ impl<'s> TraceWriter<'s> {
     /// Adds a case annotation.
     pub fn put_case(&mut self, c: &CaseRecord) -> Result<LocalId> {
         let local = next_local(&mut self.counts.cases, "cases")?;
-        self.batch.put_cf(
-            self.cf(cf::CASES),
+        self.put(
+            cf::CASES,
             keys::record_key(self.trace, local),
             encode("case", c)?,
         );
@@ -1080,15 +1257,11 @@ impl<'s> TraceWriter<'s> {
         let [source, target, op] = std::mem::take(&mut self.ends);
         let adjacency =
             Adjacency::from_edges(self.counts.variables, self.counts.ops, source, target, op)?;
-        self.batch.put_cf(
-            store.cf(cf::ADJACENCY),
-            keys::trace_key(t),
-            adjacency.encode(),
-        );
+        self.put(cf::ADJACENCY, keys::trace_key(t), adjacency.encode());
         for backward in [true, false] {
             for (i, block) in adjacency.blocks(backward).iter().enumerate() {
-                self.batch.put_cf(
-                    store.cf(cf::ADJACENCY),
+                self.put(
+                    cf::ADJACENCY,
                     keys::adjacency_block_key(t, backward, i as u32),
                     block.encode(),
                 );
@@ -1097,35 +1270,27 @@ impl<'s> TraceWriter<'s> {
         let values = store.cf(cf::VALUES);
         for (hash, payload) in std::mem::take(&mut self.pending_values) {
             if store.db.get_pinned_cf(values, hash)?.is_none() {
-                self.batch.put_cf(values, hash, payload);
+                self.put(cf::VALUES, hash, payload);
             }
-            self.batch
-                .put_cf(store.cf(cf::VALUE_REFS), keys::value_ref_key(&hash, t), []);
+            self.put(cf::VALUE_REFS, keys::value_ref_key(&hash, t), []);
         }
-        self.batch.put_cf(
-            store.cf(cf::STRING_ID),
+        self.put(
+            cf::STRING_ID,
             keys::string_id_key(IdKind::Graph, &record.graph_id, t),
             0u32.to_be_bytes(),
         );
         if record.graph_id.starts_with('#') {
-            self.batch
-                .put_cf(store.cf(cf::META), META_HASH_GRAPH_IDS, []);
+            self.put(cf::META, META_HASH_GRAPH_IDS, []);
         }
-        self.batch.put_cf(
-            store.cf(cf::TRACES),
-            keys::trace_key(t),
-            encode("trace", &record)?,
-        );
+        self.put(cf::TRACES, keys::trace_key(t), encode("trace", &record)?);
         if let Some(digest) = self.content {
-            self.batch
-                .put_cf(store.cf(cf::META), content_key(t), digest);
+            self.put(cf::META, content_key(t), digest);
         }
         let next = store
             .next_trace
             .load(Ordering::SeqCst)
             .max(t.saturating_add(1));
-        self.batch
-            .put_cf(store.cf(cf::META), META_NEXT_TRACE, next.to_be_bytes());
+        self.put(cf::META, META_NEXT_TRACE, next.to_be_bytes());
         let event = LogEvent {
             at_ms: now_ms(),
             action: "import".into(),
@@ -1133,12 +1298,25 @@ impl<'s> TraceWriter<'s> {
             graph_id: record.graph_id.clone(),
             detail: record.source.clone(),
         };
-        self.batch.put_cf(
-            store.cf(cf::LOG),
-            store.next_log_key(),
-            encode("log event", &event)?,
-        );
-        store.write(std::mem::take(&mut self.batch))?;
+        self.put(cf::LOG, store.next_log_key(), encode("log event", &event)?);
+        let mut batch = std::mem::take(&mut self.batch);
+        match self.bulk.take() {
+            None => store.write(batch)?,
+            Some(bulk) => {
+                // The mark first, durably: a crash from here on is cleared
+                // at the next open.
+                let mut mark = WriteBatch::default();
+                mark.put_cf(store.cf(cf::META), ingesting_key(t), []);
+                store.write(mark)?;
+                batch.delete_cf(store.cf(cf::META), ingesting_key(t));
+                let families = BULK_FAMILIES.into_iter().zip(bulk).collect();
+                if let Err(e) = store.ingest(t, families).and_then(|()| store.write(batch)) {
+                    // Best effort: what is left is cleared at the next open.
+                    let _ = store.forget_ingested(t);
+                    return Err(e);
+                }
+            }
+        }
         Ok(Ok(t))
     }
 }
@@ -1642,6 +1820,188 @@ mod tests {
             .unwrap();
         }
         w.commit(trace_record(graph_id), true).unwrap().unwrap()
+    }
+
+    /// Puts a trace's records: two sessions, `n` variables in a chain
+    /// (every third value shared), their ops and edges, and a case.
+    fn fill(w: &mut TraceWriter<'_>, n: u32) {
+        for s in ["s", "t"] {
+            w.put_session(&SessionRecord {
+                session_id: s.into(),
+                session_name: Some(format!("session {s}")),
+                comment: None,
+                category: Some("qa".into()),
+                common: Common::default(),
+            })
+            .unwrap();
+        }
+        for i in 0..n {
+            let r = w.stage_value(&format!("value {}", i % 3 * i));
+            w.put_variable(&var(&format!("v{}", i % 5), i + 1, r))
+                .unwrap();
+            w.put_op(&OpRecord {
+                op_id: format!("op-{i}"),
+                op_name: Some("llm".into()),
+                comment: None,
+                category: Some("generation".into()),
+                session_id: Some("t".into()),
+                session: Some(1),
+                common: Common::default(),
+            })
+            .unwrap();
+        }
+        for i in 1..n {
+            w.put_edge(&EdgeRecord {
+                edge_id: format!("edge-{i}"),
+                op: i,
+                source: i - 1,
+                target: i,
+                session: 1,
+                category: Some("flow".into()),
+                comment: None,
+                common: Common::default(),
+            })
+            .unwrap();
+        }
+        w.put_case(&CaseRecord {
+            query: Some(n - 1),
+            evidence: vec![0, 1],
+            op: Some(2),
+            json: "{}".into(),
+        })
+        .unwrap();
+    }
+
+    /// Everything a reader sees of one trace, trace ids left out.
+    fn seen(view: &ReadView<'_>, t: TraceId) -> String {
+        let all = |r: Vec<(TraceId, LocalId)>| -> Vec<LocalId> {
+            r.into_iter()
+                .filter(|(x, _)| *x == t)
+                .map(|(_, l)| l)
+                .collect()
+        };
+        let vars: Vec<_> = view.variables(t).map(|v| v.unwrap()).collect();
+        let values: Vec<String> = vars
+            .iter()
+            .map(|(_, v)| view.value(v.value.as_ref().unwrap()).unwrap())
+            .collect();
+        let mut record = view.trace(t).unwrap().unwrap();
+        record.imported_at_ms = 0;
+        record.graph_id.clear();
+        format!(
+            "{record:?}\n{vars:?}\n{values:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}",
+            view.sessions(t).map(|x| x.unwrap()).collect::<Vec<_>>(),
+            view.ops(t).map(|x| x.unwrap()).collect::<Vec<_>>(),
+            view.edges(t).map(|x| x.unwrap()).collect::<Vec<_>>(),
+            view.cases(t).map(|x| x.unwrap()).collect::<Vec<_>>(),
+            view.adjacency(t).unwrap(),
+            view.adjacency_blocks(t, true, &[0, 1], record.counts.variables, record.counts.edges)
+                .unwrap(),
+            view.versions("answer:v3", Some(t))
+                .unwrap()
+                .into_iter()
+                .map(|(_, v, l)| (v, l))
+                .collect::<Vec<_>>(),
+            all(view.string_id(IdKind::Op, "op-7").unwrap()),
+            all(view.by_category(RecordKind::Edge, "flow").unwrap()),
+        )
+    }
+
+    #[test]
+    fn a_bulk_write_reads_back_as_a_batch_write_does() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db");
+        let store = Store::open(&path, &StoreOptions::default()).unwrap();
+        let mut w = store.begin_trace().unwrap();
+        assert!(w.bulk.is_none());
+        fill(&mut w, 300);
+        let batch = w.commit(trace_record("batch"), true).unwrap().unwrap();
+        let mut w = store.begin_trace_sized(BULK_BYTES).unwrap();
+        assert!(w.bulk.is_some());
+        fill(&mut w, 300);
+        let bulk = w.commit(trace_record("bulk"), true).unwrap().unwrap();
+        // A second bulk write of the same graph id is refused, and leaves
+        // nothing behind.
+        let mut w = store.begin_trace_sized(BULK_BYTES).unwrap();
+        fill(&mut w, 10);
+        let refused = w.trace_id();
+        assert_eq!(
+            w.commit(trace_record("bulk"), true).unwrap(),
+            Err(vec![bulk])
+        );
+        let view = store.read();
+        assert_eq!(seen(&view, bulk), seen(&view, batch));
+        assert_eq!(view.variables(refused).count(), 0);
+        drop(view);
+        assert!(
+            !path.join(INGEST_DIR).exists()
+                || path.join(INGEST_DIR).read_dir().unwrap().next().is_none()
+        );
+        drop(store);
+        let store = Store::open(&path, &StoreOptions::default()).unwrap();
+        let view = store.read();
+        assert_eq!(seen(&view, bulk), seen(&view, batch));
+        // Dropping the bulk-written trace removes it as it removes any.
+        drop(view);
+        store.drop_trace(bulk, "test").unwrap();
+        let view = store.read();
+        assert!(view.trace(bulk).unwrap().is_none());
+        assert_eq!(view.variables(bulk).count(), 0);
+        assert_eq!(view.adjacency(bulk).unwrap(), None);
+        assert!(view.trace(batch).unwrap().is_some());
+    }
+
+    #[test]
+    fn a_bulk_write_cut_short_is_cleared_at_the_next_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db");
+        let store = Store::open(&path, &StoreOptions::default()).unwrap();
+        let kept = write_trace(&store, "kept", "x");
+        // What a crash between the ingest and the final batch leaves: the
+        // mark, the ingested records, and a table file not yet ingested.
+        let mut w = store.begin_trace_sized(BULK_BYTES).unwrap();
+        fill(&mut w, 50);
+        let t = w.trace_id();
+        let mut mark = WriteBatch::default();
+        mark.put_cf(store.cf(cf::META), ingesting_key(t), []);
+        store.write(mark).unwrap();
+        let families = BULK_FAMILIES
+            .into_iter()
+            .zip(w.bulk.take().unwrap())
+            .collect();
+        store.ingest(t, families).unwrap();
+        std::fs::write(path.join(INGEST_DIR).join("left.sst"), b"x").unwrap();
+        drop(w);
+        assert_eq!(store.read().variables(t).count(), 50);
+        assert!(store.read().trace(t).unwrap().is_none());
+        drop(store);
+        // A reader leaves it as it is (and sees no trace of it).
+        let reader = Store::open(
+            &path,
+            &StoreOptions {
+                read_only: true,
+                ..StoreOptions::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(reader.read().traces().count(), 1);
+        drop(reader);
+        let store = Store::open(&path, &StoreOptions::default()).unwrap();
+        let view = store.read();
+        assert_eq!(view.variables(t).count(), 0);
+        assert_eq!(view.edges(t).count(), 0);
+        assert_eq!(view.adjacency(t).unwrap(), None);
+        assert!(store
+            .db
+            .get_cf(store.cf(cf::META), ingesting_key(t))
+            .unwrap()
+            .is_none());
+        assert!(!path.join(INGEST_DIR).exists());
+        assert!(view.trace(kept).unwrap().is_some());
+        drop(view);
+        // The id may be used again, by a trace of its own.
+        let next = write_trace(&store, "next", "y");
+        assert_eq!(store.read().variables(next).count(), 2);
     }
 
     #[test]
