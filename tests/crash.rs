@@ -16,7 +16,7 @@ const EDGES: u32 = 2_000;
 const SESSIONS: u32 = 10;
 /// The huge trace has this many times the variables and edges of one of
 /// the many.
-const HUGE: u32 = 12;
+const HUGE: u32 = 40;
 
 /// A small deterministic generator for the kill moments.
 struct Lcg(u64);
