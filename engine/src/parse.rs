@@ -494,6 +494,15 @@ pub(crate) fn session(mut o: Obj<'_>) -> Result<InSession, Invalid> {
     })
 }
 
+/// A variable's full name as smartcomment makes it: `class:name`, or the
+/// name alone when the class is absent or empty.
+pub(crate) fn full_name_of(class_name: Option<&str>, name: &str) -> String {
+    match class_name {
+        Some(c) if !c.is_empty() => format!("{c}:{name}"),
+        _ => name.to_string(),
+    }
+}
+
 pub(crate) fn variable(mut o: Obj<'_>) -> Result<InVar, Invalid> {
     let name = o.req_str("name")?;
     let version = o.version()?;
@@ -503,10 +512,7 @@ pub(crate) fn variable(mut o: Obj<'_>) -> Result<InVar, Invalid> {
     let class_name = o.opt_str("class_name")?;
     let session_id = o.opt_str("session_id")?;
     let common = o.common()?;
-    let full_name = match class_name.as_deref() {
-        Some(c) if !c.is_empty() => format!("{c}:{name}"),
-        _ => name.clone(),
-    };
+    let full_name = full_name_of(class_name.as_deref(), &name);
     let full_node_id = format!("{full_name}@{version}");
     if let Some(given) = o.opt_str("full_name")? {
         if given != full_name {

@@ -13,8 +13,8 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::parse::{
-    finish_common, is_name_at_version, DataParts, InCommon, InEdge, InOp, InSession, InVar, Key,
-    Parts, Top, Tri,
+    finish_common, full_name_of, is_name_at_version, DataParts, InCommon, InEdge, InOp, InSession,
+    InVar, Key, Parts, Top, Tri,
 };
 use crate::timestamp;
 
@@ -308,10 +308,7 @@ fn variable(mut s: Slots) -> Option<InVar> {
     let class_name = s.opt(field::CLASS_NAME);
     let session_id = s.opt(field::SESSION_ID);
     let common = s.common()?;
-    let full_name = match class_name.as_deref() {
-        Some(c) if !c.is_empty() => format!("{c}:{name}"),
-        _ => name.clone(),
-    };
+    let full_name = full_name_of(class_name.as_deref(), &name);
     let full_node_id = format!("{full_name}@{version}");
     if s.opt(field::FULL_NAME)
         .is_some_and(|given| given != full_name)
