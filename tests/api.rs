@@ -445,6 +445,81 @@ fn query_rows_stream_and_the_sink_can_stop_them() {
     assert_eq!(limited.rows.len(), 7);
 }
 
+/// A statement's rows read through `query_each`, each cell as JSON.
+fn lent_rows(db: &Database, q: &str) -> Vec<Vec<Value>> {
+    let mut rows = Vec::new();
+    db.query_each(
+        q,
+        &memtrace::Params::new(),
+        &memtrace::Cancel::new(),
+        &mut |row| {
+            rows.push(
+                row.iter()
+                    .map(|c| memtrace::to_json(&c.to_value()))
+                    .collect(),
+            );
+            Ok(true)
+        },
+    )
+    .unwrap();
+    rows
+}
+
+#[test]
+fn lent_rows_are_the_collected_rows() {
+    let (_dir, db) = db();
+    import(&db, SAMPLE).unwrap();
+    import(&db, &chain(300)).unwrap();
+    for q in [
+        "TRACE v:299 RETURN nodes",
+        "TRACE v:299 RETURN ops",
+        "TRACE v:299 DEPTH 4 RETURN ops",
+        "TRACE v:299 RETURN ops LIMIT 5",
+        "TRACE v:299 WHERE op.name = 'step' RETURN ops",
+        "TRACE v:299 WHERE var.name CONTAINS '9' RETURN nodes",
+        "TRACE v:299 RETURN edges",
+        "TRACE v:299 RETURN paths LIMIT 3",
+        "TRACE v:299 UNTIL var.name = '250' RETURN ops",
+        "FORWARD v:0 DEPTH 3 RETURN nodes",
+        "TRACE 'llm_output:str:23bdc09b3c7ac90ce55630f1b5ea7181c74a6e2c@1' RETURN ops",
+        "TRACE 'llm_output:str:23bdc09b3c7ac90ce55630f1b5ea7181c74a6e2c@1' RETURN nodes",
+        "FIND ops WHERE op.name = 'step' LIMIT 4",
+        "FIND vars GROUP BY var.class RETURN var.class, count(*)",
+        "MATCH (a:v)-[:update]->(b:v) RETURN a, b LIMIT 3",
+        "SHOW TRACES",
+    ] {
+        let collected = db.query(q).unwrap().rows;
+        assert!(!collected.is_empty(), "{q}");
+        assert_eq!(lent_rows(&db, q), collected, "{q}");
+    }
+    // Ops rows lend their text: the op id, name and kind as the trace has them.
+    let mut first = None;
+    db.query_each(
+        "TRACE v:299 RETURN ops LIMIT 1",
+        &memtrace::Params::new(),
+        &memtrace::Cancel::new(),
+        &mut |row| {
+            first = Some((
+                row[1].as_str().map(str::to_string),
+                row[2].as_str().map(str::to_string),
+                row[3].as_str().map(str::to_string),
+                row[4].as_i64(),
+            ));
+            Ok(true)
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        first,
+        Some((
+            Some("op299".into()),
+            Some("step".into()),
+            Some("update".into()),
+            Some(1)
+        ))
+    );
+}
+
 #[test]
 fn a_cancelled_query_stops_with_cancelled_and_the_database_goes_on() {
     let (_dir, db) = db();

@@ -1,14 +1,17 @@
 //! memtrace as one side of the query benchmark: every query goes through
-//! the query language (`Database::query`), so parsing, planning and start
-//! resolution are in every figure.
+//! the query language, so parsing, planning and start resolution are in
+//! every figure. Counts and groups are collected (`Database::query`); rows
+//! of nodes and ops are read as they are lent (`Database::query_each`),
+//! each row's id kept in a [`KeyColumn`] as the SQLite peer keeps its
+//! first column.
 
 use std::path::PathBuf;
 
-use memtrace::{Database, QueryResult};
+use memtrace::{Cancel, Database, Params, QueryResult};
 
 use crate::cold::files_under;
 use crate::error::{CliError, Result};
-use crate::protocol::{Answer, Kind, Side, Start};
+use crate::protocol::{Answer, KeyColumn, Kind, Side, Start};
 
 /// The MATCH of the suite.
 pub const MATCH_QUERY: &str =
@@ -45,12 +48,20 @@ fn count_of(r: &QueryResult, col: usize) -> u64 {
         .sum()
 }
 
+/// What a memtrace query gave.
+pub enum Out {
+    /// A collected result (counts, groups).
+    Result(QueryResult),
+    /// The id column of rows read as they were lent (nodes, ops).
+    Keys(KeyColumn),
+}
+
 fn quote(s: &str) -> String {
     s.replace('\'', "''")
 }
 
 impl Side for MemtraceSide {
-    type Out = QueryResult;
+    type Out = Out;
 
     fn open(&mut self) -> Result<()> {
         // Queries only read: open as every reading command does.
@@ -90,7 +101,7 @@ impl Side for MemtraceSide {
         Ok(starts)
     }
 
-    fn run(&mut self, kind: Kind, start: Option<&Start>) -> Result<QueryResult> {
+    fn run(&mut self, kind: Kind, start: Option<&Start>) -> Result<Out> {
         let db = self.db()?;
         let trace = |tail: &str| -> Result<String> {
             let s = start.ok_or_else(|| CliError::Bench("a traversal needs a start".into()))?;
@@ -100,28 +111,40 @@ impl Side for MemtraceSide {
                 s.trace
             ))
         };
+        let rows = |text: String| -> Result<Out> {
+            // Nodes and ops rows: trace, then the node's or op's id.
+            let mut keys = KeyColumn::default();
+            db.query_each(&text, &Params::new(), &Cancel::new(), &mut |row| {
+                keys.push(row.get(1).and_then(|c| c.as_str()).unwrap_or(""));
+                Ok(true)
+            })?;
+            Ok(Out::Keys(keys))
+        };
         let text = match kind {
             Kind::Open => return Err(CliError::Bench("open is not a query".into())),
             Kind::Closure => trace("RETURN count")?,
             Kind::Depth3 => trace("DEPTH 3 RETURN count")?,
-            Kind::Nodes => trace("RETURN nodes")?,
-            Kind::NodesLimit1 => trace("RETURN nodes LIMIT 1")?,
-            Kind::Ops => trace("RETURN ops")?,
-            Kind::OpsLimit1 => trace("RETURN ops LIMIT 1")?,
+            Kind::Nodes => return rows(trace("RETURN nodes")?),
+            Kind::NodesLimit1 => return rows(trace("RETURN nodes LIMIT 1")?),
+            Kind::Ops => return rows(trace("RETURN ops")?),
+            Kind::OpsLimit1 => return rows(trace("RETURN ops LIMIT 1")?),
             Kind::Match => MATCH_QUERY.to_string(),
             Kind::FindGroup => FIND_QUERY.to_string(),
         };
-        Ok(db.query(&text)?)
+        Ok(Out::Result(db.query(&text)?))
     }
 
-    fn answer(&self, kind: Kind, out: QueryResult) -> Result<Answer> {
+    fn answer(&self, kind: Kind, out: Out) -> Result<Answer> {
         fn col(row: &[serde_json::Value], i: usize) -> Option<&str> {
             row.get(i).and_then(|v| v.as_str())
         }
+        let out = match out {
+            Out::Keys(keys) => return Ok(Answer::keys(keys.iter())),
+            Out::Result(r) => r,
+        };
         Ok(match kind {
             Kind::Closure | Kind::Depth3 => Answer::count(count_of(&out, 1)),
             Kind::Match => Answer::count(count_of(&out, 0)),
-            // Nodes and ops rows: trace, then the node's or op's id.
             Kind::Nodes | Kind::NodesLimit1 | Kind::Ops | Kind::OpsLimit1 => {
                 Answer::keys(out.rows.iter().filter_map(|r| col(r, 1)))
             }

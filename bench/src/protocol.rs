@@ -344,6 +344,32 @@ impl Answer {
     }
 }
 
+/// The first column of a query's rows (node or op ids), as both Rust
+/// sides keep it while the rows stream: the texts appended to one buffer,
+/// so that what is measured is the engine handing out rows, not one
+/// allocation per row on the reader's side.
+#[derive(Debug, Clone, Default)]
+pub struct KeyColumn {
+    text: String,
+    ends: Vec<usize>,
+}
+
+impl KeyColumn {
+    /// Appends one row's key.
+    pub fn push(&mut self, key: &str) {
+        self.text.push_str(key);
+        self.ends.push(self.text.len());
+    }
+
+    /// The keys, in order.
+    pub fn iter(&self) -> impl Iterator<Item = &str> + '_ {
+        let starts = std::iter::once(0).chain(self.ends.iter().copied());
+        starts
+            .zip(self.ends.iter().copied())
+            .map(|(a, b)| self.text.get(a..b).unwrap_or(""))
+    }
+}
+
 /// FNV-1a, 64 bits (the Python peer computes the same).
 pub fn fnv1a(bytes: &[u8]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;

@@ -19,7 +19,7 @@ use serde_json::Value;
 
 use crate::error::{io, CliError, Result};
 use crate::measure::{set_files, sqlite_err};
-use crate::protocol::{Answer, Kind, Measured, Plan, Side, Start};
+use crate::protocol::{Answer, KeyColumn, Kind, Measured, Plan, Side, Start};
 
 /// The schema, as created before loading.
 const SCHEMA: &str = "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;
@@ -163,7 +163,7 @@ pub enum Rows {
     /// A count.
     Count(u64),
     /// The first column of each row (a node or op id).
-    Keys(Vec<String>),
+    Keys(KeyColumn),
     /// Groups and their counts.
     Groups(Vec<(Option<String>, u64)>),
 }
@@ -329,13 +329,18 @@ impl Side for SqliteSide {
             }
             Kind::Nodes | Kind::NodesLimit1 | Kind::Ops | Kind::OpsLimit1 => {
                 let s = need()?;
-                let rows = st
-                    .query_map(params![s.trace, s.node_key], |r| r.get::<_, String>(0))
-                    .map_err(sqlite_err)?;
-                Rows::Keys(
-                    rows.collect::<std::result::Result<_, _>>()
-                        .map_err(sqlite_err)?,
-                )
+                // Each row's first column read in place and kept, as the
+                // memtrace side keeps the id it is lent.
+                let mut keys = KeyColumn::default();
+                let mut rows = st.query(params![s.trace, s.node_key]).map_err(sqlite_err)?;
+                while let Some(r) = rows.next().map_err(sqlite_err)? {
+                    let key = r.get_ref(0).map_err(sqlite_err)?;
+                    keys.push(
+                        key.as_str()
+                            .map_err(|e| CliError::Bench(format!("SQLite: {e}")))?,
+                    );
+                }
+                Rows::Keys(keys)
             }
             Kind::Match => {
                 let n: i64 = st.query_row([], |r| r.get(0)).map_err(sqlite_err)?;
@@ -361,7 +366,7 @@ impl Side for SqliteSide {
     fn answer(&self, _kind: Kind, out: Rows) -> Result<Answer> {
         Ok(match out {
             Rows::Count(n) => Answer::count(n),
-            Rows::Keys(keys) => Answer::keys(keys.iter().map(String::as_str)),
+            Rows::Keys(keys) => Answer::keys(keys.iter()),
             Rows::Groups(g) => Answer::groups(g.iter().map(|(k, n)| (k.as_deref(), *n))),
         })
     }

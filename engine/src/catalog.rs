@@ -4,6 +4,7 @@
 //! name, its sessions and ops ([`TraceOps`]) with a lookup by op id, and its
 //! edge records ([`TraceEdges`]).
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::mem::size_of;
 use std::sync::OnceLock;
@@ -81,6 +82,8 @@ fn map_bytes<V, S>(map: &HashMap<String, V, S>, value_heap: impl Fn(&V) -> usize
 #[derive(Debug, Clone)]
 pub struct TraceCatalog {
     vars: Vec<VarRecord>,
+    /// Each variable's full node id and category.
+    labels: Option<Labels<2>>,
     /// Built on the first lookup by node id: scans and traversals never
     /// need it.
     by_node_id: OnceLock<FastMap<String, u32>>,
@@ -99,7 +102,105 @@ pub struct TraceOps {
     sessions: Vec<SessionRecord>,
     ops: Vec<OpRecord>,
     by_op_id: OnceLock<HashMap<String, u32>>,
+    /// Each op's id, name and kind.
+    labels: Option<Labels<3>>,
     bytes: usize,
+}
+
+/// `N` short texts per record (ids, names, kinds) side by side in one
+/// buffer, so that a query handing out thousands of rows reads a few
+/// compact bytes per row instead of each row's whole record (a record is a
+/// few hundred bytes, its strings elsewhere on the heap).
+#[derive(Debug, Clone)]
+struct Labels<const N: usize> {
+    text: String,
+    /// Where each record's texts end in `text`; the first starts where the
+    /// record before ends.
+    ends: Vec<[u32; N]>,
+    /// Which of a record's texts are present, a bit each (an absent one
+    /// is empty in `text`).
+    has: Vec<u8>,
+}
+
+impl<const N: usize> Labels<N> {
+    /// The labels of `items`: `write(item, i, text)` appends the item's
+    /// `i`-th text and says whether it has one. `None` when the texts are
+    /// too long for 32-bit offsets (the records are read instead).
+    fn new<T>(items: &[T], mut write: impl FnMut(&T, usize, &mut String) -> bool) -> Option<Self> {
+        let mut text = String::new();
+        let mut ends = Vec::with_capacity(items.len());
+        let mut has = Vec::with_capacity(items.len());
+        for item in items {
+            let mut end = [0u32; N];
+            let mut present = 0u8;
+            for (i, e) in end.iter_mut().enumerate() {
+                if write(item, i, &mut text) {
+                    present |= 1 << i;
+                }
+                *e = u32::try_from(text.len()).ok()?;
+            }
+            ends.push(end);
+            has.push(present);
+        }
+        text.shrink_to_fit();
+        Some(Labels { text, ends, has })
+    }
+
+    fn bytes(&self) -> usize {
+        self.text.capacity() + self.ends.capacity() * size_of::<[u32; N]>() + self.has.capacity()
+    }
+
+    /// The texts of record `id`.
+    fn get(&self, id: u32) -> Option<[Option<&str>; N]> {
+        let i = id as usize;
+        let ends = self.ends.get(i)?;
+        let has = *self.has.get(i)?;
+        let mut start = match i {
+            0 => 0,
+            _ => self.ends.get(i - 1)?[N - 1],
+        };
+        let mut out = [None; N];
+        for (k, (slot, &end)) in out.iter_mut().zip(ends).enumerate() {
+            if has & (1 << k) != 0 {
+                *slot = Some(self.text.get(start as usize..end as usize)?);
+            }
+            start = end;
+        }
+        Some(out)
+    }
+}
+
+/// Appends an optional text; whether there was one.
+fn push_opt(text: &mut String, s: &Option<String>) -> bool {
+    match s {
+        Some(s) => {
+            text.push_str(s);
+            true
+        }
+        None => false,
+    }
+}
+
+/// A variable's full node id (`class:name@version`) and category, as
+/// [`TraceCatalog::label`] lends them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VarLabel<'a> {
+    /// The full node id.
+    pub node_id: Cow<'a, str>,
+    /// The category.
+    pub category: Option<&'a str>,
+}
+
+/// An op's id, name and kind (its `category`), as [`TraceOps::label`]
+/// lends them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OpLabel<'a> {
+    /// The op id.
+    pub id: &'a str,
+    /// The op name.
+    pub name: Option<&'a str>,
+    /// The kind (`category`).
+    pub kind: Option<&'a str>,
 }
 
 impl TraceOps {
@@ -134,16 +235,43 @@ impl TraceOps {
                     + common(&o.common)
             })
             .sum();
+        let labels = Labels::new(&ops, |o: &OpRecord, i, text| match i {
+            0 => {
+                text.push_str(&o.op_id);
+                true
+            }
+            1 => push_opt(text, &o.op_name),
+            _ => push_opt(text, &o.category),
+        });
         let bytes = size_of::<Self>()
             + sessions.capacity() * size_of::<SessionRecord>()
             + ops.capacity() * size_of::<OpRecord>()
             + s
-            + o;
+            + o
+            + labels.as_ref().map_or(0, Labels::bytes);
         TraceOps {
             sessions,
             ops,
             by_op_id: OnceLock::new(),
+            labels,
             bytes,
+        }
+    }
+
+    /// An op's id, name and kind by local id, read from a compact copy
+    /// beside the records (from the record when there is none).
+    pub fn label(&self, id: u32) -> Option<OpLabel<'_>> {
+        match &self.labels {
+            Some(l) => l.get(id).map(|[id, name, kind]| OpLabel {
+                id: id.unwrap_or(""),
+                name,
+                kind,
+            }),
+            None => self.op(id).map(|o| OpLabel {
+                id: &o.op_id,
+                name: o.op_name.as_deref(),
+                kind: o.category.as_deref(),
+            }),
         }
     }
 
@@ -199,8 +327,16 @@ impl TraceCatalog {
 
     /// A catalog of these variables (local id = position).
     pub fn new(vars: Vec<VarRecord>) -> TraceCatalog {
+        let labels = Labels::new(&vars, |v: &VarRecord, i, text| match i {
+            0 => {
+                v.push_full_node_id(text);
+                true
+            }
+            _ => push_opt(text, &v.category),
+        });
         let mut catalog = TraceCatalog {
             vars,
+            labels,
             by_node_id: OnceLock::new(),
             by_name: OnceLock::new(),
             bytes: 0,
@@ -252,6 +388,7 @@ impl TraceCatalog {
         size_of::<Self>()
             + self.vars.capacity() * size_of::<VarRecord>()
             + vars
+            + self.labels.as_ref().map_or(0, Labels::bytes)
             + self.by_node_id.get().map_or(0, |m| map_bytes(m, |_| 0))
             + self
                 .by_name
@@ -267,6 +404,21 @@ impl TraceCatalog {
     /// A variable by local id.
     pub fn variable(&self, id: u32) -> Option<&VarRecord> {
         self.vars.get(id as usize)
+    }
+
+    /// A variable's full node id and category by local id, from a compact
+    /// copy beside the records (made from the record when there is none).
+    pub fn label(&self, id: u32) -> Option<VarLabel<'_>> {
+        match &self.labels {
+            Some(l) => l.get(id).map(|[node_id, category]| VarLabel {
+                node_id: Cow::Borrowed(node_id.unwrap_or("")),
+                category,
+            }),
+            None => self.variable(id).map(|v| VarLabel {
+                node_id: Cow::Owned(v.full_node_id()),
+                category: v.category.as_deref(),
+            }),
+        }
     }
 
     /// The local id of the variable with this full node id (`full_name@version`).
@@ -356,6 +508,45 @@ mod tests {
         let reports = db.import_paths(&[path], &ImportOptions::default(), &mut |_| {});
         let imported = reports.into_iter().next().unwrap().result.unwrap();
         (db, imported[0].trace, imported[0].counts)
+    }
+
+    #[test]
+    fn labels_are_the_records_texts_and_tell_absent_from_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        let (db, t, counts) = import_sample(dir.path());
+        let tv = db.trace_by_id(t).unwrap();
+        let c = TraceCatalog::load(tv.store(), t, &counts).unwrap();
+        let ops = TraceOps::load(tv.store(), t, &counts).unwrap();
+        for (i, v) in c.variables().iter().enumerate() {
+            let l = c.label(i as u32).unwrap();
+            assert_eq!(l.node_id, v.full_node_id());
+            assert!(matches!(l.node_id, Cow::Borrowed(_)));
+            assert_eq!(l.category, v.category.as_deref());
+        }
+        for (i, o) in ops.ops().iter().enumerate() {
+            let l = ops.label(i as u32).unwrap();
+            assert_eq!(l.id, o.op_id);
+            assert_eq!(l.name, o.op_name.as_deref());
+            assert_eq!(l.kind, o.category.as_deref());
+        }
+        assert!(c.label(counts.variables).is_none());
+        assert!(ops.label(counts.ops).is_none());
+        // Absent, empty and present texts, side by side.
+        let mut rec = ops.ops()[0].clone();
+        let mut three = Vec::new();
+        for (name, kind) in [(None, Some("")), (Some(""), None), (Some("n"), Some("k"))] {
+            rec.op_name = name.map(str::to_string);
+            rec.category = kind.map(str::to_string);
+            three.push(rec.clone());
+        }
+        let ops = TraceOps::new(Vec::new(), three);
+        let got: Vec<(Option<&str>, Option<&str>)> = (0..3)
+            .map(|i| ops.label(i).map(|l| (l.name, l.kind)).unwrap())
+            .collect();
+        assert_eq!(
+            got,
+            [(None, Some("")), (Some(""), None), (Some("n"), Some("k"))]
+        );
     }
 
     #[test]

@@ -95,6 +95,11 @@ pub struct TraceGraph {
     in_far: Vec<u32>,
     /// The far end of each edge of `out_edges` (its target).
     out_far: Vec<u32>,
+    /// The op of each edge of `in_edges`, in the same order: a walk that
+    /// gathers ops reads them in row order instead of per edge.
+    in_ops: Vec<u32>,
+    /// The op of each edge of `out_edges`.
+    out_ops: Vec<u32>,
 }
 
 fn corrupt(trace: Option<TraceId>, reason: String) -> EngineError {
@@ -183,15 +188,17 @@ impl TraceGraph {
         Ok(TraceGraph::new(adj))
     }
 
-    /// The graph over a checked adjacency, with the far end of every CSR
-    /// entry laid out beside it.
+    /// The graph over a checked adjacency, with the far end and the op of
+    /// every CSR entry laid out beside it.
     fn new(adj: Adjacency) -> TraceGraph {
-        let far = |edges: &[u32], ends: &[u32]| -> Vec<u32> {
-            edges.iter().map(|&e| ends[e as usize]).collect()
+        let beside = |edges: &[u32], of: &[u32]| -> Vec<u32> {
+            edges.iter().map(|&e| of[e as usize]).collect()
         };
         TraceGraph {
-            in_far: far(&adj.in_edges, &adj.source),
-            out_far: far(&adj.out_edges, &adj.target),
+            in_far: beside(&adj.in_edges, &adj.source),
+            out_far: beside(&adj.out_edges, &adj.target),
+            in_ops: beside(&adj.in_edges, &adj.op),
+            out_ops: beside(&adj.out_edges, &adj.op),
             adj,
         }
     }
@@ -267,7 +274,8 @@ impl TraceGraph {
 
     /// Bytes the graph holds on the heap (plus its own size).
     pub fn bytes(&self) -> usize {
-        self.adj.bytes() + (self.in_far.capacity() + self.out_far.capacity()) * 4
+        let beside = [&self.in_far, &self.out_far, &self.in_ops, &self.out_ops];
+        self.adj.bytes() + beside.iter().map(|v| v.capacity() * 4).sum::<usize>()
     }
 
     /// The offsets, edge ids and far ends of the CSR that `dir` follows.
@@ -296,16 +304,12 @@ impl TraceGraph {
         max_depth: Option<u32>,
         cancel: &Cancel,
     ) -> Result<u64> {
-        let (off, edges, far) = self.csr(dir);
-        let mut rows = CsrRows { off, edges, far };
-        count_levels(
-            &mut rows,
-            self.adj.vars,
-            starts,
+        let mut count = Count {
             min_depth,
-            max_depth,
-            cancel,
-        )
+            count: 0,
+        };
+        self.walk_rows(dir, false, starts, max_depth, cancel, &mut count)?;
+        Ok(count.count)
     }
 
     /// Level by level from `starts` (depth 0), each node at its least
@@ -320,35 +324,56 @@ impl TraceGraph {
         dir: Direction,
         max_depth: Option<u32>,
         cancel: &Cancel,
-        mut level: impl FnMut(u32, &[u32]) -> Result<bool>,
+        level: impl FnMut(u32, &[u32]) -> Result<bool>,
     ) -> Result<()> {
-        self.levels(starts, dir, max_depth, cancel, true, |depth, _, edges| {
-            level(depth, edges)
-        })
+        let mut gather = Gather {
+            walked: Vec::new(),
+            level,
+        };
+        self.walk_rows(dir, false, starts, max_depth, cancel, &mut gather)
     }
 
-    /// The level loop of [`reach_count`](Self::reach_count) and
-    /// [`walk_levels`](Self::walk_levels) over this graph's rows.
-    fn levels(
+    /// The ops a [`walk_levels`](Self::walk_levels) crosses, each once, at
+    /// the level that first crosses one of its edges: `level(depth, ops)`
+    /// gets that level's new ops in the order first crossed (`ops` may be
+    /// reordered; it is emptied after the call). The ops are read in row
+    /// order beside the far ends, not looked up per edge. Stops when
+    /// `level` answers false.
+    pub fn walk_new_ops(
         &self,
         starts: &[u32],
         dir: Direction,
         max_depth: Option<u32>,
         cancel: &Cancel,
-        with_edges: bool,
-        each: impl FnMut(u32, usize, &[u32]) -> Result<bool>,
+        level: impl FnMut(u32, &mut Vec<u32>) -> Result<bool>,
+    ) -> Result<()> {
+        let mut fresh = NewOps {
+            seen: vec![0; (self.adj.ops as usize).div_ceil(64)],
+            fresh: Vec::new(),
+            level,
+        };
+        self.walk_rows(dir, true, starts, max_depth, cancel, &mut fresh)
+    }
+
+    /// The level loop over this graph's rows in `dir`, their entries being
+    /// the edges or (`ops`) the edges' ops.
+    fn walk_rows<L: Levels>(
+        &self,
+        dir: Direction,
+        ops: bool,
+        starts: &[u32],
+        max_depth: Option<u32>,
+        cancel: &Cancel,
+        visit: &mut L,
     ) -> Result<()> {
         let (off, edges, far) = self.csr(dir);
+        let edges = match (ops, dir) {
+            (false, _) => edges,
+            (true, Direction::Backward) => &self.in_ops,
+            (true, Direction::Forward) => &self.out_ops,
+        };
         let mut rows = CsrRows { off, edges, far };
-        levels(
-            &mut rows,
-            self.adj.vars,
-            starts,
-            max_depth,
-            cancel,
-            with_edges,
-            each,
-        )
+        levels(&mut rows, self.adj.vars, starts, max_depth, cancel, visit)
     }
 
     /// Breadth-first walk from `starts` (at depth `start_depth`; they are
@@ -480,6 +505,7 @@ trait Rows {
 /// The rows of a whole graph in memory.
 struct CsrRows<'g> {
     off: &'g [u32],
+    /// What a row hands out per entry: its edge, or the edge's op.
     edges: &'g [u32],
     far: &'g [u32],
 }
@@ -498,31 +524,112 @@ impl Rows for CsrRows<'_> {
     }
 }
 
+/// What a level walk does with the rows it expands and at the end of each
+/// level.
+trait Levels {
+    /// Whether [`row`](Self::row) wants the rows' entries.
+    const ROWS: bool;
+    /// The entries (edges, or their ops) of one expanded node's row.
+    fn row(&mut self, entries: &[u32]);
+    /// Level `depth` is walked and newly reached `reached` nodes; false
+    /// stops the walk.
+    fn level(&mut self, depth: u32, reached: usize) -> Result<bool>;
+}
+
+/// Counts the nodes reached at a depth of at least `min_depth`.
+struct Count {
+    min_depth: u32,
+    count: u64,
+}
+
+impl Levels for Count {
+    const ROWS: bool = false;
+
+    fn row(&mut self, _: &[u32]) {}
+
+    fn level(&mut self, depth: u32, reached: usize) -> Result<bool> {
+        if depth >= self.min_depth {
+            self.count += reached as u64;
+        }
+        Ok(true)
+    }
+}
+
+/// Gathers each level's edges for a callback.
+struct Gather<F> {
+    walked: Vec<u32>,
+    level: F,
+}
+
+impl<F: FnMut(u32, &[u32]) -> Result<bool>> Levels for Gather<F> {
+    const ROWS: bool = true;
+
+    fn row(&mut self, entries: &[u32]) {
+        self.walked.extend_from_slice(entries);
+    }
+
+    fn level(&mut self, depth: u32, _: usize) -> Result<bool> {
+        let go_on = (self.level)(depth, &self.walked)?;
+        self.walked.clear();
+        Ok(go_on)
+    }
+}
+
+/// Keeps each op the first time a row holds it, and hands each level's
+/// new ops to a callback.
+struct NewOps<F> {
+    /// Ops seen, a bit each.
+    seen: Vec<u64>,
+    fresh: Vec<u32>,
+    level: F,
+}
+
+impl<F: FnMut(u32, &mut Vec<u32>) -> Result<bool>> Levels for NewOps<F> {
+    const ROWS: bool = true;
+
+    fn row(&mut self, ops: &[u32]) {
+        for &o in ops {
+            let (w, bit) = (o as usize / 64, 1u64 << (o % 64));
+            if let Some(word) = self.seen.get_mut(w) {
+                if *word & bit == 0 {
+                    *word |= bit;
+                    self.fresh.push(o);
+                }
+            }
+        }
+    }
+
+    fn level(&mut self, depth: u32, _: usize) -> Result<bool> {
+        let go_on = (self.level)(depth, &mut self.fresh)?;
+        self.fresh.clear();
+        Ok(go_on)
+    }
+}
+
 /// The level loop: from `starts` (depth 0), each node at its least depth,
 /// for each level below `max_depth` every edge of the level's nodes is
-/// walked; after each level, `each(depth, nodes newly reached, edges
-/// walked)` (the edges only when `with_edges`, else empty); it answers
-/// false to stop.
-fn levels<R: Rows>(
+/// walked: `visit` gets each expanded node's row entries (when it wants
+/// them), and the depth and number of nodes newly reached after each
+/// level; it answers false to stop.
+fn levels<R: Rows, L: Levels>(
     rows: &mut R,
     vars: u32,
     starts: &[u32],
     max_depth: Option<u32>,
     cancel: &Cancel,
-    with_edges: bool,
-    mut each: impl FnMut(u32, usize, &[u32]) -> Result<bool>,
+    visit: &mut L,
 ) -> Result<()> {
     cancel.check()?;
     let (mut seen, mut nodes) = seed(vars, starts)?;
-    let (mut next, mut walked) = (Vec::new(), Vec::new());
+    let mut next = Vec::new();
     let mut depth = 0u32;
     while !nodes.is_empty() && max_depth.is_none_or(|m| depth < m) {
         cancel.check()?;
         rows.prepare(&nodes)?;
         for &node in &nodes {
-            let (edges, far) = rows.row(node);
-            if with_edges {
-                walked.extend_from_slice(edges);
+            let (entries, far) = rows.row(node);
+            if L::ROWS {
+                visit.row(entries);
             }
             for &other in far {
                 let (w, bit) = (other as usize / 64, 1u64 << (other % 64));
@@ -533,10 +640,9 @@ fn levels<R: Rows>(
             }
         }
         depth += 1;
-        if !each(depth, next.len(), &walked)? {
+        if !visit.level(depth, next.len())? {
             return Ok(());
         }
-        walked.clear();
         std::mem::swap(&mut nodes, &mut next);
         next.clear();
     }
@@ -662,22 +768,12 @@ fn count_levels<R: Rows>(
     max_depth: Option<u32>,
     cancel: &Cancel,
 ) -> Result<u64> {
-    let mut count = 0u64;
-    levels(
-        rows,
-        vars,
-        starts,
-        max_depth,
-        cancel,
-        false,
-        |depth, reached, _| {
-            if depth >= min_depth {
-                count += reached as u64;
-            }
-            Ok(true)
-        },
-    )?;
-    Ok(count)
+    let mut count = Count {
+        min_depth,
+        count: 0,
+    };
+    levels(rows, vars, starts, max_depth, cancel, &mut count)?;
+    Ok(count.count)
 }
 
 #[cfg(test)]
@@ -1083,6 +1179,34 @@ mod tests {
             .unwrap();
             want.sort_unstable();
             got.sort_unstable();
+            prop_assert_eq!(got, want);
+        }
+
+        #[test]
+        fn walk_new_ops_hands_each_op_once_at_the_level_that_first_crosses_it(
+            (vars, edges) in multigraph(), start_pick: u32, forward: bool,
+            max_depth in proptest::option::of(0u32..6)) {
+            let g = TraceGraph::from_edges(vars, 3, &edges).unwrap();
+            let start = start_pick % vars;
+            let dir = if forward { Direction::Forward } else { Direction::Backward };
+            let mut want: Vec<(u32, u32)> = Vec::new();
+            g.walk_levels(&[start], dir, max_depth, &Cancel::new(), |d, es| {
+                for &e in es {
+                    let o = g.op(e).unwrap();
+                    if !want.iter().any(|w| w.1 == o) {
+                        want.push((d, o));
+                    }
+                }
+                Ok(true)
+            })
+            .unwrap();
+            let mut got: Vec<(u32, u32)> = Vec::new();
+            g.walk_new_ops(&[start], dir, max_depth, &Cancel::new(), |d, ops| {
+                got.extend(ops.iter().map(|&o| (d, o)));
+                Ok(true)
+            })
+            .unwrap();
+            // Same order too: row order, level by level.
             prop_assert_eq!(got, want);
         }
 

@@ -28,13 +28,13 @@ mod timestamp;
 mod view;
 
 pub use cache::{CacheStats, TraceState};
-pub use catalog::{TraceCatalog, TraceEdges, TraceOps};
+pub use catalog::{OpLabel, TraceCatalog, TraceEdges, TraceOps, VarLabel};
 pub use db::{Call, Database, Definition, Extension, Snapshot, TraceResult};
 pub use error::{EngineError, Result};
 pub use exec::ctx::lazy;
 pub use exec::run::columns_of;
 pub use exec::subgraph::{GraphEdge, GraphNode, GraphOptions, QueryGraph};
-pub use exec::value::{from_json, to_json, QueryResult, Sink};
+pub use exec::value::{from_json, to_json, Cell, CellSink, QueryResult, Sink};
 pub use export::{dot_escape, mermaid_escape, ExportFormat};
 pub use extension::{statement_name, CaseOrigin, CasePick, DerivedCase, ResultRow};
 pub use graph::{Admit, Cancel, Direction, TraceGraph, Visit};

@@ -156,12 +156,17 @@ impl VarRecord {
 
     /// `full_name@version`, the id edges reference.
     pub fn full_node_id(&self) -> String {
-        use std::fmt::Write;
         let mut s = String::with_capacity(self.full_name_len() + 12);
-        self.push_full_name(&mut s);
+        self.push_full_node_id(&mut s);
+        s
+    }
+
+    /// Appends [`full_node_id`](Self::full_node_id) to `s`.
+    pub fn push_full_node_id(&self, s: &mut String) {
+        use std::fmt::Write;
+        self.push_full_name(s);
         // Writing an integer to a String cannot fail.
         let _ = write!(s, "@{}", self.version);
-        s
     }
 
     fn class(&self) -> Option<&str> {

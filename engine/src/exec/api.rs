@@ -9,7 +9,7 @@ use memtrace_storage::TraceId;
 use super::ctx::TraceCtx;
 use super::row::RecRow;
 use super::run::{qerr, Exec};
-use super::value::{into_json, QueryResult, Sink};
+use super::value::{into_json, take_row, CellSink, QueryResult, Sink};
 use crate::db::{Database, Snapshot};
 use crate::error::Result;
 use crate::extension::{statement_name, CasePick};
@@ -31,11 +31,39 @@ impl Database {
     /// Runs one statement with parameters and a cancellation token, collecting rows.
     pub fn query_with(&self, text: &str, params: &Params, cancel: &Cancel) -> Result<QueryResult> {
         let mut rows = Vec::new();
-        let columns = self.query_stream(text, params, cancel, &mut |r| {
-            rows.push(r.into_iter().map(into_json).collect());
+        let columns = self.query_each(text, params, cancel, &mut |r| {
+            rows.push(r.iter_mut().map(|c| into_json(c.take())).collect());
             Ok(true)
         })?;
         Ok(QueryResult { columns, rows })
+    }
+
+    /// Runs one statement, lending each row to `sink` as cells as soon as
+    /// it is known: the rows of TRACE and FORWARD lend the trace's text
+    /// (ids, names, kinds) instead of copying it, so a caller that reads
+    /// each row, or keeps a part of it, pays for no more than that.
+    /// `sink` returns `false` to stop early. Returns the column names.
+    ///
+    /// ```no_run
+    /// use memtrace_engine::{Cancel, Database, Params};
+    /// let db = Database::open("memtrace.db")?;
+    /// let mut ids = Vec::new();
+    /// db.query_each("TRACE prediction:Q1 RETURN ops", &Params::new(), &Cancel::new(), &mut |row| {
+    ///     ids.push(row[1].as_str().unwrap_or_default().to_string());
+    ///     Ok(true)
+    /// })?;
+    /// # Ok::<(), memtrace_engine::EngineError>(())
+    /// ```
+    pub fn query_each(
+        &self,
+        text: &str,
+        params: &Params,
+        cancel: &Cancel,
+        sink: &mut CellSink<'_>,
+    ) -> Result<Vec<String>> {
+        let plan = self.prepare(text, params)?;
+        self.snapshot().run_cells(&plan, cancel, sink)?;
+        Ok(Exec::columns(&plan))
     }
 
     /// Runs one statement, handing each row to `sink` as soon as it is
@@ -108,6 +136,12 @@ impl<'db> Snapshot<'db> {
     /// Runs a planned statement on this snapshot, handing each row to
     /// `sink` (which returns `false` to stop early).
     pub fn run(&self, plan: &Plan, cancel: &Cancel, sink: &mut Sink<'_>) -> Result<()> {
+        self.exec(cancel).run(plan, &mut |c| sink(take_row(c)))
+    }
+
+    /// Runs a planned statement on this snapshot, lending each row to
+    /// `sink` as cells (see [`Database::query_each`]).
+    pub fn run_cells(&self, plan: &Plan, cancel: &Cancel, sink: &mut CellSink<'_>) -> Result<()> {
         self.exec(cancel).run(plan, sink)
     }
 

@@ -111,6 +111,16 @@ impl<'a> TraceCtx<'a> {
         Value::Str(self.record.graph_id.clone())
     }
 
+    /// The trace's graph id, lent.
+    pub(super) fn graph_id(&self) -> &str {
+        &self.record.graph_id
+    }
+
+    /// An op's id, lent (empty for an op the trace does not hold).
+    pub(super) fn op_id_str(&self, o: u32) -> Result<&str> {
+        Ok(self.ops()?.label(o).map_or("", |l| l.id))
+    }
+
     pub(super) fn node_id(&self, v: u32) -> Result<String> {
         Ok(self
             .catalog()?
@@ -120,11 +130,7 @@ impl<'a> TraceCtx<'a> {
     }
 
     pub(super) fn op_id(&self, o: u32) -> Result<String> {
-        Ok(self
-            .ops()?
-            .op(o)
-            .map(|r| r.op_id.clone())
-            .unwrap_or_default())
+        Ok(self.op_id_str(o)?.to_string())
     }
 
     fn session_id(&self, s: Option<LocalId>) -> Result<Value> {

@@ -9,7 +9,7 @@ use memtrace_storage::keys::IdKind;
 use memtrace_storage::records::TraceRecord;
 use memtrace_storage::{ReadView, TraceId};
 
-use super::value::Sink;
+use super::value::{give, take_row, CellSink, Sink};
 use crate::db::{Call, Database, Snapshot};
 use crate::error::{EngineError, Result};
 use crate::extension::statement_name;
@@ -101,8 +101,17 @@ impl<'a> Exec<'a> {
         }
     }
 
-    /// Runs the plan.
-    pub fn run(&self, plan: &Plan, sink: &mut Sink<'_>) -> Result<()> {
+    /// Runs the plan. TRACE and FORWARD lend their rows' text; every other
+    /// statement hands owned rows.
+    pub fn run(&self, plan: &Plan, cells: &mut CellSink<'_>) -> Result<()> {
+        match plan {
+            Plan::Traverse(t) => self.traverse(t, cells),
+            other => self.run_owned(other, &mut |row| give(cells, row)),
+        }
+    }
+
+    /// Runs a plan whose rows are owned.
+    fn run_owned(&self, plan: &Plan, sink: &mut Sink<'_>) -> Result<()> {
         match plan {
             Plan::Explain(inner) => {
                 for line in inner.explain() {
@@ -133,7 +142,7 @@ impl<'a> Exec<'a> {
                 }
                 Ok(())
             }
-            Plan::Traverse(t) => self.traverse(t, sink),
+            Plan::Traverse(t) => self.traverse(t, &mut |c| sink(take_row(c))),
             Plan::Find(f) => self.find(f, sink),
             Plan::Match(m) => self.match_(m, sink),
             Plan::Describe(d) => self.describe(d, sink),

@@ -2,6 +2,7 @@
 //! adjacency, and the rows of each output (nodes, paths, a count, the ops,
 //! edges or subgraph walked).
 
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::HashMap;
 
@@ -13,7 +14,8 @@ use memtrace_storage::TraceId;
 use super::ctx::TraceCtx;
 use super::row::RecRow;
 use super::run::{qerr, Exec, StartNode};
-use super::value::Sink;
+use super::value::{give, Cell, CellSink};
+use crate::catalog::TraceOps;
 use crate::error::{EngineError, Result};
 use crate::graph::{Admit, Direction, TraceGraph, Visit};
 
@@ -29,35 +31,48 @@ fn visit_rec<'r, 'a>(t: &'r TraceCtx<'a>, g: &TraceGraph, v: &Visit) -> RecRow<'
 }
 
 /// The `RETURN nodes` row of a visited node: trace, node id, category,
-/// depth and the op that reached it.
-fn node_row(t: &TraceCtx<'_>, g: &TraceGraph, v: &Visit) -> Result<Vec<Value>> {
+/// depth and the op that reached it (text lent from the trace).
+fn node_row<'t>(t: &'t TraceCtx<'_>, g: &TraceGraph, v: &Visit) -> Result<[Cell<'t>; 5]> {
+    let var = t.catalog()?.label(v.node);
     let via = match g.op(v.edge) {
-        Some(o) => Value::Str(t.op_id(o)?),
-        None => Value::Null,
+        Some(o) => Cell::Text(t.op_id_str(o)?),
+        None => Cell::Value(Value::Null),
     };
-    Ok(vec![
-        t.gid(),
-        Value::Str(t.node_id(v.node)?),
-        t.var_field(v.node, &Field::Category)?,
-        Value::from(v.depth),
+    let (node_id, category) = match var {
+        Some(l) => (
+            match l.node_id {
+                Cow::Borrowed(s) => Cell::Text(s),
+                Cow::Owned(s) => Cell::Value(Value::Str(s)),
+            },
+            Cell::text(l.category),
+        ),
+        None => (Cell::Text(""), Cell::Value(Value::Null)),
+    };
+    Ok([
+        Cell::Text(t.graph_id()),
+        node_id,
+        category,
+        Cell::Value(Value::from(v.depth)),
         via,
     ])
 }
 
 /// The `RETURN ops` row of an op at its least depth: trace, op id, name,
-/// kind and depth.
-fn op_row(t: &TraceCtx<'_>, o: u32, depth: u32) -> Result<Vec<Value>> {
-    Ok(vec![
-        t.gid(),
-        Value::Str(t.op_id(o)?),
-        t.op_field(o, &Field::OpName)?,
-        t.op_field(o, &Field::Category)?,
-        Value::from(depth),
-    ])
+/// kind and depth (text lent from the trace: `gid` is its graph id).
+#[inline]
+fn op_row<'t>(gid: &'t str, ops: &'t TraceOps, o: u32, depth: u32) -> [Cell<'t>; 5] {
+    let op = ops.label(o);
+    [
+        Cell::Text(gid),
+        Cell::Text(op.map_or("", |l| l.id)),
+        Cell::text(op.and_then(|l| l.name)),
+        Cell::text(op.and_then(|l| l.kind)),
+        Cell::Value(Value::from(depth)),
+    ]
 }
 
 impl<'a> Exec<'a> {
-    pub(super) fn traverse(&self, p: &TraversePlan, sink: &mut Sink<'_>) -> Result<()> {
+    pub(super) fn traverse(&self, p: &TraversePlan, sink: &mut CellSink<'_>) -> Result<()> {
         let only = match &p.scope {
             Some(s) => Some(self.db.trace(s)?.id()),
             None => None,
@@ -100,7 +115,7 @@ impl<'a> Exec<'a> {
                 .trace(tid)?
                 .ok_or_else(|| EngineError::UnknownTrace(format!("#{tid}")))?;
             let t = TraceCtx::new(self.db, self.view, tid, record);
-            let mut emit = |row: Vec<Value>| -> Result<bool> {
+            let mut emit = |row: &mut [Cell<'_>]| -> Result<bool> {
                 if left == 0 {
                     return Ok(false);
                 }
@@ -125,7 +140,7 @@ impl<'a> Exec<'a> {
         p: &TraversePlan,
         t: &TraceCtx<'_>,
         starts: &[StartNode],
-        emit: &mut dyn FnMut(Vec<Value>) -> Result<bool>,
+        emit: &mut CellSink<'_>,
     ) -> Result<Option<bool>> {
         let unbounded = p.while_.is_none() && p.until.is_none();
         let plain = unbounded
@@ -151,7 +166,7 @@ impl<'a> Exec<'a> {
                 t.reach_count_stored(&var_starts, dir, p.min_depth, p.max_depth, self.cancel)?;
             if let Some(n) = stored {
                 let n = i64::try_from(n).unwrap_or(i64::MAX);
-                return Ok(Some(emit(vec![t.gid(), Value::Int(n)])?));
+                return Ok(Some(give(emit, vec![t.gid(), Value::Int(n)])?));
             }
         }
         let g = t.graph()?;
@@ -159,7 +174,7 @@ impl<'a> Exec<'a> {
             Output::Count => {
                 let n = g.reach_count(&var_starts, dir, p.min_depth, p.max_depth, self.cancel)?;
                 let n = i64::try_from(n).unwrap_or(i64::MAX);
-                return Ok(Some(emit(vec![t.gid(), Value::Int(n)])?));
+                return Ok(Some(give(emit, vec![t.gid(), Value::Int(n)])?));
             }
             Output::Ops => return self.ops_plain(p, t, g, dir, &var_starts, emit).map(Some),
             _ => {}
@@ -176,7 +191,7 @@ impl<'a> Exec<'a> {
                     return Ok(true);
                 }
             }
-            emit(node_row(t, g, &v)?)
+            emit(&mut node_row(t, g, &v)?)
         };
         g.walk_while(
             &var_starts,
@@ -216,35 +231,23 @@ impl<'a> Exec<'a> {
         g: &TraceGraph,
         dir: Direction,
         var_starts: &[u32],
-        emit: &mut dyn FnMut(Vec<Value>) -> Result<bool>,
+        emit: &mut CellSink<'_>,
     ) -> Result<bool> {
-        let mut seen = vec![false; g.op_count() as usize];
-        let mut fresh: Vec<u32> = Vec::new();
+        let (gid, ops) = (t.graph_id(), t.ops()?);
         let mut wanted = true;
-        g.walk_levels(var_starts, dir, p.max_depth, self.cancel, |depth, edges| {
-            fresh.clear();
-            for &e in edges {
-                if let Some(o) = g.op(e) {
-                    if let Some(s) = seen.get_mut(o as usize) {
-                        if !*s {
-                            *s = true;
-                            fresh.push(o);
-                        }
-                    }
-                }
-            }
+        g.walk_new_ops(var_starts, dir, p.max_depth, self.cancel, |depth, fresh| {
             fresh.sort_unstable();
-            for &o in &fresh {
-                let row = RecRow {
-                    op: Some(o),
-                    ..RecRow::new(t)
-                };
+            for &o in fresh.iter() {
                 if let Some(f) = &p.filter {
+                    let row = RecRow {
+                        op: Some(o),
+                        ..RecRow::new(t)
+                    };
                     if !f.expr.test(&row).map_err(qerr)? {
                         continue;
                     }
                 }
-                if !emit(op_row(t, o, depth)?)? {
+                if !emit(&mut op_row(gid, ops, o, depth))? {
                     wanted = false;
                     return Ok(false);
                 }
@@ -260,7 +263,7 @@ impl<'a> Exec<'a> {
         p: &TraversePlan,
         t: &TraceCtx<'_>,
         starts: &[StartNode],
-        emit: &mut dyn FnMut(Vec<Value>) -> Result<bool>,
+        emit: &mut CellSink<'_>,
     ) -> Result<bool> {
         if let Some(done) = self.walk_plain(p, t, starts, emit)? {
             return Ok(done);
@@ -420,7 +423,7 @@ impl<'a> Exec<'a> {
                         n
                     }
                 };
-                emit(vec![t.gid(), Value::Int(n)])
+                give(emit, vec![t.gid(), Value::Int(n)])
             }
             Output::Nodes => {
                 for (i, v) in returned.iter().enumerate() {
@@ -430,7 +433,7 @@ impl<'a> Exec<'a> {
                     if !passes(&visit_row(v))? {
                         continue;
                     }
-                    if !emit(node_row(t, g, v)?)? {
+                    if !emit(&mut node_row(t, g, v)?)? {
                         return Ok(false);
                     }
                 }
@@ -465,7 +468,7 @@ impl<'a> Exec<'a> {
                         Value::from(v.depth),
                         Value::List(path),
                     ];
-                    if !emit(row)? {
+                    if !give(emit, row)? {
                         return Ok(false);
                     }
                 }
@@ -565,7 +568,7 @@ impl<'a> Exec<'a> {
                             if !passes(&row)? {
                                 continue;
                             }
-                            if !emit(op_row(t, o, d)?)? {
+                            if !emit(&mut op_row(t.graph_id(), t.ops()?, o, d))? {
                                 return Ok(false);
                             }
                         }
@@ -590,7 +593,7 @@ impl<'a> Exec<'a> {
                                 t.edge_field(e, &Field::Op)?,
                                 t.edge_field(e, &Field::Category)?,
                             ];
-                            if !emit(out)? {
+                            if !give(emit, out)? {
                                 return Ok(false);
                             }
                         }
@@ -616,7 +619,7 @@ impl<'a> Exec<'a> {
                                 Value::Null,
                                 Value::Null,
                             ];
-                            if !emit(out)? {
+                            if !give(emit, out)? {
                                 return Ok(false);
                             }
                         }
@@ -629,7 +632,7 @@ impl<'a> Exec<'a> {
                                 t.edge_field(e, &Field::Target)?,
                                 t.edge_field(e, &Field::Op)?,
                             ];
-                            if !emit(out)? {
+                            if !give(emit, out)? {
                                 return Ok(false);
                             }
                         }

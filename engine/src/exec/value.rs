@@ -1,5 +1,6 @@
 //! Row values: a query's collected result, the conversions between query
-//! values and JSON, and the sink that rows stream to.
+//! values and JSON, and the sinks that rows stream to (owned rows, or
+//! cells that lend the trace's text).
 
 use memtrace_query::Value;
 use serde::Serialize;
@@ -94,6 +95,77 @@ pub(super) fn meta_path(json: Option<&str>, path: &[String]) -> Value {
 
 /// Where rows go. Returning `false` stops the query early.
 pub type Sink<'s> = dyn FnMut(Vec<Value>) -> Result<bool> + 's;
+
+/// One value of a row handed to a [`CellSink`]: either owned by the row, or
+/// text lent from the trace the query reads (an op id, a name, a graph id),
+/// valid for the call only. Lending is what lets a traversal hand out
+/// thousands of rows without copying each row's strings.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Cell<'a> {
+    /// A value the row owns.
+    Value(Value),
+    /// Text lent for the duration of the call.
+    Text(&'a str),
+}
+
+impl<'a> Cell<'a> {
+    /// The text, lent or owned; `None` for any other value.
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Cell::Text(s) => Some(s),
+            Cell::Value(Value::Str(s)) => Some(s),
+            Cell::Value(_) => None,
+        }
+    }
+
+    /// The integer, if the cell holds one.
+    pub fn as_i64(&self) -> Option<i64> {
+        match self {
+            Cell::Value(Value::Int(n)) => Some(*n),
+            _ => None,
+        }
+    }
+
+    /// The cell as a query value (lent text is copied).
+    pub fn to_value(&self) -> Value {
+        match self {
+            Cell::Text(s) => Value::Str((*s).to_string()),
+            Cell::Value(v) => v.clone(),
+        }
+    }
+
+    /// Takes the cell's value, leaving `Null` (lent text is copied).
+    pub fn take(&mut self) -> Value {
+        match self {
+            Cell::Text(s) => Value::Str((*s).to_string()),
+            Cell::Value(v) => std::mem::replace(v, Value::Null),
+        }
+    }
+
+    /// Text lent as a cell, or `Null` when there is none.
+    pub fn text(s: Option<&'a str>) -> Cell<'a> {
+        match s {
+            Some(s) => Cell::Text(s),
+            None => Cell::Value(Value::Null),
+        }
+    }
+}
+
+/// Where rows go as cells: each row is lent for the call (its owned values
+/// may be taken with [`Cell::take`]). Returning `false` stops the query
+/// early.
+pub type CellSink<'s> = dyn FnMut(&mut [Cell<'_>]) -> Result<bool> + 's;
+
+/// Hands an owned row to a cell sink, reusing the row's memory.
+pub(crate) fn give(sink: &mut CellSink<'_>, row: Vec<Value>) -> Result<bool> {
+    let mut cells: Vec<Cell<'_>> = row.into_iter().map(Cell::Value).collect();
+    sink(&mut cells)
+}
+
+/// Takes a row out of its cells as owned values.
+pub(crate) fn take_row(cells: &mut [Cell<'_>]) -> Vec<Value> {
+    cells.iter_mut().map(Cell::take).collect()
+}
 
 #[cfg(test)]
 mod tests {
