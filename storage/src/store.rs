@@ -57,13 +57,15 @@ fn ingesting_key(trace: TraceId) -> Vec<u8> {
 }
 
 /// A trace expected to take at least this many bytes (its export's size)
-/// is written in bulk: its records and values are sorted into table files,
-/// written on two threads and ingested whole, and the rest (indexes,
-/// sessions, cases, adjacency, the trace record and the log entry) goes
-/// through a write batch (and the write-ahead log). None of what is ingested can be reached
-/// before that batch commits: records are found through the trace record,
-/// values through the variables. A crash in between leaves a mark that
-/// the next open to write clears, with what was ingested.
+/// is written in bulk: its records, values and index entries are sorted
+/// into table files, written on two threads and ingested whole, and the
+/// rest (adjacency, cases, the trace record, its graph id and the log
+/// entry) goes through a write batch (and the write-ahead log), which is
+/// what makes the trace visible: records are found through the trace
+/// record, values through the variables, and readers ignore index entries
+/// of a trace that has no record ([`ReadView::committed`]). A crash in
+/// between leaves a mark that the next open to write clears, with what was
+/// ingested (the index entries found again from the ingested records).
 ///
 /// Each bulk write adds a table file to each of [`BULK_FAMILIES`] (until
 /// compactions merge them), and an open reads the first few table files
@@ -73,17 +75,113 @@ fn ingesting_key(trace: TraceId) -> Vec<u8> {
 /// the first query after an open of that set 1.6x to 2x slower.)
 pub const BULK_BYTES: usize = 64 << 20;
 
-/// The column families a bulk write ingests as table files: the largest
-/// of a trace, its variable, op and edge records (keyed by their trace)
-/// and its values (content-addressed).
-const BULK_FAMILIES: [&str; 4] = [cf::VARIABLES, cf::OPS, cf::EDGES, cf::VALUES];
+/// The column families a bulk write ingests as table files: first a
+/// trace's records (keyed by their trace) and its values
+/// (content-addressed), then its index entries, which a crash cleanup
+/// finds again from the records.
+const BULK_FAMILIES: [&str; 10] = [
+    cf::SESSIONS,
+    cf::VARIABLES,
+    cf::OPS,
+    cf::EDGES,
+    cf::VALUES,
+    cf::VAR_NAME,
+    cf::STRING_ID,
+    cf::CATEGORY,
+    cf::OP_NAME,
+    cf::VALUE_REFS,
+];
 
 /// The folder, inside the database's, where table files are written
 /// before they are ingested.
 const INGEST_DIR: &str = "ingest";
 
-/// One column family's entries of a bulk write.
-type Entries = Vec<(Vec<u8>, Vec<u8>)>;
+/// One column family's entries of a bulk write, in the order added: keys
+/// and short values back to back in one buffer (a bulk write adds about a
+/// million index entries, which would otherwise be two allocations each),
+/// longer values (records, stored values) kept as they were handed over.
+#[derive(Debug, Default)]
+struct Run {
+    bytes: Vec<u8>,
+    owned: Vec<Vec<u8>>,
+    at: Vec<At>,
+}
+
+/// Where one entry of a [`Run`] is: its key at `start` in the buffer, its
+/// value after the key or, when `owned` is not [`INLINE`], that long value.
+#[derive(Debug, Clone, Copy)]
+struct At {
+    start: usize,
+    key: usize,
+    value: usize,
+    owned: usize,
+}
+
+/// [`At::owned`] of a value kept in the buffer.
+const INLINE: usize = usize::MAX;
+
+/// Values of at least this many bytes are kept as handed over, not copied.
+const OWNED_FROM: usize = 64;
+
+impl Run {
+    fn push<V: AsRef<[u8]> + Into<Vec<u8>>>(&mut self, key: &[u8], value: V) {
+        let start = self.bytes.len();
+        self.bytes.extend_from_slice(key);
+        let len = value.as_ref().len();
+        let owned = if len >= OWNED_FROM {
+            self.owned.push(value.into());
+            self.owned.len() - 1
+        } else {
+            self.bytes.extend_from_slice(value.as_ref());
+            INLINE
+        };
+        self.at.push(At {
+            start,
+            key: key.len(),
+            value: len,
+            owned,
+        });
+    }
+
+    fn is_empty(&self) -> bool {
+        self.at.is_empty()
+    }
+
+    /// Bytes of keys and values.
+    fn size(&self) -> u64 {
+        (self.bytes.len() + self.owned.iter().map(Vec::len).sum::<usize>()) as u64
+    }
+
+    fn key<'r>(bytes: &'r [u8], a: &At) -> &'r [u8] {
+        &bytes[a.start..a.start + a.key]
+    }
+
+    /// The entries sorted by key, of equal keys the last added (as a write
+    /// batch keeps the last put).
+    fn sorted(&mut self) -> impl Iterator<Item = (&[u8], &[u8])> {
+        let Run { bytes, owned, at } = self;
+        let key = |a: &At| Self::key(bytes, a);
+        // A stable sort keeps equal keys in the order they were added.
+        if !at.is_sorted_by(|a, b| key(a) < key(b)) {
+            at.sort_by(|a, b| key(a).cmp(key(b)));
+        }
+        let (bytes, owned, at) = (&*bytes, &*owned, &*at);
+        at.iter().enumerate().filter_map(move |(i, a)| {
+            let k = Self::key(bytes, a);
+            if at
+                .get(i + 1)
+                .is_some_and(|next| Self::key(bytes, next) == k)
+            {
+                return None;
+            }
+            let v = match a.owned {
+                INLINE => &bytes[a.start + a.key..a.start + a.key + a.value],
+                o => owned[o].as_slice(),
+            };
+            Some((k, v))
+        })
+    }
+}
 
 fn content_key(trace: TraceId) -> Vec<u8> {
     let mut k = META_CONTENT.to_vec();
@@ -322,20 +420,12 @@ fn cf_options(name: &str, cache: &Cache) -> Options {
 /// Writes `entries` into a table file at `path` with a column family's
 /// options, in key order; of equal keys the last added is kept, as in a
 /// write batch.
-fn write_table(path: &Path, opts: &Options, mut entries: Entries) -> Result<()> {
-    // A stable sort keeps equal keys in the order they were added.
-    if !entries.is_sorted_by(|a, b| a.0 < b.0) {
-        entries.sort_by(|a, b| a.0.cmp(&b.0));
-    }
+fn write_table(path: &Path, opts: &Options, mut run: Run) -> Result<()> {
     let writer = rocksdb::SstFileWriter::create(opts);
     writer.open(path)?;
     let mut writer = writer;
-    let mut entries = entries.into_iter().peekable();
-    while let Some((k, v)) = entries.next() {
-        if entries.peek().is_some_and(|next| next.0 == k) {
-            continue;
-        }
-        writer.put(&k, &v)?;
+    for (k, v) in run.sorted() {
+        writer.put(k, v)?;
     }
     writer.finish()?;
     Ok(())
@@ -704,13 +794,14 @@ impl Store {
         Ok(TraceWriter {
             store: self,
             trace,
-            // In bulk, the batch holds only the indexes.
-            batch: WriteBatch::with_capacity_bytes(if bulk { bytes / 4 } else { bytes }),
+            // In bulk, the batch holds only the adjacency and the trace
+            // record (about a sixteenth of the export, at most).
+            batch: WriteBatch::with_capacity_bytes(if bulk { bytes / 16 } else { bytes }),
             pending_values: HashMap::new(),
             counts: Counts::default(),
             ends: Default::default(),
             content: None,
-            bulk: bulk.then(|| vec![Vec::new(); BULK_FAMILIES.len()]),
+            bulk: bulk.then(|| BULK_FAMILIES.iter().map(|_| Run::default()).collect()),
         })
     }
 
@@ -750,27 +841,27 @@ impl Store {
     /// Writes each column family's entries of a bulk write into a table
     /// file (sorted, the last of equal keys kept), on two threads, and
     /// ingests the files; returns at the first error.
-    fn ingest(&self, trace: TraceId, families: Vec<(&'static str, Entries)>) -> Result<()> {
+    fn ingest(&self, trace: TraceId, families: Vec<(&'static str, Run)>) -> Result<()> {
         let dir = self.path.join(INGEST_DIR);
         std::fs::create_dir_all(&dir).map_err(|e| io_err(&dir, e))?;
-        let mut jobs: Vec<(&'static str, Entries, u64)> = families
+        let mut jobs: Vec<(&'static str, Run, u64)> = families
             .into_iter()
             .filter(|(_, e)| !e.is_empty())
             .map(|(name, e)| {
-                let bytes = e.iter().map(|(k, v)| (k.len() + v.len()) as u64).sum();
+                let bytes = e.size();
                 (name, e, bytes)
             })
             .collect();
         // The larger files first, each to the thread with less to write.
         jobs.sort_by_key(|j| std::cmp::Reverse(j.2));
-        let mut shares: [Vec<(&'static str, Entries)>; 2] = Default::default();
+        let mut shares: [Vec<(&'static str, Run)>; 2] = Default::default();
         let mut load = [0u64; 2];
         for (name, entries, bytes) in jobs {
             let i = usize::from(load[1] < load[0]);
             load[i] += bytes;
             shares[i].push((name, entries));
         }
-        let write = |share: Vec<(&'static str, Entries)>| -> Result<Vec<(&'static str, PathBuf)>> {
+        let write = |share: Vec<(&'static str, Run)>| -> Result<Vec<(&'static str, PathBuf)>> {
             share
                 .into_iter()
                 .map(|(name, entries)| {
@@ -793,17 +884,26 @@ impl Store {
         })?;
         let mut o = rocksdb::IngestExternalFileOptions::default();
         o.set_move_files(true);
-        for (name, file) in a?.into_iter().chain(b?) {
+        // Records before index entries: a cleanup after a crash finds the
+        // entries from the records.
+        let mut files = a?;
+        files.extend(b?);
+        files.sort_by_key(|(name, _)| BULK_FAMILIES.iter().position(|f| f == name));
+        for (name, file) in files {
             self.db
                 .ingest_external_file_cf_opts(self.cf(name), &o, vec![file])?;
         }
         Ok(())
     }
 
-    /// Removes what a bulk write of `trace` ingested (its records and
-    /// adjacency; values are shared by content and stay) and its mark.
+    /// Removes what a bulk write of `trace` ingested: its index entries
+    /// (found from its records), its records and its mark. Values are
+    /// shared by content and stay.
     fn forget_ingested(&self, trace: TraceId) -> Result<()> {
         let mut batch = WriteBatch::default();
+        let view = self.read();
+        self.delete_index_entries(&view, trace, &mut batch)?;
+        drop(view);
         let from = keys::trace_key(trace);
         let to = keys::trace_key(trace.saturating_add(1));
         for name in BULK_FAMILIES {
@@ -844,13 +944,15 @@ impl Store {
         Ok(())
     }
 
-    /// Removes a whole trace: its records, index entries and the values no
-    /// other trace uses, in one batch, and logs the removal with `reason`.
-    pub fn drop_trace(&self, trace: TraceId, reason: &str) -> Result<TraceRecord> {
-        let _guard = self.write_lock.lock().unwrap_or_else(|p| p.into_inner());
-        let view = self.read();
-        let record = view.trace(trace)?.ok_or(StorageError::NoSuchTrace(trace))?;
-        let mut batch = WriteBatch::default();
+    /// Adds to `batch` the deletion of a trace's index entries, found from
+    /// its records (names, ids, categories, op names, value references);
+    /// returns the hashes of its values.
+    fn delete_index_entries(
+        &self,
+        view: &ReadView<'_>,
+        trace: TraceId,
+        batch: &mut WriteBatch,
+    ) -> Result<std::collections::HashSet<[u8; 32]>> {
         for item in view.sessions(trace) {
             let (local, s) = item?;
             batch.delete_cf(
@@ -912,6 +1014,19 @@ impl Store {
         }
         for hash in &hashes {
             batch.delete_cf(self.cf(cf::VALUE_REFS), keys::value_ref_key(hash, trace));
+        }
+        Ok(hashes)
+    }
+
+    /// Removes a whole trace: its records, index entries and the values no
+    /// other trace uses, in one batch, and logs the removal with `reason`.
+    pub fn drop_trace(&self, trace: TraceId, reason: &str) -> Result<TraceRecord> {
+        let _guard = self.write_lock.lock().unwrap_or_else(|p| p.into_inner());
+        let view = self.read();
+        let record = view.trace(trace)?.ok_or(StorageError::NoSuchTrace(trace))?;
+        let mut batch = WriteBatch::default();
+        let hashes = self.delete_index_entries(&view, trace, &mut batch)?;
+        for hash in &hashes {
             let own = keys::value_ref_key(hash, trace);
             let shared = view
                 .scan(cf::VALUE_REFS, hash)
@@ -1063,7 +1178,7 @@ pub struct TraceWriter<'s> {
     content: Option<[u8; 32]>,
     /// A bulk write's entries of each of [`BULK_FAMILIES`] (see
     /// [`BULK_BYTES`]); `None` for a trace written in one batch.
-    bulk: Option<Vec<Entries>>,
+    bulk: Option<Vec<Run>>,
 }
 
 fn next_local(counter: &mut u32, what: &'static str) -> Result<LocalId> {
@@ -1094,7 +1209,7 @@ impl<'s> TraceWriter<'s> {
     ) {
         if let Some(bulk) = self.bulk.as_mut() {
             if let Some(i) = BULK_FAMILIES.iter().position(|f| *f == name) {
-                bulk[i].push((key.as_ref().to_vec(), value.into()));
+                bulk[i].push(key.as_ref(), value);
                 return;
             }
         }
@@ -1274,8 +1389,10 @@ impl<'s> TraceWriter<'s> {
             }
             self.put(cf::VALUE_REFS, keys::value_ref_key(&hash, t), []);
         }
-        self.put(
-            cf::STRING_ID,
+        // The graph id goes with the trace record, never ahead of it: a
+        // duplicate check reads it.
+        self.batch.put_cf(
+            store.cf(cf::STRING_ID),
             keys::string_id_key(IdKind::Graph, &record.graph_id, t),
             0u32.to_be_bytes(),
         );
@@ -1444,7 +1561,8 @@ impl<'a> ReadView<'a> {
     /// (trace, local id) of every record with this smartcomment string id.
     pub fn string_id(&self, kind: IdKind, id: &str) -> Result<Vec<(TraceId, LocalId)>> {
         let prefix = keys::string_id_prefix(kind, id);
-        self.scan(cf::STRING_ID, &prefix)
+        let hits = self
+            .scan(cf::STRING_ID, &prefix)
             .map(|item| {
                 let (k, v) = item?;
                 let t = keys::read_u32(&k[prefix.len()..]).ok_or(StorageError::Decode {
@@ -1457,7 +1575,48 @@ impl<'a> ReadView<'a> {
                 })?;
                 Ok((t, l))
             })
-            .collect()
+            .collect::<Result<Vec<_>>>()?;
+        self.only_committed(hits, |h| h.0)
+    }
+
+    /// Whether a trace is stored whole: its record is written (by the
+    /// batch that ends its import, after whatever was ingested before).
+    pub fn committed(&self, trace: TraceId) -> Result<bool> {
+        Ok(self
+            .snap
+            .get_pinned_cf(self.store.cf(cf::TRACES), keys::trace_key(trace))?
+            .is_some())
+    }
+
+    /// The index hits whose trace is stored whole: a bulk write ingests a
+    /// trace's index entries before its record is written.
+    fn only_committed<T>(
+        &self,
+        mut hits: Vec<T>,
+        trace_of: impl Fn(&T) -> TraceId,
+    ) -> Result<Vec<T>> {
+        let mut known: HashMap<TraceId, bool> = HashMap::new();
+        let mut failed = None;
+        hits.retain(|h| {
+            let t = trace_of(h);
+            if let Some(&c) = known.get(&t) {
+                return c;
+            }
+            match self.committed(t) {
+                Ok(c) => {
+                    known.insert(t, c);
+                    c
+                }
+                Err(e) => {
+                    failed.get_or_insert(e);
+                    false
+                }
+            }
+        });
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(hits),
+        }
     }
 
     /// A trace's sessions in insertion order.
@@ -1553,7 +1712,8 @@ impl<'a> ReadView<'a> {
             prefix.extend_from_slice(&t.to_be_bytes());
         }
         let base = keys::name_prefix(full_name).len();
-        self.scan(cf::VAR_NAME, &prefix)
+        let hits = self
+            .scan(cf::VAR_NAME, &prefix)
             .map(|item| {
                 let (k, v) = item?;
                 let bad = || StorageError::Decode {
@@ -1566,13 +1726,15 @@ impl<'a> ReadView<'a> {
                 let l = keys::read_u32(&v).ok_or_else(bad)?;
                 Ok((t, ver, l))
             })
-            .collect()
+            .collect::<Result<Vec<_>>>()?;
+        self.only_committed(hits, |h| h.0)
     }
 
     /// (trace, local id) of the records of `kind` with this category.
     pub fn by_category(&self, kind: RecordKind, category: &str) -> Result<Vec<(TraceId, LocalId)>> {
         let prefix = keys::category_prefix(kind, category);
-        self.scan(cf::CATEGORY, &prefix)
+        let hits = self
+            .scan(cf::CATEGORY, &prefix)
             .map(|item| {
                 let (k, _) = item?;
                 keys::split_record_key(&k[prefix.len()..]).ok_or(StorageError::Decode {
@@ -1580,13 +1742,15 @@ impl<'a> ReadView<'a> {
                     reason: "bad key".into(),
                 })
             })
-            .collect()
+            .collect::<Result<Vec<_>>>()?;
+        self.only_committed(hits, |h| h.0)
     }
 
     /// (trace, local id) of the ops with this op name.
     pub fn ops_named(&self, op_name: &str) -> Result<Vec<(TraceId, LocalId)>> {
         let prefix = keys::name_prefix(op_name);
-        self.scan(cf::OP_NAME, &prefix)
+        let hits = self
+            .scan(cf::OP_NAME, &prefix)
             .map(|item| {
                 let (k, _) = item?;
                 keys::split_record_key(&k[prefix.len()..]).ok_or(StorageError::Decode {
@@ -1594,7 +1758,8 @@ impl<'a> ReadView<'a> {
                     reason: "bad key".into(),
                 })
             })
-            .collect()
+            .collect::<Result<Vec<_>>>()?;
+        self.only_committed(hits, |h| h.0)
     }
 
     /// A trace's stored adjacency, read with one get; `None` for a trace
@@ -1908,6 +2073,35 @@ mod tests {
     }
 
     #[test]
+    fn a_run_sorts_its_entries_and_keeps_the_last_of_equal_keys() {
+        let mut run = Run::default();
+        let long = vec![7u8; OWNED_FROM + 5];
+        run.push(b"b", vec![1u8]);
+        run.push(b"a", long.clone());
+        run.push(b"c", []);
+        run.push(b"b", 2u32.to_be_bytes());
+        run.push(b"a", vec![3u8]);
+        assert_eq!(run.size(), 5 + 1 + long.len() as u64 + 4 + 1);
+        let got: Vec<(Vec<u8>, Vec<u8>)> = run
+            .sorted()
+            .map(|(k, v)| (k.to_vec(), v.to_vec()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (b"a".to_vec(), vec![3]),
+                (b"b".to_vec(), vec![0, 0, 0, 2]),
+                (b"c".to_vec(), vec![])
+            ]
+        );
+        // A long value is kept as handed over, and read back whole.
+        let mut run = Run::default();
+        run.push(b"k", long.clone());
+        assert_eq!(run.owned.len(), 1);
+        assert_eq!(run.sorted().next(), Some((&b"k"[..], &long[..])));
+    }
+
+    #[test]
     fn a_bulk_write_reads_back_as_a_batch_write_does() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("db");
@@ -1957,8 +2151,16 @@ mod tests {
         let path = dir.path().join("db");
         let store = Store::open(&path, &StoreOptions::default()).unwrap();
         let kept = write_trace(&store, "kept", "x");
+        let index_entries = |store: &Store| -> Vec<usize> {
+            let view = store.read();
+            [cf::VAR_NAME, cf::STRING_ID, cf::CATEGORY, cf::OP_NAME]
+                .map(|name| view.count(name, &[]).unwrap())
+                .to_vec()
+        };
+        let before = index_entries(&store);
         // What a crash between the ingest and the final batch leaves: the
-        // mark, the ingested records, and a table file not yet ingested.
+        // mark, the ingested records and index entries, and a table file
+        // not yet ingested.
         let mut w = store.begin_trace_sized(BULK_BYTES).unwrap();
         fill(&mut w, 50);
         let t = w.trace_id();
@@ -1974,6 +2176,21 @@ mod tests {
         drop(w);
         assert_eq!(store.read().variables(t).count(), 50);
         assert!(store.read().trace(t).unwrap().is_none());
+        // Its index entries are there, and no reader sees them.
+        assert_ne!(index_entries(&store), before);
+        let view = store.read();
+        assert!(!view.committed(t).unwrap());
+        let not_t = |hits: Vec<(TraceId, LocalId)>| hits.iter().all(|h| h.0 != t);
+        assert!(not_t(view.string_id(IdKind::Op, "op-7").unwrap()));
+        assert!(not_t(view.string_id(IdKind::Session, "t").unwrap()));
+        assert!(view
+            .versions("answer:v3", None)
+            .unwrap()
+            .iter()
+            .all(|h| h.0 != t));
+        assert!(not_t(view.by_category(RecordKind::Edge, "flow").unwrap()));
+        assert!(not_t(view.ops_named("llm").unwrap()));
+        drop(view);
         drop(store);
         // A reader leaves it as it is (and sees no trace of it).
         let reader = Store::open(
@@ -1999,6 +2216,7 @@ mod tests {
         assert!(!path.join(INGEST_DIR).exists());
         assert!(view.trace(kept).unwrap().is_some());
         drop(view);
+        assert_eq!(index_entries(&store), before, "its index entries are gone");
         // The id may be used again, by a trace of its own.
         let next = write_trace(&store, "next", "y");
         assert_eq!(store.read().variables(next).count(), 2);
