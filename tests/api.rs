@@ -445,6 +445,40 @@ fn query_rows_stream_and_the_sink_can_stop_them() {
     assert_eq!(limited.rows.len(), 7);
 }
 
+#[test]
+fn a_large_file_read_again_is_the_same_content_and_other_content_is_refused() {
+    let (dir, db) = db();
+    // Over a mebibyte: the file is mapped and its digest taken while it is stored.
+    let text = chain(6000);
+    assert!(text.len() > 1 << 20, "{}", text.len());
+    let file = dir.path().join("chain.json");
+    // A byte order mark and whitespace around the object are not content.
+    std::fs::write(&file, format!("\u{feff}  {text}\n")).unwrap();
+    let first = import(&db, &text).unwrap();
+    assert!(!first[0].unchanged);
+    let import_file = |path: &std::path::Path| {
+        db.import_paths(
+            &[path.to_path_buf()],
+            &ImportOptions::default(),
+            &mut |_| {},
+        )
+        .into_iter()
+        .next()
+        .unwrap()
+        .result
+    };
+    let again = import_file(&file).unwrap();
+    assert!(again[0].unchanged, "{again:?}");
+    assert_eq!(again[0].trace, first[0].trace);
+    let other = dir.path().join("other.json");
+    std::fs::write(&other, text.replace("\"x\"", "\"y\"")).unwrap();
+    match import_file(&other) {
+        Err(EngineError::AlreadyStored { compared, .. }) => assert!(compared),
+        r => panic!("{r:?}"),
+    }
+    assert_eq!(db.traces().unwrap().len(), 1);
+}
+
 /// A statement's rows read through `query_each`, each cell as JSON.
 fn lent_rows(db: &Database, q: &str) -> Vec<Vec<Value>> {
     let mut rows = Vec::new();

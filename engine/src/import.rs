@@ -8,7 +8,9 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
+use std::sync::Arc;
 
+use memmap2::Mmap;
 use serde::de::DeserializeSeed;
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -139,10 +141,55 @@ fn invalid(source: &str, inv: Invalid) -> EngineError {
 }
 
 /// What an export was read from: its size and its content digest.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug)]
 pub(crate) struct Source {
     bytes: u64,
-    digest: [u8; 32],
+    digest: Digest,
+}
+
+/// An export's content digest: known, or taken from a mapped file on a
+/// thread of its own while the trace is checked and stored (taken while
+/// the file is parsed, it would slow the parse, which has both cores; the
+/// store has one).
+#[derive(Debug)]
+pub(crate) enum Digest {
+    /// Taken.
+    Known([u8; 32]),
+    /// Being taken (once started) from this file's content.
+    Taking(Option<std::thread::JoinHandle<[u8; 32]>>, Arc<Mmap>),
+}
+
+impl Digest {
+    /// Starts taking the digest on a thread of its own.
+    fn start(&mut self) {
+        if let Digest::Taking(handle @ None, map) = self {
+            let map = Arc::clone(map);
+            *handle = std::thread::Builder::new()
+                .name("memtrace-digest".into())
+                .spawn(move || digest_of(&map))
+                .ok();
+        }
+    }
+
+    /// The digest, waiting for its thread (or taking it here when there is
+    /// none).
+    fn get(&mut self) -> [u8; 32] {
+        let d = match self {
+            Digest::Known(d) => return *d,
+            Digest::Taking(handle, map) => handle
+                .take()
+                .and_then(|h| h.join().ok())
+                .unwrap_or_else(|| digest_of(map)),
+        };
+        *self = Digest::Known(d);
+        d
+    }
+}
+
+/// The content digest of an input: of its bytes without a byte order mark
+/// and without the whitespace around the object.
+fn digest_of(bytes: &[u8]) -> [u8; 32] {
+    content_digest(pyjson::strip_bom(bytes).trim_ascii())
 }
 
 /// One trace read and checked, not yet stored.
@@ -195,12 +242,13 @@ fn parse_reader<R: Read>(
             path: source.to_string(),
             source: e,
         })?;
-    parse_bytes(&bytes, source, count.get())
+    parse_bytes(&bytes, source, count.get(), None)
 }
 
 /// Reads one JSON object from the whole of an input, `read` bytes long
-/// (see [`parse_reader`]).
-fn parse_bytes(bytes: &[u8], source: &str, read: u64) -> Result<Input> {
+/// (see [`parse_reader`]). The digest of a mapped file (`mapped`) is left
+/// to be taken later ([`Digest::start`]).
+fn parse_bytes(bytes: &[u8], source: &str, read: u64, mapped: Option<&Arc<Mmap>>) -> Result<Input> {
     if pyjson::utf16_bom(bytes) {
         return Err(invalid(
             source,
@@ -215,17 +263,23 @@ fn parse_bytes(bytes: &[u8], source: &str, read: u64) -> Result<Input> {
     let content = pyjson::strip_bom(bytes);
     // Whitespace around the object is not content (a line's newline, a
     // file's last one), and neither is a byte order mark. A large input's
-    // digest is taken on a second thread while it is parsed.
-    let trimmed = content.trim_ascii();
-    let (parsed, digest) = std::thread::scope(|scope| {
-        let apart =
-            (trimmed.len() >= DIGEST_APART).then(|| scope.spawn(|| content_digest(trimmed)));
-        let parsed = parse_top(content, source);
-        let digest = apart
-            .and_then(|h| h.join().ok())
-            .unwrap_or_else(|| content_digest(trimmed));
-        (parsed, digest)
-    });
+    // digest is taken on a second thread while it is parsed; a mapped
+    // file's later.
+    let (parsed, digest) = match mapped {
+        Some(map) => (
+            parse_top(content, source),
+            Digest::Taking(None, Arc::clone(map)),
+        ),
+        None => std::thread::scope(|scope| {
+            let apart = (content.trim_ascii().len() >= DIGEST_APART)
+                .then(|| scope.spawn(|| digest_of(bytes)));
+            let parsed = parse_top(content, source);
+            let digest = apart
+                .and_then(|h| h.join().ok())
+                .unwrap_or_else(|| digest_of(bytes));
+            (parsed, Digest::Known(digest))
+        }),
+    };
     let (header, data) = parsed?;
     if data.is_none() && otlp::is_otlp(&header) {
         return Ok(Input::Otlp(header, read));
@@ -316,7 +370,7 @@ fn otlp_traces(
             let (header, data) = parse_top(&text, source)?;
             let read = Source {
                 bytes: share,
-                digest: content_digest(&text),
+                digest: Digest::Known(content_digest(&text)),
             };
             checked(header, data, source, read, Some("otlp"))
         })
@@ -349,9 +403,10 @@ fn store_all(
     opts: &ImportOptions,
     source: &str,
 ) -> Result<Vec<ImportedTrace>> {
+    let mut traces = traces;
     if traces.len() > 1 {
-        for r in &traces {
-            stored_already(store, &r.trace.graph_id, &r.read.digest, opts, source)?;
+        for r in &mut traces {
+            stored_already(store, &r.trace.graph_id, &mut r.read.digest, opts, source)?;
         }
     }
     traces
@@ -367,7 +422,7 @@ fn store_all(
 fn stored_already(
     store: &Store,
     graph_id: &str,
-    digest: &[u8; 32],
+    digest: &mut Digest,
     opts: &ImportOptions,
     source: &str,
 ) -> Result<Option<(TraceId, TraceRecord)>> {
@@ -379,10 +434,11 @@ fn stored_already(
     if existing.is_empty() {
         return Ok(None);
     }
+    let digest = digest.get();
     let mut compared = true;
     for &t in &existing {
         match view.content_digest(t)? {
-            Some(d) if d == *digest => {
+            Some(d) if d == digest => {
                 if let Some(record) = view.trace(t)? {
                     return Ok(Some((t, record)));
                 }
@@ -486,10 +542,12 @@ fn store_trace(
     let Ready {
         trace: t,
         resolved: r,
-        read,
+        mut read,
         format,
     } = ready;
-    if let Some((trace, record)) = stored_already(store, &t.graph_id, &read.digest, opts, source)? {
+    if let Some((trace, record)) =
+        stored_already(store, &t.graph_id, &mut read.digest, opts, source)?
+    {
         return Ok(unchanged(trace, record));
     }
     let graph_id = t.graph_id.clone();
@@ -501,7 +559,6 @@ fn store_trace(
         project_id: project_id.as_deref(),
     };
     let mut w = store.begin_trace_sized(usize::try_from(read.bytes).unwrap_or(0))?;
-    w.set_content_digest(read.digest);
     for s in t.sessions {
         w.put_session(&SessionRecord {
             session_id: s.session_id,
@@ -527,6 +584,8 @@ fn store_trace(
             common: common(v.common, &ids),
         })?;
     }
+    // In a bulk write, what is finished is written while the rest is added.
+    w.finish_variables()?;
     for (o, session) in t.ops.into_iter().zip(r.op_sessions) {
         w.put_op(&OpRecord {
             op_id: o.op_id,
@@ -538,6 +597,7 @@ fn store_trace(
             common: common(o.common, &ids),
         })?;
     }
+    w.finish_ops()?;
     for (e, (op, source, target, session)) in t.edges.into_iter().zip(r.edges) {
         w.put_edge(&EdgeRecord {
             edge_id: e.edge_id,
@@ -573,6 +633,8 @@ fn store_trace(
         format: format.to_string(),
         imported_at_ms: 0,
     };
+    // Last: a large file's digest is taken while the records are written.
+    w.set_content_digest(read.digest.get());
     let counts = w.counts();
     match w.commit(record, !opts.force)? {
         Ok(trace) => Ok(ImportedTrace {
@@ -668,27 +730,28 @@ pub(crate) fn import_lines(
                 },
             )
         };
-        let Ready { trace: t, read, .. } =
-            match parse_reader(line.as_bytes(), &at, line.len(), None)? {
-                Input::Otlp(doc, _) => {
-                    if let Some((_, first)) = graph_ids.first() {
-                        return Err(mixed(&format!(
-                            "this line is an OTLP request, line {first} an export"
-                        )));
-                    }
-                    requests.push((at, doc));
-                    continue;
+        let Ready {
+            trace: t, mut read, ..
+        } = match parse_reader(line.as_bytes(), &at, line.len(), None)? {
+            Input::Otlp(doc, _) => {
+                if let Some((_, first)) = graph_ids.first() {
+                    return Err(mixed(&format!(
+                        "this line is an OTLP request, line {first} an export"
+                    )));
                 }
-                Input::Export(r) => {
-                    if let Some((first, _)) = requests.first() {
-                        let first = first.rsplit(':').next().unwrap_or_default();
-                        return Err(mixed(&format!(
-                            "this line is an export, line {first} an OTLP request"
-                        )));
-                    }
-                    *r
+                requests.push((at, doc));
+                continue;
+            }
+            Input::Export(r) => {
+                if let Some((first, _)) = requests.first() {
+                    let first = first.rsplit(':').next().unwrap_or_default();
+                    return Err(mixed(&format!(
+                        "this line is an export, line {first} an OTLP request"
+                    )));
                 }
-            };
+                *r
+            }
+        };
         if let Some((_, first_line)) = graph_ids.iter().find(|(g, _)| *g == t.graph_id) {
             if !opts.force {
                 return Err(invalid(
@@ -702,7 +765,7 @@ pub(crate) fn import_lines(
         }
         // Other content under a stored graph id fails the file before
         // anything is written; the same content is skipped when written.
-        stored_already(store, &t.graph_id, &read.digest, opts, &at)?;
+        stored_already(store, &t.graph_id, &mut read.digest, opts, &at)?;
         graph_ids.push((t.graph_id, n));
         if reopen.is_none() {
             kept.push((n, std::mem::take(&mut line)));
@@ -851,7 +914,13 @@ fn parse_json_file(path: &Path) -> ParsedFile {
         // the file is parsed; the bytes are checked as UTF-8 JSON as they
         // are read, and nothing here relies on them staying unchanged.
         if let Ok(map) = unsafe { memmap2::MmapOptions::new().populate().map(&file) } {
-            return traces_of(parse_bytes(&map, &source, map.len() as u64)?, &source);
+            let map = Arc::new(map);
+            let input = parse_bytes(&map, &source, map.len() as u64, Some(&map))?;
+            let mut traces = traces_of(input, &source)?;
+            for t in &mut traces {
+                t.read.digest.start();
+            }
+            return Ok(traces);
         }
     }
     read_traces(file, &source, size, None)

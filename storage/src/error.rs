@@ -61,6 +61,9 @@ pub enum StorageError {
     /// Ids ran out (more than 2^32 records of one kind).
     #[error("id space exhausted for {0}")]
     IdsExhausted(&'static str),
+    /// A record added to a trace after its kind was finished.
+    #[error("the trace's {0} were finished already; add every one before finishing them")]
+    Finished(&'static str),
     /// Filesystem error outside RocksDB (sizes, directories).
     #[error("{path}: {source}")]
     Io {

@@ -117,6 +117,9 @@ struct At {
     owned: usize,
 }
 
+/// A table file written for a column family, to be ingested.
+type Table = (&'static str, PathBuf);
+
 /// [`At::owned`] of a value kept in the buffer.
 const INLINE: usize = usize::MAX;
 
@@ -429,6 +432,35 @@ fn write_table(path: &Path, opts: &Options, mut run: Run) -> Result<()> {
     }
     writer.finish()?;
     Ok(())
+}
+
+/// Writes one thread's share of a bulk write's families into table files
+/// in `dir` (made when missing).
+fn write_share(
+    dir: &Path,
+    cache: &Cache,
+    trace: TraceId,
+    tag: usize,
+    share: Vec<(&'static str, Run)>,
+) -> Result<Vec<Table>> {
+    std::fs::create_dir_all(dir).map_err(|e| io_err(dir, e))?;
+    share
+        .into_iter()
+        .filter(|(_, entries)| !entries.is_empty())
+        .map(|(name, entries)| {
+            let file = dir.join(format!("{trace}-{tag}-{name}.sst"));
+            write_table(&file, &cf_options(name, cache), entries)?;
+            Ok((name, file))
+        })
+        .collect()
+}
+
+/// The error of a thread writing table files that stopped (panicked).
+fn stopped(dir: &Path) -> StorageError {
+    io_err(
+        dir,
+        std::io::Error::other("the thread writing table files stopped"),
+    )
 }
 
 /// Whether any graph id in the string id index starts with `#`.
@@ -802,6 +834,8 @@ impl Store {
             ends: Default::default(),
             content: None,
             bulk: bulk.then(|| BULK_FAMILIES.iter().map(|_| Run::default()).collect()),
+            finished: 0,
+            early: Vec::new(),
         })
     }
 
@@ -839,11 +873,15 @@ impl Store {
     }
 
     /// Writes each column family's entries of a bulk write into a table
-    /// file (sorted, the last of equal keys kept), on two threads, and
-    /// ingests the files; returns at the first error.
-    fn ingest(&self, trace: TraceId, families: Vec<(&'static str, Run)>) -> Result<()> {
-        let dir = self.path.join(INGEST_DIR);
-        std::fs::create_dir_all(&dir).map_err(|e| io_err(&dir, e))?;
+    /// file (sorted, the last of equal keys kept), on two threads; returns
+    /// the files, or the first error. `tag` tells apart the files of one
+    /// trace.
+    fn write_tables(
+        &self,
+        trace: TraceId,
+        tag: usize,
+        families: Vec<(&'static str, Run)>,
+    ) -> Result<Vec<Table>> {
         let mut jobs: Vec<(&'static str, Run, u64)> = families
             .into_iter()
             .filter(|(_, e)| !e.is_empty())
@@ -861,39 +899,36 @@ impl Store {
             load[i] += bytes;
             shares[i].push((name, entries));
         }
-        let write = |share: Vec<(&'static str, Run)>| -> Result<Vec<(&'static str, PathBuf)>> {
-            share
-                .into_iter()
-                .map(|(name, entries)| {
-                    let file = dir.join(format!("{trace}-{name}.sst"));
-                    write_table(&file, &cf_options(name, &self.cache), entries)?;
-                    Ok((name, file))
-                })
-                .collect()
-        };
+        let dir = self.path.join(INGEST_DIR);
+        let (cache, dir) = (&self.cache, &dir);
         let [first, second] = shares;
         let (a, b) = std::thread::scope(|scope| {
-            let other = scope.spawn(|| write(second));
-            (write(first), other.join())
+            let other = scope.spawn(|| write_share(dir, cache, trace, tag, second));
+            (write_share(dir, cache, trace, tag, first), other.join())
         });
-        let b = b.map_err(|_| {
-            io_err(
-                &dir,
-                std::io::Error::other("the thread writing table files stopped"),
-            )
-        })?;
+        let mut files = a?;
+        files.extend(b.map_err(|_| stopped(dir))??);
+        Ok(files)
+    }
+
+    /// Ingests table files, records before index entries: a cleanup after
+    /// a crash finds the entries from the records.
+    fn ingest_files(&self, mut files: Vec<Table>) -> Result<()> {
         let mut o = rocksdb::IngestExternalFileOptions::default();
         o.set_move_files(true);
-        // Records before index entries: a cleanup after a crash finds the
-        // entries from the records.
-        let mut files = a?;
-        files.extend(b?);
         files.sort_by_key(|(name, _)| BULK_FAMILIES.iter().position(|f| f == name));
         for (name, file) in files {
             self.db
                 .ingest_external_file_cf_opts(self.cf(name), &o, vec![file])?;
         }
         Ok(())
+    }
+
+    /// [`write_tables`](Self::write_tables) and [`ingest_files`](Self::ingest_files).
+    #[cfg(test)]
+    fn ingest(&self, trace: TraceId, families: Vec<(&'static str, Run)>) -> Result<()> {
+        let files = self.write_tables(trace, 0, families)?;
+        self.ingest_files(files)
     }
 
     /// Removes what a bulk write of `trace` ingested: its index entries
@@ -1179,6 +1214,26 @@ pub struct TraceWriter<'s> {
     /// A bulk write's entries of each of [`BULK_FAMILIES`] (see
     /// [`BULK_BYTES`]); `None` for a trace written in one batch.
     bulk: Option<Vec<Run>>,
+    /// What was finished: [`VARIABLES_DONE`], [`OPS_DONE`].
+    finished: u8,
+    /// Table files of finished families being written, each batch of them
+    /// on a thread of its own, while the rest of the trace is added.
+    early: Vec<std::thread::JoinHandle<Result<Vec<Table>>>>,
+}
+
+/// [`TraceWriter::finish_variables`] was called.
+const VARIABLES_DONE: u8 = 1;
+/// [`TraceWriter::finish_ops`] was called.
+const OPS_DONE: u8 = 2;
+
+impl Drop for TraceWriter<'_> {
+    /// A writer dropped before its commit waits for the table files it
+    /// was writing, and removes them.
+    fn drop(&mut self) {
+        for files in self.early_files().unwrap_or_default() {
+            let _ = std::fs::remove_file(files.1);
+        }
+    }
 }
 
 fn next_local(counter: &mut u32, what: &'static str) -> Result<LocalId> {
@@ -1258,8 +1313,103 @@ impl<'s> TraceWriter<'s> {
         r
     }
 
+    /// Says that every variable of the trace was added: in a bulk write,
+    /// their table files (records, names, values and value references)
+    /// are written from now on, on a thread of their own, while the rest
+    /// of the trace is added. A variable added afterwards is an error
+    /// ([`StorageError::Finished`]); a value staged afterwards is stored
+    /// at the commit.
+    pub fn finish_variables(&mut self) -> Result<()> {
+        self.finish(
+            VARIABLES_DONE,
+            &[cf::VARIABLES, cf::VAR_NAME, cf::VALUES, cf::VALUE_REFS],
+        )
+    }
+
+    /// Says that every op of the trace was added (see
+    /// [`finish_variables`](Self::finish_variables)): their records and
+    /// op names are written from now on.
+    pub fn finish_ops(&mut self) -> Result<()> {
+        self.finish(OPS_DONE, &[cf::OPS, cf::OP_NAME])
+    }
+
+    fn finish(&mut self, done: u8, families: &[&'static str]) -> Result<()> {
+        if self.finished & done != 0 {
+            return Ok(());
+        }
+        self.finished |= done;
+        if self.bulk.is_none() {
+            return Ok(());
+        }
+        if done == VARIABLES_DONE {
+            self.put_pending_values()?;
+        }
+        let Some(bulk) = self.bulk.as_mut() else {
+            return Ok(());
+        };
+        let share: Vec<(&'static str, Run)> = BULK_FAMILIES
+            .iter()
+            .zip(bulk.iter_mut())
+            .filter(|(name, _)| families.contains(name))
+            .map(|(name, run)| (*name, std::mem::take(run)))
+            .collect();
+        let dir = self.store.path.join(INGEST_DIR);
+        let cache = self.store.cache.clone();
+        let (trace, tag) = (self.trace, self.early.len() + 1);
+        let handle = std::thread::Builder::new()
+            .name("memtrace-tables".into())
+            .spawn(move || write_share(&dir, &cache, trace, tag, share))
+            .map_err(|e| io_err(&self.store.path.join(INGEST_DIR), e))?;
+        self.early.push(handle);
+        Ok(())
+    }
+
+    /// Waits for the table files written ahead; the first error, if any.
+    fn early_files(&mut self) -> Result<Vec<Table>> {
+        let dir = self.store.path.join(INGEST_DIR);
+        let mut files = Vec::new();
+        let mut failed = None;
+        for handle in std::mem::take(&mut self.early) {
+            match handle.join() {
+                Ok(Ok(f)) => files.extend(f),
+                Ok(Err(e)) => {
+                    failed.get_or_insert(e);
+                }
+                Err(_) => {
+                    failed.get_or_insert(stopped(&dir));
+                }
+            }
+        }
+        match failed {
+            None => Ok(files),
+            Some(e) => {
+                for (_, f) in files {
+                    let _ = std::fs::remove_file(f);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Puts the values staged so far (those not stored yet) and their
+    /// references.
+    fn put_pending_values(&mut self) -> Result<()> {
+        let store = self.store;
+        let values = store.cf(cf::VALUES);
+        for (hash, payload) in std::mem::take(&mut self.pending_values) {
+            if store.db.get_pinned_cf(values, hash)?.is_none() {
+                self.put(cf::VALUES, hash, payload);
+            }
+            self.put(cf::VALUE_REFS, keys::value_ref_key(&hash, self.trace), []);
+        }
+        Ok(())
+    }
+
     /// Adds a variable; its value must have been staged with [`stage_value`](Self::stage_value).
     pub fn put_variable(&mut self, v: &VarRecord) -> Result<LocalId> {
+        if self.finished & VARIABLES_DONE != 0 {
+            return Err(StorageError::Finished("variables"));
+        }
         if let Some(r) = &v.value {
             if !self.pending_values.contains_key(&r.hash) {
                 return Err(StorageError::MissingValue(hex(&r.hash)));
@@ -1289,6 +1439,9 @@ impl<'s> TraceWriter<'s> {
 
     /// Adds an operation.
     pub fn put_op(&mut self, o: &OpRecord) -> Result<LocalId> {
+        if self.finished & OPS_DONE != 0 {
+            return Err(StorageError::Finished("ops"));
+        }
         let local = next_local(&mut self.counts.ops, "ops")?;
         let t = self.trace;
         self.put(cf::OPS, keys::record_key(t, local), encode("op", o)?);
@@ -1382,13 +1535,7 @@ impl<'s> TraceWriter<'s> {
                 );
             }
         }
-        let values = store.cf(cf::VALUES);
-        for (hash, payload) in std::mem::take(&mut self.pending_values) {
-            if store.db.get_pinned_cf(values, hash)?.is_none() {
-                self.put(cf::VALUES, hash, payload);
-            }
-            self.put(cf::VALUE_REFS, keys::value_ref_key(&hash, t), []);
-        }
+        self.put_pending_values()?;
         // The graph id goes with the trace record, never ahead of it: a
         // duplicate check reads it.
         self.batch.put_cf(
@@ -1427,7 +1574,15 @@ impl<'s> TraceWriter<'s> {
                 store.write(mark)?;
                 batch.delete_cf(store.cf(cf::META), ingesting_key(t));
                 let families = BULK_FAMILIES.into_iter().zip(bulk).collect();
-                if let Err(e) = store.ingest(t, families).and_then(|()| store.write(batch)) {
+                let last = store.write_tables(t, 0, families);
+                let written = self.early_files().and_then(|mut files| {
+                    files.extend(last?);
+                    Ok(files)
+                });
+                let done = written
+                    .and_then(|files| store.ingest_files(files))
+                    .and_then(|()| store.write(batch));
+                if let Err(e) = done {
                     // Best effort: what is left is cleared at the next open.
                     let _ = store.forget_ingested(t);
                     return Err(e);
@@ -2143,6 +2298,75 @@ mod tests {
         assert_eq!(view.variables(bulk).count(), 0);
         assert_eq!(view.adjacency(bulk).unwrap(), None);
         assert!(view.trace(batch).unwrap().is_some());
+    }
+
+    #[test]
+    fn finished_kinds_are_written_ahead_and_refuse_more() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db");
+        let store = Store::open(&path, &StoreOptions::default()).unwrap();
+        let mut w = store.begin_trace().unwrap();
+        fill(&mut w, 40);
+        let batch = w.commit(trace_record("batch"), true).unwrap().unwrap();
+        // In order, finishing variables and ops as an import does; a value
+        // staged after the variables are finished is still stored.
+        let mut w = store.begin_trace_sized(BULK_BYTES).unwrap();
+        w.put_session(&SessionRecord {
+            session_id: "s".into(),
+            session_name: Some("session s".into()),
+            comment: None,
+            category: Some("qa".into()),
+            common: Common::default(),
+        })
+        .unwrap();
+        let mut vars = Vec::new();
+        for i in 0..40u32 {
+            let r = w.stage_value(&format!("value {}", i % 3 * i));
+            vars.push(var(&format!("v{}", i % 5), i + 1, r));
+        }
+        for v in &vars {
+            w.put_variable(v).unwrap();
+        }
+        w.finish_variables().unwrap();
+        let late = w.stage_value("staged late");
+        assert!(matches!(
+            w.put_variable(&vars[0]),
+            Err(StorageError::Finished("variables"))
+        ));
+        w.finish_ops().unwrap();
+        assert!(matches!(
+            w.put_op(&OpRecord {
+                op_id: "x".into(),
+                op_name: None,
+                comment: None,
+                category: None,
+                session_id: None,
+                session: None,
+                common: Common::default(),
+            }),
+            Err(StorageError::Finished("ops"))
+        ));
+        let t = w.commit(trace_record("ahead"), true).unwrap().unwrap();
+        let view = store.read();
+        assert_eq!(view.variables(t).count(), 40);
+        assert_eq!(view.value(&late).unwrap(), "staged late");
+        assert_eq!(
+            view.versions("answer:v3", Some(t)).unwrap(),
+            view.versions("answer:v3", Some(batch))
+                .unwrap()
+                .into_iter()
+                .map(|(_, v, l)| (t, v, l))
+                .collect::<Vec<_>>()
+        );
+        drop(view);
+        // A writer dropped after writing ahead leaves no table file.
+        let mut w = store.begin_trace_sized(BULK_BYTES).unwrap();
+        fill(&mut w, 20);
+        w.finish_variables().unwrap();
+        w.finish_ops().unwrap();
+        drop(w);
+        let left = path.join(INGEST_DIR);
+        assert!(!left.exists() || left.read_dir().unwrap().next().is_none());
     }
 
     #[test]
