@@ -149,8 +149,8 @@ pub(crate) struct Source {
 
 /// An export's content digest: known, or taken from a mapped file on a
 /// thread of its own while the trace is checked and stored (taken while
-/// the file is parsed, it would slow the parse, which has both cores; the
-/// store has one).
+/// the file is parsed, it would slow the parse, which has both cores;
+/// checking and storing have one).
 #[derive(Debug)]
 pub(crate) enum Digest {
     /// Taken.
@@ -246,8 +246,8 @@ fn parse_reader<R: Read>(
 }
 
 /// Reads one JSON object from the whole of an input, `read` bytes long
-/// (see [`parse_reader`]). The digest of a mapped file (`mapped`) is left
-/// to be taken later ([`Digest::start`]).
+/// (see [`parse_reader`]). The digest of a mapped file (`mapped`) is taken
+/// after the parse, on a thread of its own ([`Digest::start`]).
 fn parse_bytes(bytes: &[u8], source: &str, read: u64, mapped: Option<&Arc<Mmap>>) -> Result<Input> {
     if pyjson::utf16_bom(bytes) {
         return Err(invalid(
@@ -284,10 +284,13 @@ fn parse_bytes(bytes: &[u8], source: &str, read: u64, mapped: Option<&Arc<Mmap>>
     if data.is_none() && otlp::is_otlp(&header) {
         return Ok(Input::Otlp(header, read));
     }
-    let read = Source {
+    let mut read = Source {
         bytes: read,
         digest,
     };
+    // The parse is done: a mapped file's digest is taken while the export
+    // is checked (on one core) and stored.
+    read.digest.start();
     Ok(Input::Export(Box::new(checked(
         header, data, source, read, None,
     )?)))
@@ -916,11 +919,7 @@ fn parse_json_file(path: &Path) -> ParsedFile {
         if let Ok(map) = unsafe { memmap2::MmapOptions::new().populate().map(&file) } {
             let map = Arc::new(map);
             let input = parse_bytes(&map, &source, map.len() as u64, Some(&map))?;
-            let mut traces = traces_of(input, &source)?;
-            for t in &mut traces {
-                t.read.digest.start();
-            }
-            return Ok(traces);
+            return traces_of(input, &source);
         }
     }
     read_traces(file, &source, size, None)
