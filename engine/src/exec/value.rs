@@ -156,7 +156,7 @@ impl<'a> Cell<'a> {
 /// early.
 pub type CellSink<'s> = dyn FnMut(&mut [Cell<'_>]) -> Result<bool> + 's;
 
-/// Hands an owned row to a cell sink, reusing the row's memory.
+/// Hands an owned row to a cell sink, each value as a cell it owns.
 pub(crate) fn give(sink: &mut CellSink<'_>, row: Vec<Value>) -> Result<bool> {
     let mut cells: Vec<Cell<'_>> = row.into_iter().map(Cell::Value).collect();
     sink(&mut cells)
