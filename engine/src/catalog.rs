@@ -82,8 +82,10 @@ fn map_bytes<V, S>(map: &HashMap<String, V, S>, value_heap: impl Fn(&V) -> usize
 #[derive(Debug, Clone)]
 pub struct TraceCatalog {
     vars: Vec<VarRecord>,
-    /// Each variable's full node id and category.
-    labels: Option<Labels<2>>,
+    /// Each variable's full node id and category, made on first use
+    /// (queries that hand out rows by the thousand use them; scans and
+    /// patterns do not).
+    labels: OnceLock<Option<Labels<2>>>,
     /// Built on the first lookup by node id: scans and traversals never
     /// need it.
     by_node_id: OnceLock<FastMap<String, u32>>,
@@ -102,8 +104,8 @@ pub struct TraceOps {
     sessions: Vec<SessionRecord>,
     ops: Vec<OpRecord>,
     by_op_id: OnceLock<HashMap<String, u32>>,
-    /// Each op's id, name and kind.
-    labels: Option<Labels<3>>,
+    /// Each op's id, name and kind, made on first use.
+    labels: OnceLock<Option<Labels<3>>>,
     bytes: usize,
 }
 
@@ -144,10 +146,6 @@ impl<const N: usize> Labels<N> {
         }
         text.shrink_to_fit();
         Some(Labels { text, ends, has })
-    }
-
-    fn bytes(&self) -> usize {
-        self.text.capacity() + self.ends.capacity() * size_of::<[u32; N]>() + self.has.capacity()
     }
 
     /// The texts of record `id`.
@@ -235,33 +233,35 @@ impl TraceOps {
                     + common(&o.common)
             })
             .sum();
-        let labels = Labels::new(&ops, |o: &OpRecord, i, text| match i {
-            0 => {
-                text.push_str(&o.op_id);
-                true
-            }
-            1 => push_opt(text, &o.op_name),
-            _ => push_opt(text, &o.category),
-        });
         let bytes = size_of::<Self>()
             + sessions.capacity() * size_of::<SessionRecord>()
             + ops.capacity() * size_of::<OpRecord>()
             + s
-            + o
-            + labels.as_ref().map_or(0, Labels::bytes);
+            + o;
         TraceOps {
             sessions,
             ops,
             by_op_id: OnceLock::new(),
-            labels,
+            labels: OnceLock::new(),
             bytes,
         }
     }
 
     /// An op's id, name and kind by local id, read from a compact copy
-    /// beside the records (from the record when there is none).
+    /// beside the records, made on first use (from the record when there
+    /// is none).
     pub fn label(&self, id: u32) -> Option<OpLabel<'_>> {
-        match &self.labels {
+        let labels = self.labels.get_or_init(|| {
+            Labels::new(&self.ops, |o: &OpRecord, i, text| match i {
+                0 => {
+                    text.push_str(&o.op_id);
+                    true
+                }
+                1 => push_opt(text, &o.op_name),
+                _ => push_opt(text, &o.category),
+            })
+        });
+        match labels {
             Some(l) => l.get(id).map(|[id, name, kind]| OpLabel {
                 id: id.unwrap_or(""),
                 name,
@@ -309,7 +309,8 @@ impl TraceOps {
             .copied()
     }
 
-    /// Approximate bytes held: string lengths and vector capacities.
+    /// Approximate bytes held: string lengths and vector capacities (the
+    /// lookup and the labels, made on first use, are not counted).
     pub fn bytes(&self) -> usize {
         self.bytes
     }
@@ -327,16 +328,9 @@ impl TraceCatalog {
 
     /// A catalog of these variables (local id = position).
     pub fn new(vars: Vec<VarRecord>) -> TraceCatalog {
-        let labels = Labels::new(&vars, |v: &VarRecord, i, text| match i {
-            0 => {
-                v.push_full_node_id(text);
-                true
-            }
-            _ => push_opt(text, &v.category),
-        });
         let mut catalog = TraceCatalog {
             vars,
-            labels,
+            labels: OnceLock::new(),
             by_node_id: OnceLock::new(),
             by_name: OnceLock::new(),
             bytes: 0,
@@ -388,7 +382,6 @@ impl TraceCatalog {
         size_of::<Self>()
             + self.vars.capacity() * size_of::<VarRecord>()
             + vars
-            + self.labels.as_ref().map_or(0, Labels::bytes)
             + self.by_node_id.get().map_or(0, |m| map_bytes(m, |_| 0))
             + self
                 .by_name
@@ -407,9 +400,19 @@ impl TraceCatalog {
     }
 
     /// A variable's full node id and category by local id, from a compact
-    /// copy beside the records (made from the record when there is none).
+    /// copy beside the records, made on first use (from the record when
+    /// there is none).
     pub fn label(&self, id: u32) -> Option<VarLabel<'_>> {
-        match &self.labels {
+        let labels = self.labels.get_or_init(|| {
+            Labels::new(&self.vars, |v: &VarRecord, i, text| match i {
+                0 => {
+                    v.push_full_node_id(text);
+                    true
+                }
+                _ => push_opt(text, &v.category),
+            })
+        });
+        match labels {
             Some(l) => l.get(id).map(|[node_id, category]| VarLabel {
                 node_id: Cow::Borrowed(node_id.unwrap_or("")),
                 category,
@@ -444,7 +447,7 @@ impl TraceCatalog {
     }
 
     /// Approximate bytes held: string lengths and vector capacities (the
-    /// lookups, built on first use, are not counted).
+    /// lookups and labels, made on first use, are not counted).
     pub fn bytes(&self) -> usize {
         self.bytes
     }
