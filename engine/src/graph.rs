@@ -95,11 +95,63 @@ pub struct TraceGraph {
     in_far: Vec<u32>,
     /// The far end of each edge of `out_edges` (its target).
     out_far: Vec<u32>,
-    /// The op of each edge of `in_edges`, in the same order: a walk that
-    /// gathers ops reads them in row order instead of per edge.
-    in_ops: Vec<u32>,
-    /// The op of each edge of `out_edges`.
-    out_ops: Vec<u32>,
+    /// Each variable's incoming edges' ops, each once: a walk that gathers
+    /// ops reads them by row instead of per edge (most rows hold one op:
+    /// the one that wrote the variable).
+    in_ops: RowOps,
+    /// Each variable's outgoing edges' ops, each once.
+    out_ops: RowOps,
+}
+
+/// Each variable's row in one direction laid out for a walk that gathers
+/// ops: its far ends, then its edges' distinct ops (in the order the
+/// edges first name them), side by side in `rows`. Row `v`'s far ends are
+/// `rows[off[v][0]..off[v][1]]` and its ops `rows[off[v][1]..off[v + 1][0]]`:
+/// one look-up and one contiguous read per row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct RowOps {
+    off: Vec<[u32; 2]>,
+    rows: Vec<u32>,
+}
+
+impl RowOps {
+    /// The rows `off` delimits in `edges`, `far` and `op` naming each
+    /// edge's far end and op (all checked in range by [`Adjacency`]).
+    /// Linear in the edges: a row's repeated op is found by the last row
+    /// that held it. `None` when the rows outgrow 32-bit offsets.
+    fn new(off: &[u32], edges: &[u32], far: &[u32], op: &[u32], op_count: u32) -> Option<RowOps> {
+        let mut last_row = vec![u32::MAX; op_count as usize];
+        let mut out = RowOps {
+            off: Vec::with_capacity(off.len()),
+            rows: Vec::with_capacity(edges.len() + off.len()),
+        };
+        for (row, w) in (0u32..).zip(off.windows(2)) {
+            let entries = edges.get(w[0] as usize..w[1] as usize).unwrap_or(&[]);
+            let start = u32::try_from(out.rows.len()).ok()?;
+            out.rows
+                .extend(entries.iter().filter_map(|&e| far.get(e as usize)));
+            out.off.push([start, u32::try_from(out.rows.len()).ok()?]);
+            for &e in entries {
+                let Some(&o) = op.get(e as usize) else {
+                    continue;
+                };
+                if let Some(seen) = last_row.get_mut(o as usize) {
+                    if *seen != row {
+                        *seen = row;
+                        out.rows.push(o);
+                    }
+                }
+            }
+        }
+        let end = u32::try_from(out.rows.len()).ok()?;
+        out.off.push([end, end]);
+        out.rows.shrink_to_fit();
+        Some(out)
+    }
+
+    fn bytes(&self) -> usize {
+        8 * self.off.capacity() + 4 * self.rows.capacity()
+    }
 }
 
 fn corrupt(trace: Option<TraceId>, reason: String) -> EngineError {
@@ -137,7 +189,7 @@ impl TraceGraph {
                     ),
                 ));
             }
-            return Ok(TraceGraph::new(adj));
+            return TraceGraph::new(adj);
         }
         Self::load_index(view, trace, counts)
     }
@@ -185,22 +237,30 @@ impl TraceGraph {
             ));
         }
         let adj = Adjacency::from_edges(counts.variables, counts.ops, source, target, op)?;
-        Ok(TraceGraph::new(adj))
+        TraceGraph::new(adj)
     }
 
-    /// The graph over a checked adjacency, with the far end and the op of
-    /// every CSR entry laid out beside it.
-    fn new(adj: Adjacency) -> TraceGraph {
+    /// The graph over a checked adjacency, with the far end of every CSR
+    /// entry laid out beside it, and each row's ops beside its far ends.
+    fn new(adj: Adjacency) -> Result<TraceGraph> {
         let beside = |edges: &[u32], of: &[u32]| -> Vec<u32> {
             edges.iter().map(|&e| of[e as usize]).collect()
         };
-        TraceGraph {
+        let row_ops = |off: &[u32], edges: &[u32], far: &[u32]| {
+            RowOps::new(off, edges, far, &adj.op, adj.ops).ok_or_else(|| {
+                EngineError::BadRequest(format!(
+                    "{} edges: too many for a walk's rows",
+                    adj.edges()
+                ))
+            })
+        };
+        Ok(TraceGraph {
             in_far: beside(&adj.in_edges, &adj.source),
             out_far: beside(&adj.out_edges, &adj.target),
-            in_ops: beside(&adj.in_edges, &adj.op),
-            out_ops: beside(&adj.out_edges, &adj.op),
+            in_ops: row_ops(&adj.in_off, &adj.in_edges, &adj.source)?,
+            out_ops: row_ops(&adj.out_off, &adj.out_edges, &adj.target)?,
             adj,
-        }
+        })
     }
 
     /// Builds a graph from `(source, target, op)` per edge, edge `i` being
@@ -215,9 +275,7 @@ impl TraceGraph {
         let source = edges.iter().map(|e| e.0).collect();
         let target = edges.iter().map(|e| e.1).collect();
         let op = edges.iter().map(|e| e.2).collect();
-        Ok(TraceGraph::new(Adjacency::from_edges(
-            vars, ops, source, target, op,
-        )?))
+        TraceGraph::new(Adjacency::from_edges(vars, ops, source, target, op)?)
     }
 
     /// Number of variables (nodes are `0..vars()`).
@@ -274,8 +332,11 @@ impl TraceGraph {
 
     /// Bytes the graph holds on the heap (plus its own size).
     pub fn bytes(&self) -> usize {
-        let beside = [&self.in_far, &self.out_far, &self.in_ops, &self.out_ops];
-        self.adj.bytes() + beside.iter().map(|v| v.capacity() * 4).sum::<usize>()
+        let beside = [&self.in_far, &self.out_far];
+        self.adj.bytes()
+            + beside.iter().map(|v| v.capacity() * 4).sum::<usize>()
+            + self.in_ops.bytes()
+            + self.out_ops.bytes()
     }
 
     /// The offsets, edge ids and far ends of the CSR that `dir` follows.
@@ -335,10 +396,10 @@ impl TraceGraph {
 
     /// The ops a [`walk_levels`](Self::walk_levels) crosses, each once, at
     /// the level that first crosses one of its edges: `level(depth, ops)`
-    /// gets that level's new ops in the order first crossed (`ops` may be
-    /// reordered; it is emptied after the call). The ops are read in row
-    /// order beside the far ends, not looked up per edge. Stops when
-    /// `level` answers false.
+    /// gets that level's new ops in id order (`ops` may be reordered; it
+    /// is emptied after the call). Each expanded row's ops
+    /// are read once, from a list of its distinct ops, not per edge. Stops
+    /// when `level` answers false.
     pub fn walk_new_ops(
         &self,
         starts: &[u32],
@@ -347,8 +408,10 @@ impl TraceGraph {
         cancel: &Cancel,
         level: impl FnMut(u32, &mut Vec<u32>) -> Result<bool>,
     ) -> Result<()> {
+        let words = (self.adj.ops as usize).div_ceil(64);
         let mut fresh = NewOps {
-            seen: vec![0; (self.adj.ops as usize).div_ceil(64)],
+            seen: vec![0; words],
+            order: vec![0; words],
             fresh: Vec::new(),
             level,
         };
@@ -367,13 +430,24 @@ impl TraceGraph {
         visit: &mut L,
     ) -> Result<()> {
         let (off, edges, far) = self.csr(dir);
-        let edges = match (ops, dir) {
-            (false, _) => edges,
-            (true, Direction::Backward) => &self.in_ops,
-            (true, Direction::Forward) => &self.out_ops,
-        };
-        let mut rows = CsrRows { off, edges, far };
-        levels(&mut rows, self.adj.vars, starts, max_depth, cancel, visit)
+        let vars = self.adj.vars;
+        match (ops, dir) {
+            (false, _) => {
+                let mut rows = CsrRows { off, edges, far };
+                levels(&mut rows, vars, starts, max_depth, cancel, visit)
+            }
+            (true, dir) => {
+                let row_ops = match dir {
+                    Direction::Backward => &self.in_ops,
+                    Direction::Forward => &self.out_ops,
+                };
+                let mut rows = OpRows {
+                    off: &row_ops.off,
+                    rows: &row_ops.rows,
+                };
+                levels(&mut rows, vars, starts, max_depth, cancel, visit)
+            }
+        }
     }
 
     /// Breadth-first walk from `starts` (at depth `start_depth`; they are
@@ -502,10 +576,9 @@ trait Rows {
     fn row(&self, v: u32) -> (&[u32], &[u32]);
 }
 
-/// The rows of a whole graph in memory.
+/// The rows of a whole graph in memory, their entries being the edges.
 struct CsrRows<'g> {
     off: &'g [u32],
-    /// What a row hands out per entry: its edge, or the edge's op.
     edges: &'g [u32],
     far: &'g [u32],
 }
@@ -515,12 +588,36 @@ impl Rows for CsrRows<'_> {
         Ok(())
     }
 
+    #[inline]
     fn row(&self, v: u32) -> (&[u32], &[u32]) {
         let (a, b) = (
             self.off[v as usize] as usize,
             self.off[v as usize + 1] as usize,
         );
         (&self.edges[a..b], &self.far[a..b])
+    }
+}
+
+/// The rows of a whole graph in memory, their entries being the rows'
+/// distinct ops (see [`RowOps`]).
+struct OpRows<'g> {
+    /// Per variable, where its far ends and its ops start.
+    off: &'g [[u32; 2]],
+    rows: &'g [u32],
+}
+
+impl Rows for OpRows<'_> {
+    fn prepare(&mut self, _: &[u32]) -> Result<()> {
+        Ok(())
+    }
+
+    #[inline]
+    fn row(&self, v: u32) -> (&[u32], &[u32]) {
+        let ([a, b], [c, _]) = (self.off[v as usize], self.off[v as usize + 1]);
+        (
+            &self.rows[b as usize..c as usize],
+            &self.rows[a as usize..b as usize],
+        )
     }
 }
 
@@ -576,10 +673,13 @@ impl<F: FnMut(u32, &[u32]) -> Result<bool>> Levels for Gather<F> {
 }
 
 /// Keeps each op the first time a row holds it, and hands each level's
-/// new ops to a callback.
+/// new ops, in id order, to a callback.
 struct NewOps<F> {
     /// Ops seen, a bit each.
     seen: Vec<u64>,
+    /// Scratch for ordering a level's ops: a bit each, all clear between
+    /// levels.
+    order: Vec<u64>,
     fresh: Vec<u32>,
     level: F,
 }
@@ -600,9 +700,36 @@ impl<F: FnMut(u32, &mut Vec<u32>) -> Result<bool>> Levels for NewOps<F> {
     }
 
     fn level(&mut self, depth: u32, _: usize) -> Result<bool> {
+        sort_distinct(&mut self.fresh, &mut self.order);
         let go_on = (self.level)(depth, &mut self.fresh)?;
         self.fresh.clear();
         Ok(go_on)
+    }
+}
+
+/// Sorts distinct ids, all below `64 * bits.len()`. When they lie close
+/// together (as a level's ops mostly do, being recorded near each other)
+/// they are set in the bitmap `bits` and read back in order, which is
+/// linear; otherwise they are sorted. `bits` is all clear before and after.
+fn sort_distinct(ids: &mut Vec<u32>, bits: &mut [u64]) {
+    let (Some(&lo), Some(&hi)) = (ids.iter().min(), ids.iter().max()) else {
+        return;
+    };
+    let (lo, hi) = (lo as usize / 64, hi as usize / 64);
+    if ids.len() < 8 || hi - lo >= 2 * ids.len() || hi >= bits.len() {
+        ids.sort_unstable();
+        return;
+    }
+    for &i in ids.iter() {
+        bits[i as usize / 64] |= 1 << (i % 64);
+    }
+    ids.clear();
+    for (w, word) in (lo..).zip(&mut bits[lo..=hi]) {
+        let mut rest = std::mem::take(word);
+        while rest != 0 {
+            ids.push((w * 64) as u32 + rest.trailing_zeros());
+            rest &= rest - 1;
+        }
     }
 }
 
@@ -1121,6 +1248,23 @@ mod tests {
 
     proptest! {
         #[test]
+        fn sort_distinct_sorts_near_and_far_ids_and_leaves_the_bitmap_clear(
+            ids in proptest::collection::hash_set(0u32..4096, 0..200),
+            spread in 1u32..64) {
+            // Spread 1 keeps ids within a few words (the bitmap path);
+            // larger spreads scatter them (the sort path).
+            let mut ids: Vec<u32> = ids.into_iter().map(|i| i * spread % 4096).collect();
+            ids.sort_unstable();
+            ids.dedup();
+            let want = ids.clone();
+            ids.reverse();
+            let mut bits = vec![0u64; 64];
+            sort_distinct(&mut ids, &mut bits);
+            prop_assert_eq!(ids, want);
+            prop_assert!(bits.iter().all(|&w| w == 0));
+        }
+
+        #[test]
         fn a_walk_stopped_early_is_a_prefix_of_the_full_walk((vars, edges) in multigraph(),
                                                              start_pick: u32, stop in 0usize..12) {
             let g = TraceGraph::from_edges(vars, 3, &edges).unwrap();
@@ -1206,7 +1350,8 @@ mod tests {
                 Ok(true)
             })
             .unwrap();
-            // Same order too: row order, level by level.
+            // Same order too: level by level, by id within a level.
+            want.sort_unstable();
             prop_assert_eq!(got, want);
         }
 

@@ -236,7 +236,6 @@ impl<'a> Exec<'a> {
         let (gid, ops) = (t.graph_id(), t.ops()?);
         let mut wanted = true;
         g.walk_new_ops(var_starts, dir, p.max_depth, self.cancel, |depth, fresh| {
-            fresh.sort_unstable();
             for &o in fresh.iter() {
                 if let Some(f) = &p.filter {
                     let row = RecRow {
