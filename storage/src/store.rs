@@ -11,14 +11,15 @@ use rocksdb::{
     IteratorMode, Options, ReadOptions, WriteBatch, WriteOptions, DB,
 };
 use serde::de::DeserializeOwned;
+use serde::Serialize;
 
 use crate::adjacency::{Adjacency, AdjacencyBlock};
 use crate::error::StorageError;
 use crate::ids::{LocalId, Result, TraceId};
 use crate::keys::{self, IdKind, RecordKind};
 use crate::records::{
-    decode, encode, AttributionRecord, CaseRecord, Counts, EdgeRecord, LogEvent, OpRecord,
-    PatternRecord, SessionRecord, TraceRecord, ValueRef, VarRecord,
+    decode, encode, encode_into, AttributionRecord, CaseRecord, Counts, EdgeRecord, LogEvent,
+    OpRecord, PatternRecord, SessionRecord, TraceRecord, ValueRef, VarRecord,
 };
 use crate::values::{decode_value, encode_value, hex, value_ref, PreparedValue};
 
@@ -836,6 +837,7 @@ impl Store {
             bulk: bulk.then(|| BULK_FAMILIES.iter().map(|_| Run::default()).collect()),
             finished: 0,
             early: Vec::new(),
+            scratch: Vec::new(),
         })
     }
 
@@ -1219,6 +1221,8 @@ pub struct TraceWriter<'s> {
     /// Table files of finished families being written, each batch of them
     /// on a thread of its own, while the rest of the trace is added.
     early: Vec<std::thread::JoinHandle<Result<Vec<Table>>>>,
+    /// Where records are encoded, reused from one to the next.
+    scratch: Vec<u8>,
 }
 
 /// [`TraceWriter::finish_variables`] was called.
@@ -1254,6 +1258,22 @@ impl<'s> TraceWriter<'s> {
         self.content = Some(digest);
     }
 
+    /// Adds a record under `key` to column family `name` (see
+    /// [`put`](Self::put)), encoded in the writer's reused buffer.
+    fn put_record<T: Serialize>(
+        &mut self,
+        name: &'static str,
+        key: impl AsRef<[u8]>,
+        what: &'static str,
+        record: &T,
+    ) -> Result<()> {
+        let mut buf = std::mem::take(&mut self.scratch);
+        encode_into(what, record, &mut buf)?;
+        self.put(name, key, buf.as_slice());
+        self.scratch = buf;
+        Ok(())
+    }
+
     /// Adds an entry to column family `name`: to the write batch, or in a
     /// bulk write to the entries of a family that is ingested.
     fn put<K: AsRef<[u8]>, V: AsRef<[u8]> + Into<Vec<u8>>>(
@@ -1263,7 +1283,14 @@ impl<'s> TraceWriter<'s> {
         value: V,
     ) {
         if let Some(bulk) = self.bulk.as_mut() {
-            if let Some(i) = BULK_FAMILIES.iter().position(|f| *f == name) {
+            // Callers name families by the same constants: comparing where
+            // the names are finds them without comparing their text (once
+            // per entry, about a million times in a large import).
+            let i = BULK_FAMILIES
+                .iter()
+                .position(|f| std::ptr::eq(*f, name))
+                .or_else(|| BULK_FAMILIES.iter().position(|f| *f == name));
+            if let Some(i) = i {
                 bulk[i].push(key.as_ref(), value);
                 return;
             }
@@ -1275,11 +1302,7 @@ impl<'s> TraceWriter<'s> {
     pub fn put_session(&mut self, s: &SessionRecord) -> Result<LocalId> {
         let local = next_local(&mut self.counts.sessions, "sessions")?;
         let t = self.trace;
-        self.put(
-            cf::SESSIONS,
-            keys::record_key(t, local),
-            encode("session", s)?,
-        );
+        self.put_record(cf::SESSIONS, keys::record_key(t, local), "session", s)?;
         self.put(
             cf::STRING_ID,
             keys::string_id_key(IdKind::Session, &s.session_id, t),
@@ -1417,11 +1440,7 @@ impl<'s> TraceWriter<'s> {
         }
         let local = next_local(&mut self.counts.variables, "variables")?;
         let t = self.trace;
-        self.put(
-            cf::VARIABLES,
-            keys::record_key(t, local),
-            encode("variable", v)?,
-        );
+        self.put_record(cf::VARIABLES, keys::record_key(t, local), "variable", v)?;
         self.put(
             cf::VAR_NAME,
             keys::name_key(&v.full_name(), t, v.version),
@@ -1444,7 +1463,7 @@ impl<'s> TraceWriter<'s> {
         }
         let local = next_local(&mut self.counts.ops, "ops")?;
         let t = self.trace;
-        self.put(cf::OPS, keys::record_key(t, local), encode("op", o)?);
+        self.put_record(cf::OPS, keys::record_key(t, local), "op", o)?;
         self.put(
             cf::STRING_ID,
             keys::string_id_key(IdKind::Op, &o.op_id, t),
@@ -1467,7 +1486,7 @@ impl<'s> TraceWriter<'s> {
     pub fn put_edge(&mut self, e: &EdgeRecord) -> Result<LocalId> {
         let local = next_local(&mut self.counts.edges, "edges")?;
         let t = self.trace;
-        self.put(cf::EDGES, keys::record_key(t, local), encode("edge", e)?);
+        self.put_record(cf::EDGES, keys::record_key(t, local), "edge", e)?;
         self.put(
             cf::STRING_ID,
             keys::string_id_key(IdKind::Edge, &e.edge_id, t),
