@@ -501,8 +501,9 @@ fn common(c: InCommon, ids: &TraceIds<'_>) -> Common {
 /// thread only.
 const PREPARE_APART: usize = 1 << 20;
 
-/// Each variable's value hashed and encoded (see [`PreparedValue`]), each
-/// part of the list on its own thread when the values are large.
+/// Each variable's value hashed and encoded (see [`PreparedValue`]), the
+/// later half of the list's parts on a second thread when the values are
+/// large.
 fn prepare_values(nodes: &Parts<InVar>) -> Vec<Option<PreparedValue>> {
     let prepare = |part: &[InVar]| -> Vec<Option<PreparedValue>> {
         part.iter()
@@ -518,18 +519,19 @@ fn prepare_values(nodes: &Parts<InVar>) -> Vec<Option<PreparedValue>> {
     if bytes < PREPARE_APART || parts.len() < 2 {
         return parts.iter().flat_map(|p| prepare(p)).collect();
     }
+    // The parts are of about equal length: the later half of them is
+    // prepared on a second thread.
+    let (mine, theirs) = parts.split_at(parts.len() / 2);
+    let all = |parts: &[Vec<InVar>]| -> Vec<Option<PreparedValue>> {
+        parts.iter().flat_map(|p| prepare(p)).collect()
+    };
     std::thread::scope(|scope| {
-        let apart: Vec<_> = parts[1..]
-            .iter()
-            .map(|p| scope.spawn(move || prepare(p)))
-            .collect();
-        let mut out = prepare(&parts[0]);
-        for (handle, part) in apart.into_iter().zip(&parts[1..]) {
-            match handle.join() {
-                Ok(rest) => out.extend(rest),
-                // Not reached (preparing does not panic); done here instead.
-                Err(_) => out.extend(prepare(part)),
-            }
+        let apart = scope.spawn(|| all(theirs));
+        let mut out = all(mine);
+        match apart.join() {
+            Ok(rest) => out.extend(rest),
+            // Not reached (preparing does not panic); done here instead.
+            Err(_) => out.extend(all(theirs)),
         }
         out
     })

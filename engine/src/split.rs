@@ -1,14 +1,17 @@
 //! The fast reader of a well-formed export: a first pass finds where each
-//! record of `data`'s lists is, a second reads the records straight into
-//! their typed form, half of each list on a second thread when the lists
-//! are large. It reads what the sequential reader of [`crate::parse`] reads
+//! record of `data`'s lists is and hands them out a few thousand at a
+//! time; they are read straight into their typed form as they come, on a
+//! second thread when the input is large, and by the first once its pass
+//! is done. It reads what the sequential reader of [`crate::parse`] reads
 //! and nothing else: at anything it does not expect (a syntax error, a
 //! wrong type, a key twice, a missing field) it gives up, and the input is
 //! read again by the sequential reader, which names the error.
 
+use std::collections::VecDeque;
 use std::fmt;
+use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 
-use serde::de::{self, DeserializeSeed, MapAccess, Visitor};
+use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
@@ -18,97 +21,270 @@ use crate::parse::{
 };
 use crate::timestamp;
 
-/// Exports whose lists hold fewer bytes than this are read on the calling
-/// thread only.
+/// Exports of fewer bytes than this are read on the calling thread only.
 const SPLIT_BYTES: usize = 1 << 20;
 
-/// The lists of `data`, each item as its text, and its other members.
+/// How many records the first pass hands out at a time.
+const JOB_RECORDS: usize = 2048;
+
+/// The members of `data` other than its lists, and its keys in order.
 #[derive(Default)]
-struct RawData<'de> {
+struct RawData {
     keys: Vec<String>,
     extra: Map<String, Value>,
-    sessions: Vec<&'de RawValue>,
-    nodes: Vec<&'de RawValue>,
-    ops: Vec<&'de RawValue>,
-    edges: Vec<&'de RawValue>,
-    annotations: Option<Vec<&'de RawValue>>,
+    /// Whether it has `annotations`.
+    annotations: bool,
 }
 
-/// The top-level object, its header as the sequential reader makes it,
-/// with `data`'s list items kept as their text.
-struct RawTop<'de> {
-    header: Map<String, Value>,
-    data: Option<RawData<'de>>,
-}
+/// The top-level object: its header as the sequential reader makes it,
+/// and `data`, whose lists' records went out as jobs.
+type RawTop = (Map<String, Value>, Option<RawData>);
 
 /// Something the fast reader does not read; the sequential one names it.
 fn unexpected<E: de::Error>() -> E {
     E::custom("left to the sequential reader")
 }
 
-impl<'de> serde::Deserialize<'de> for RawData<'de> {
-    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<RawData<'de>, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = RawData<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("an object")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawData<'de>, A::Error> {
-                let mut out = RawData::default();
-                while let Some(key) = map.next_key::<String>()? {
-                    if out.keys.contains(&key) {
-                        return Err(unexpected());
-                    }
-                    match key.as_str() {
-                        "nodes" => out.nodes = map.next_value()?,
-                        "edges" => out.edges = map.next_value()?,
-                        "operations" => out.ops = map.next_value()?,
-                        "sessions" => out.sessions = map.next_value()?,
-                        "annotations" => out.annotations = Some(map.next_value()?),
-                        _ => {
-                            let v: Value = map.next_value()?;
-                            out.extra.insert(key.clone(), v);
-                        }
-                    }
-                    out.keys.push(key);
-                }
-                Ok(out)
-            }
-        }
-        d.deserialize_map(V)
+/// Which list of `data` records come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum List {
+    Sessions,
+    Nodes,
+    Ops,
+    Edges,
+    Annotations,
+}
+
+impl List {
+    fn of(key: &str) -> Option<List> {
+        Some(match key {
+            "sessions" => List::Sessions,
+            "nodes" => List::Nodes,
+            "operations" => List::Ops,
+            "edges" => List::Edges,
+            "annotations" => List::Annotations,
+            _ => return None,
+        })
     }
 }
 
-impl<'de> serde::Deserialize<'de> for RawTop<'de> {
-    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<RawTop<'de>, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = RawTop<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a smartcomment export object")
+/// Some records of one list, as their text, to be read.
+struct Job<'de> {
+    list: List,
+    items: Vec<&'de RawValue>,
+}
+
+/// The records a job read.
+enum Read {
+    Sessions(Vec<InSession>),
+    Nodes(Vec<InVar>),
+    Ops(Vec<InOp>),
+    Edges(Vec<InEdge>),
+    Annotations(Vec<Map<String, Value>>),
+}
+
+/// The jobs the first pass hands out as it goes, taken by the readers
+/// (the second thread from the start, the first pass's thread once it is
+/// done), so that reading records overlaps finding them.
+#[derive(Default)]
+struct Jobs<'de> {
+    state: Mutex<JobState<'de>>,
+    more: Condvar,
+}
+
+#[derive(Default)]
+struct JobState<'de> {
+    /// Jobs not taken yet, each with its number (jobs are numbered in the
+    /// order handed out, which is the records' order within each list).
+    waiting: VecDeque<(usize, Job<'de>)>,
+    /// How many jobs were handed out.
+    handed: usize,
+    /// The first pass is over: no more jobs come.
+    closed: bool,
+    /// The first pass or a job found what the fast reader does not read.
+    failed: bool,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl<'de> Jobs<'de> {
+    fn push(&self, job: Job<'de>) {
+        let mut s = lock(&self.state);
+        let n = s.handed;
+        s.handed += 1;
+        s.waiting.push_back((n, job));
+        drop(s);
+        self.more.notify_one();
+    }
+
+    /// No more jobs come; `failed` when the first pass gave up.
+    fn close(&self, failed: bool) {
+        let mut s = lock(&self.state);
+        s.closed = true;
+        s.failed |= failed;
+        drop(s);
+        self.more.notify_all();
+    }
+
+    fn fail(&self) {
+        lock(&self.state).failed = true;
+        self.more.notify_all();
+    }
+
+    /// The next job, waiting for one while the first pass goes on; `None`
+    /// when there are no more, or once anything failed.
+    fn next(&self) -> Option<(usize, Job<'de>)> {
+        let mut s = lock(&self.state);
+        loop {
+            if s.failed {
+                return None;
             }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawTop<'de>, A::Error> {
-                let mut header = Map::new();
-                let mut data = None;
-                while let Some(key) = map.next_key::<String>()? {
-                    let again = if key == "data" {
-                        let again = data.is_some();
-                        data = Some(map.next_value()?);
-                        header.insert(key, Value::Null);
-                        again
-                    } else {
-                        let v: Value = map.next_value()?;
-                        header.insert(key, v).is_some()
-                    };
-                    if again {
-                        return Err(unexpected());
-                    }
+            if let Some(job) = s.waiting.pop_front() {
+                return Some(job);
+            }
+            if s.closed {
+                return None;
+            }
+            s = self.more.wait(s).unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+
+    /// Reads jobs until there are no more: what each read, with its
+    /// number. `None` when anything failed (here or elsewhere).
+    fn work(&self) -> Option<Vec<(usize, Read)>> {
+        let mut out = Vec::new();
+        while let Some((n, job)) = self.next() {
+            match read_job(&job) {
+                Some(read) => out.push((n, read)),
+                None => {
+                    self.fail();
+                    return None;
                 }
-                Ok(RawTop { header, data })
             }
         }
-        d.deserialize_map(V)
+        (!lock(&self.state).failed).then_some(out)
+    }
+}
+
+/// Reads the top-level object, handing `data`'s records out as jobs.
+struct RawTopSeed<'j, 'de> {
+    jobs: &'j Jobs<'de>,
+}
+
+impl<'de> DeserializeSeed<'de> for RawTopSeed<'_, 'de> {
+    type Value = RawTop;
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<RawTop, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for RawTopSeed<'_, 'de> {
+    type Value = RawTop;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a smartcomment export object")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawTop, A::Error> {
+        let mut header = Map::new();
+        let mut data = None;
+        while let Some(key) = map.next_key::<String>()? {
+            let again = if key == "data" {
+                let again = data.is_some();
+                data = Some(map.next_value_seed(DataSeed { jobs: self.jobs })?);
+                header.insert(key, Value::Null);
+                again
+            } else {
+                let v: Value = map.next_value()?;
+                header.insert(key, v).is_some()
+            };
+            if again {
+                return Err(unexpected());
+            }
+        }
+        Ok((header, data))
+    }
+}
+
+/// Reads `data`, handing its lists' records out as jobs.
+struct DataSeed<'j, 'de> {
+    jobs: &'j Jobs<'de>,
+}
+
+impl<'de> DeserializeSeed<'de> for DataSeed<'_, 'de> {
+    type Value = RawData;
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<RawData, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for DataSeed<'_, 'de> {
+    type Value = RawData;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an object")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawData, A::Error> {
+        let mut out = RawData::default();
+        while let Some(key) = map.next_key::<String>()? {
+            if out.keys.contains(&key) {
+                return Err(unexpected());
+            }
+            match List::of(&key) {
+                Some(list) => {
+                    map.next_value_seed(ListSeed {
+                        list,
+                        jobs: self.jobs,
+                    })?;
+                    out.annotations |= list == List::Annotations;
+                }
+                None => {
+                    let v: Value = map.next_value()?;
+                    out.extra.insert(key.clone(), v);
+                }
+            }
+            out.keys.push(key);
+        }
+        Ok(out)
+    }
+}
+
+/// Reads one list, handing its records out [`JOB_RECORDS`] at a time.
+struct ListSeed<'j, 'de> {
+    list: List,
+    jobs: &'j Jobs<'de>,
+}
+
+impl<'de> DeserializeSeed<'de> for ListSeed<'_, 'de> {
+    type Value = ();
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ListSeed<'_, 'de> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a list")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let mut items = Vec::with_capacity(JOB_RECORDS);
+        while let Some(raw) = seq.next_element::<&'de RawValue>()? {
+            items.push(raw);
+            if items.len() == JOB_RECORDS {
+                let full = std::mem::replace(&mut items, Vec::with_capacity(JOB_RECORDS));
+                self.jobs.push(Job {
+                    list: self.list,
+                    items: full,
+                });
+            }
+        }
+        if !items.is_empty() {
+            self.jobs.push(Job {
+                list: self.list,
+                items,
+            });
+        }
+        Ok(())
     }
 }
 
@@ -422,84 +598,81 @@ fn record<T>(kind: Kind, make: fn(Slots) -> Option<T>) -> impl Fn(&str) -> Optio
     }
 }
 
-/// The records of one share of every list.
-struct Share {
-    sessions: Vec<InSession>,
-    nodes: Vec<InVar>,
-    ops: Vec<InOp>,
-    edges: Vec<InEdge>,
-    annotations: Vec<Map<String, Value>>,
-}
-
-/// Reads share `part` of `parts` of every list (item ranges of about
-/// equal length, so every share has about the same work).
-fn read_share(d: &RawData<'_>, part: usize, parts: usize) -> Option<Share> {
-    let share = |items: &[&RawValue]| -> std::ops::Range<usize> {
-        items.len() * part / parts..items.len() * (part + 1) / parts
-    };
+/// Reads a job's records; `None` at the first one the fast reader does
+/// not read.
+fn read_job(job: &Job<'_>) -> Option<Read> {
     fn list<T>(items: &[&RawValue], kind: Kind, make: fn(Slots) -> Option<T>) -> Option<Vec<T>> {
         read_items(items, record(kind, make))
     }
-    Some(Share {
-        sessions: list(&d.sessions[share(&d.sessions)], Kind::Session, session)?,
-        nodes: list(&d.nodes[share(&d.nodes)], Kind::Var, variable)?,
-        ops: list(&d.ops[share(&d.ops)], Kind::Op, op)?,
-        edges: list(&d.edges[share(&d.edges)], Kind::Edge, edge)?,
-        annotations: match &d.annotations {
-            Some(items) => read_items(&items[share(items)], |text| {
-                serde_json::from_str::<Annotation>(text).ok().map(|a| a.0)
-            })?,
-            None => Vec::new(),
-        },
+    let items = &job.items;
+    Some(match job.list {
+        List::Sessions => Read::Sessions(list(items, Kind::Session, session)?),
+        List::Nodes => Read::Nodes(list(items, Kind::Var, variable)?),
+        List::Ops => Read::Ops(list(items, Kind::Op, op)?),
+        List::Edges => Read::Edges(list(items, Kind::Edge, edge)?),
+        List::Annotations => Read::Annotations(read_items(items, |text| {
+            serde_json::from_str::<Annotation>(text).ok().map(|a| a.0)
+        })?),
     })
 }
 
-/// Reads an export as the sequential reader does, in two passes: the
-/// first finds where each record of `data`'s lists is, the second reads
-/// the records, half of each list on a second thread when the lists are
-/// large. `None` when anything is not as expected: the sequential reader
-/// then reads the input again and names the first error exactly.
+/// The first pass: the header and `data`'s other members, its lists'
+/// records handed out as jobs. `None` at anything not as expected.
+fn first_pass<'de>(text: &'de [u8], jobs: &Jobs<'de>) -> Option<RawTop> {
+    let mut de = serde_json::Deserializer::from_slice(text);
+    let top = RawTopSeed { jobs }.deserialize(&mut de).ok()?;
+    de.end().ok()?;
+    Some(top)
+}
+
+/// Reads an export as the sequential reader does, in two passes that
+/// overlap: the first finds where each record of `data`'s lists is and
+/// hands them out a few thousand at a time; the records are read into
+/// their typed form by a second thread as they come (for inputs of at
+/// least [`SPLIT_BYTES`]) and by the first once it is done. `None` when
+/// anything is not as expected: the sequential reader then reads the
+/// input again and names the first error exactly.
 pub(crate) fn parse_split(text: &[u8]) -> Option<Top> {
-    let top: RawTop<'_> = serde_json::from_slice(text).ok()?;
-    let Some(raw) = top.data else {
-        return Some((top.header, None));
-    };
-    let bytes: usize = [&raw.nodes, &raw.edges, &raw.ops]
-        .iter()
-        .flat_map(|l| l.first().zip(l.last()))
-        .map(|(a, b)| b.get().as_ptr() as usize + b.get().len() - a.get().as_ptr() as usize)
-        .sum();
-    let shares = if bytes >= SPLIT_BYTES {
-        let (first, second) = std::thread::scope(|scope| {
-            let second = scope.spawn(|| read_share(&raw, 1, 2));
-            let first = read_share(&raw, 0, 2);
-            (first, second.join().ok().flatten())
-        });
-        vec![first?, second?]
-    } else {
-        vec![read_share(&raw, 0, 1)?]
+    let jobs = Jobs::default();
+    let (top, reads) = std::thread::scope(|scope| {
+        let helper = (text.len() >= SPLIT_BYTES).then(|| scope.spawn(|| jobs.work()));
+        let top = first_pass(text, &jobs);
+        jobs.close(top.is_none());
+        let mine = jobs.work();
+        let theirs = match helper {
+            Some(h) => h.join().ok().flatten(),
+            None => Some(Vec::new()),
+        };
+        (top, mine.zip(theirs))
+    });
+    let (header, raw) = top?;
+    let (mut reads, theirs) = reads?;
+    reads.extend(theirs);
+    reads.sort_unstable_by_key(|r| r.0);
+    let Some(raw) = raw else {
+        return Some((header, None));
     };
     let mut data = DataParts {
         keys: raw.keys,
         extra: raw.extra,
-        annotations: raw.annotations.map(|_| Vec::new()),
+        annotations: raw.annotations.then(Vec::new),
         ..DataParts::default()
     };
     let (mut sessions, mut nodes, mut ops, mut edges) = (vec![], vec![], vec![], vec![]);
-    for share in shares {
-        sessions.push(share.sessions);
-        nodes.push(share.nodes);
-        ops.push(share.ops);
-        edges.push(share.edges);
-        if let Some(a) = data.annotations.as_mut() {
-            a.extend(share.annotations);
+    for (_, read) in reads {
+        match read {
+            Read::Sessions(v) => sessions.push(v),
+            Read::Nodes(v) => nodes.push(v),
+            Read::Ops(v) => ops.push(v),
+            Read::Edges(v) => edges.push(v),
+            Read::Annotations(v) => data.annotations.get_or_insert_with(Vec::new).extend(v),
         }
     }
     data.sessions = Parts::new(sessions);
     data.nodes = Parts::new(nodes);
     data.ops = Parts::new(ops);
     data.edges = Parts::new(edges);
-    Some((top.header, Some(data)))
+    Some((header, Some(data)))
 }
 
 #[cfg(test)]
@@ -561,10 +734,11 @@ mod tests {
 
     #[test]
     fn the_split_reader_reads_what_the_sequential_one_reads() {
-        // Small (one thread) and large (two threads: over SPLIT_BYTES).
-        for (n, pad) in [(3, 1), (40, 0), (3000, 200)] {
+        // Small (one thread) and large (two threads: over SPLIT_BYTES),
+        // the last in several jobs per list, taken by both threads.
+        for (n, pad) in [(3, 1), (40, 0), (3000, 200), (5 * JOB_RECORDS + 7, 0)] {
             let text = chain(n, pad);
-            assert_eq!(text.len() >= SPLIT_BYTES, n == 3000, "{}", text.len());
+            assert_eq!(text.len() >= SPLIT_BYTES, n >= 3000, "{}", text.len());
             let split = parse_split(text.as_bytes()).expect("a valid export");
             let seq = sequential(&text).unwrap();
             assert_eq!(format!("{split:?}"), format!("{seq:?}"));
