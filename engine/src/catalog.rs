@@ -109,15 +109,17 @@ pub struct TraceOps {
     bytes: usize,
 }
 
-/// `N` short texts per record (ids, names, kinds) side by side in one
-/// buffer, so that a query handing out thousands of rows reads a few
-/// compact bytes per row instead of each row's whole record (a record is a
-/// few hundred bytes, its strings elsewhere on the heap).
+/// `N` short texts per record (ids, names, kinds) in compact buffers, one
+/// per kind of text, so that a query handing out thousands of rows reads a
+/// few compact bytes per row instead of each row's whole record (a record
+/// is a few hundred bytes, its strings elsewhere on the heap), and a reader
+/// of one kind (the ids) reads only that kind's bytes.
 #[derive(Debug, Clone)]
 struct Labels<const N: usize> {
-    text: String,
-    /// Where each record's texts end in `text`; the first starts where the
-    /// record before ends.
+    /// The texts of kind `k` of every record, one after the other.
+    text: [String; N],
+    /// Where each record's texts end in `text`, by kind; each starts where
+    /// the record before's ends.
     ends: Vec<[u32; N]>,
     /// Which of a record's texts are present, a bit each (an absent one
     /// is empty in `text`).
@@ -125,26 +127,28 @@ struct Labels<const N: usize> {
 }
 
 impl<const N: usize> Labels<N> {
-    /// The labels of `items`: `write(item, i, text)` appends the item's
-    /// `i`-th text and says whether it has one. `None` when the texts are
+    /// The labels of `items`: `write(item, k, text)` appends the item's
+    /// `k`-th text and says whether it has one. `None` when the texts are
     /// too long for 32-bit offsets (the records are read instead).
     fn new<T>(items: &[T], mut write: impl FnMut(&T, usize, &mut String) -> bool) -> Option<Self> {
-        let mut text = String::new();
+        let mut text: [String; N] = std::array::from_fn(|_| String::new());
         let mut ends = Vec::with_capacity(items.len());
         let mut has = Vec::with_capacity(items.len());
         for item in items {
             let mut end = [0u32; N];
             let mut present = 0u8;
-            for (i, e) in end.iter_mut().enumerate() {
-                if write(item, i, &mut text) {
-                    present |= 1 << i;
+            for (k, (e, t)) in end.iter_mut().zip(text.iter_mut()).enumerate() {
+                if write(item, k, t) {
+                    present |= 1 << k;
                 }
-                *e = u32::try_from(text.len()).ok()?;
+                *e = u32::try_from(t.len()).ok()?;
             }
             ends.push(end);
             has.push(present);
         }
-        text.shrink_to_fit();
+        for t in &mut text {
+            t.shrink_to_fit();
+        }
         Some(Labels { text, ends, has })
     }
 
@@ -154,23 +158,22 @@ impl<const N: usize> Labels<N> {
         let i = id as usize;
         let ends = self.ends.get(i)?;
         let has = *self.has.get(i)?;
-        let mut start = match i {
-            0 => 0,
-            _ => self.ends.get(i - 1)?[N - 1],
+        let starts = match i {
+            0 => [0; N],
+            _ => *self.ends.get(i - 1)?,
         };
         let mut out = [None; N];
-        for (k, (slot, &end)) in out.iter_mut().zip(ends).enumerate() {
-            let (a, b) = (start as usize, end as usize);
-            if has & (1 << k) != 0 && a <= b && b <= self.text.len() {
+        for (k, slot) in out.iter_mut().enumerate() {
+            let (a, b, text) = (starts[k] as usize, ends[k] as usize, &self.text[k]);
+            if has & (1 << k) != 0 && a <= b && b <= text.len() {
                 // Every end was taken right after appending a whole `str`
-                // to `text`, which is never changed after, so each one
+                // to its text, which is never changed after, so each one
                 // (and 0) is a char boundary, and `a..b` is in bounds (just
                 // checked). Slicing unchecked keeps a lookup from reading
-                // the text itself: a reader that wants one of the three
-                // texts does not pay a cache miss for the other two.
-                *slot = Some(unsafe { self.text.get_unchecked(a..b) });
+                // the text itself: a reader that wants one of the texts
+                // does not pay a cache miss for the others.
+                *slot = Some(unsafe { text.get_unchecked(a..b) });
             }
-            start = end;
         }
         Some(out)
     }
