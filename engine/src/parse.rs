@@ -93,9 +93,9 @@ pub(crate) struct InEdge {
     pub common: InCommon,
 }
 
-/// A list of records read in parts, in order (the fast reader reads each
-/// half of a long list on its own thread; the halves are kept as they are
-/// instead of being copied into one vector).
+/// A list of records read in parts, in order (the fast reader reads a long
+/// list a few thousand records at a time, on two threads; the parts are
+/// kept as they are instead of being copied into one vector).
 pub(crate) struct Parts<T>(Vec<Vec<T>>);
 
 impl<T> Parts<T> {

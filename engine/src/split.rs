@@ -776,7 +776,7 @@ mod tests {
     fn the_split_reader_leaves_every_error_to_the_sequential_one() {
         let big = chain(3000, 200);
         let cases = [
-            // A wrong type deep in the second half of a large list.
+            // A wrong type deep in a large list, in its second job.
             (
                 big.replacen(
                     r#""edge_id":"e2900","op_id":"op-2""#,
