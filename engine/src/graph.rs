@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use memtrace_storage::records::Counts;
 use memtrace_storage::{Adjacency, AdjacencyBlock, ReadView, StorageError, TraceId, BLOCK_VARS};
@@ -97,10 +97,12 @@ pub struct TraceGraph {
     out_far: Vec<u32>,
     /// Each variable's incoming edges' ops, each once: a walk that gathers
     /// ops reads them by row instead of per edge (most rows hold one op:
-    /// the one that wrote the variable).
-    in_ops: RowOps,
-    /// Each variable's outgoing edges' ops, each once.
-    out_ops: RowOps,
+    /// the one that wrote the variable). Made by the first such walk (a
+    /// graph only counted or walked for nodes never holds them); `None`
+    /// when the rows outgrow 32-bit offsets.
+    in_ops: OnceLock<Option<RowOps>>,
+    /// Each variable's outgoing edges' ops, each once (see `in_ops`).
+    out_ops: OnceLock<Option<RowOps>>,
 }
 
 /// Each variable's row in one direction laid out for a walk that gathers
@@ -189,7 +191,7 @@ impl TraceGraph {
                     ),
                 ));
             }
-            return TraceGraph::new(adj);
+            return Ok(TraceGraph::new(adj));
         }
         Self::load_index(view, trace, counts)
     }
@@ -237,29 +239,38 @@ impl TraceGraph {
             ));
         }
         let adj = Adjacency::from_edges(counts.variables, counts.ops, source, target, op)?;
-        TraceGraph::new(adj)
+        Ok(TraceGraph::new(adj))
     }
 
     /// The graph over a checked adjacency, with the far end of every CSR
-    /// entry laid out beside it, and each row's ops beside its far ends.
-    fn new(adj: Adjacency) -> Result<TraceGraph> {
+    /// entry laid out beside it.
+    fn new(adj: Adjacency) -> TraceGraph {
         let beside = |edges: &[u32], of: &[u32]| -> Vec<u32> {
             edges.iter().map(|&e| of[e as usize]).collect()
         };
-        let row_ops = |off: &[u32], edges: &[u32], far: &[u32]| {
-            RowOps::new(off, edges, far, &adj.op, adj.ops).ok_or_else(|| {
-                EngineError::BadRequest(format!(
-                    "{} edges: too many for a walk's rows",
-                    adj.edges()
-                ))
-            })
-        };
-        Ok(TraceGraph {
+        TraceGraph {
             in_far: beside(&adj.in_edges, &adj.source),
             out_far: beside(&adj.out_edges, &adj.target),
-            in_ops: row_ops(&adj.in_off, &adj.in_edges, &adj.source)?,
-            out_ops: row_ops(&adj.out_off, &adj.out_edges, &adj.target)?,
+            in_ops: OnceLock::new(),
+            out_ops: OnceLock::new(),
             adj,
+        }
+    }
+
+    /// Each variable's row in `dir` with its ops beside its far ends, made
+    /// on first use.
+    fn row_ops(&self, dir: Direction) -> Result<&RowOps> {
+        let a = &self.adj;
+        let made = match dir {
+            Direction::Backward => self
+                .in_ops
+                .get_or_init(|| RowOps::new(&a.in_off, &a.in_edges, &a.source, &a.op, a.ops)),
+            Direction::Forward => self
+                .out_ops
+                .get_or_init(|| RowOps::new(&a.out_off, &a.out_edges, &a.target, &a.op, a.ops)),
+        };
+        made.as_ref().ok_or_else(|| {
+            EngineError::BadRequest(format!("{} edges: too many for a walk's rows", a.edges()))
         })
     }
 
@@ -275,7 +286,9 @@ impl TraceGraph {
         let source = edges.iter().map(|e| e.0).collect();
         let target = edges.iter().map(|e| e.1).collect();
         let op = edges.iter().map(|e| e.2).collect();
-        TraceGraph::new(Adjacency::from_edges(vars, ops, source, target, op)?)
+        Ok(TraceGraph::new(Adjacency::from_edges(
+            vars, ops, source, target, op,
+        )?))
     }
 
     /// Number of variables (nodes are `0..vars()`).
@@ -330,13 +343,16 @@ impl TraceGraph {
         self.adj.op.get(e as usize).copied()
     }
 
-    /// Bytes the graph holds on the heap (plus its own size).
+    /// Bytes the graph holds on the heap (plus its own size); the rows
+    /// with ops, made on first use, count once made.
     pub fn bytes(&self) -> usize {
         let beside = [&self.in_far, &self.out_far];
-        self.adj.bytes()
-            + beside.iter().map(|v| v.capacity() * 4).sum::<usize>()
-            + self.in_ops.bytes()
-            + self.out_ops.bytes()
+        let row_ops = [&self.in_ops, &self.out_ops]
+            .iter()
+            .filter_map(|r| r.get().and_then(Option::as_ref))
+            .map(RowOps::bytes)
+            .sum::<usize>();
+        self.adj.bytes() + beside.iter().map(|v| v.capacity() * 4).sum::<usize>() + row_ops
     }
 
     /// The offsets, edge ids and far ends of the CSR that `dir` follows.
@@ -437,10 +453,7 @@ impl TraceGraph {
                 levels(&mut rows, vars, starts, max_depth, cancel, visit)
             }
             (true, dir) => {
-                let row_ops = match dir {
-                    Direction::Backward => &self.in_ops,
-                    Direction::Forward => &self.out_ops,
-                };
+                let row_ops = self.row_ops(dir)?;
                 let mut rows = OpRows {
                     off: &row_ops.off,
                     rows: &row_ops.rows,
@@ -947,6 +960,32 @@ mod tests {
             ],
         )
         .unwrap()
+    }
+
+    #[test]
+    fn rows_with_ops_are_made_by_the_first_ops_walk_and_counted_since() {
+        let g = sample();
+        let before = g.bytes();
+        g.reach_count(&[0], Direction::Forward, 0, None, &Cancel::new())
+            .unwrap();
+        assert_eq!(g.bytes(), before, "a count makes no rows with ops");
+        let walk = |dir| {
+            let mut got = Vec::new();
+            g.walk_new_ops(&[0], dir, None, &Cancel::new(), |d, ops| {
+                got.extend(ops.iter().map(|&o| (d, o)));
+                Ok(true)
+            })
+            .unwrap();
+            got
+        };
+        let first = walk(Direction::Forward);
+        let made = g.bytes();
+        assert!(made > before);
+        // Made once: a second walk reads them again.
+        assert_eq!(walk(Direction::Forward), first);
+        assert_eq!(g.bytes(), made);
+        walk(Direction::Backward);
+        assert!(g.bytes() > made);
     }
 
     #[test]
