@@ -9,7 +9,7 @@ use std::any::{Any, TypeId};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use memtrace_storage::TraceId;
+use memtrace_storage::{TraceId, TraceLabels};
 
 use crate::catalog::{TraceCatalog, TraceEdges, TraceOps};
 use crate::error::Result;
@@ -56,6 +56,12 @@ impl TraceState for TraceCatalog {
 impl TraceState for TraceOps {
     fn bytes(&self) -> usize {
         TraceOps::bytes(self)
+    }
+}
+
+impl TraceState for TraceLabels {
+    fn bytes(&self) -> usize {
+        TraceLabels::bytes(self)
     }
 }
 

@@ -11,7 +11,8 @@ use std::sync::OnceLock;
 
 use memtrace_storage::records::{Common, Counts, Shared};
 use memtrace_storage::{
-    EdgeRecord, LocalId, OpRecord, ReadView, SessionRecord, StorageError, TraceId, VarRecord,
+    EdgeRecord, LocalId, OpRecord, ReadView, SessionRecord, StorageError, TextTable, TraceId,
+    TraceLabels, VarRecord,
 };
 
 use crate::error::Result;
@@ -85,7 +86,7 @@ pub struct TraceCatalog {
     /// Each variable's full node id and category, made on first use
     /// (queries that hand out rows by the thousand use them; scans and
     /// patterns do not).
-    labels: OnceLock<Option<Labels<2>>>,
+    labels: OnceLock<Option<TextTable<2>>>,
     /// Built on the first lookup by node id: scans and traversals never
     /// need it.
     by_node_id: OnceLock<FastMap<String, u32>>,
@@ -105,89 +106,79 @@ pub struct TraceOps {
     ops: Vec<OpRecord>,
     by_op_id: OnceLock<HashMap<String, u32>>,
     /// Each op's id, name and kind, made on first use.
-    labels: OnceLock<Option<Labels<3>>>,
+    labels: OnceLock<Option<TextTable<3>>>,
     bytes: usize,
 }
 
-/// `N` short texts per record (ids, names, kinds) in compact buffers, one
-/// per kind of text, so that a query handing out thousands of rows reads a
-/// few compact bytes per row instead of each row's whole record (a record
-/// is a few hundred bytes, its strings elsewhere on the heap), and a reader
-/// of one kind (the ids) reads only that kind's bytes.
-#[derive(Debug, Clone)]
-struct Labels<const N: usize> {
-    /// The texts of kind `k` of every record, one after the other.
-    text: [String; N],
-    /// Where each record's texts end in `text`, by kind; each starts where
-    /// the record before's ends.
-    ends: Vec<[u32; N]>,
-    /// Which of a record's texts are present, a bit each (an absent one
-    /// is empty in `text`).
-    has: Vec<u8>,
+/// The labels of a trace's records as rows show them, from the labels
+/// value stored at import, or made from the records for a trace stored
+/// before those were.
+pub fn load_labels(view: &ReadView, trace: TraceId, counts: &Counts) -> Result<TraceLabels> {
+    labels_from(view, trace, counts, view.labels(trace)?)
 }
 
-impl<const N: usize> Labels<N> {
-    /// The labels of `items`: `write(item, k, text)` appends the item's
-    /// `k`-th text and says whether it has one. `None` when the texts are
-    /// too long for 32-bit offsets (the records are read instead).
-    fn new<T>(items: &[T], mut write: impl FnMut(&T, usize, &mut String) -> bool) -> Option<Self> {
-        let mut text: [String; N] = std::array::from_fn(|_| String::new());
-        let mut ends = Vec::with_capacity(items.len());
-        let mut has = Vec::with_capacity(items.len());
-        for item in items {
-            let mut end = [0u32; N];
-            let mut present = 0u8;
-            for (k, (e, t)) in end.iter_mut().zip(text.iter_mut()).enumerate() {
-                if write(item, k, t) {
-                    present |= 1 << k;
-                }
-                *e = u32::try_from(t.len()).ok()?;
-            }
-            ends.push(end);
-            has.push(present);
+/// The labels `stored` for a trace, checked against its counts, or made
+/// from its records when none are stored.
+fn labels_from(
+    view: &ReadView,
+    trace: TraceId,
+    counts: &Counts,
+    stored: Option<TraceLabels>,
+) -> Result<TraceLabels> {
+    match stored {
+        Some(l)
+            if l.vars.len() == counts.variables as usize && l.ops.len() == counts.ops as usize =>
+        {
+            Ok(l)
         }
-        for t in &mut text {
-            t.shrink_to_fit();
+        Some(l) => Err(StorageError::Decode {
+            what: "labels",
+            reason: format!(
+                "trace #{trace}: {} variables and {} ops labelled, {} and {} recorded",
+                l.vars.len(),
+                l.ops.len(),
+                counts.variables,
+                counts.ops
+            ),
         }
-        Some(Labels { text, ends, has })
-    }
-
-    /// The texts of record `id`.
-    #[inline]
-    fn get(&self, id: u32) -> Option<[Option<&str>; N]> {
-        let i = id as usize;
-        let ends = self.ends.get(i)?;
-        let has = *self.has.get(i)?;
-        let starts = match i {
-            0 => [0; N],
-            _ => *self.ends.get(i - 1)?,
-        };
-        let mut out = [None; N];
-        for (k, slot) in out.iter_mut().enumerate() {
-            let (a, b, text) = (starts[k] as usize, ends[k] as usize, &self.text[k]);
-            if has & (1 << k) != 0 && a <= b && b <= text.len() {
-                // Every end was taken right after appending a whole `str`
-                // to its text, which is never changed after, so each one
-                // (and 0) is a char boundary, and `a..b` is in bounds (just
-                // checked). Slicing unchecked keeps a lookup from reading
-                // the text itself: a reader that wants one of the texts
-                // does not pay a cache miss for the others.
-                *slot = Some(unsafe { text.get_unchecked(a..b) });
-            }
+        .into()),
+        None => {
+            let catalog = TraceCatalog::load(view, trace, counts)?;
+            let ops = TraceOps::load(view, trace, counts)?;
+            let too_long = || StorageError::Decode {
+                what: "labels",
+                reason: format!("trace #{trace}: more than 4 GiB of ids"),
+            };
+            Ok(TraceLabels {
+                vars: var_labels(&catalog.vars).ok_or_else(too_long)?,
+                ops: op_labels(&ops.ops).ok_or_else(too_long)?,
+            })
         }
-        Some(out)
     }
 }
 
-/// Appends an optional text; whether there was one.
-fn push_opt(text: &mut String, s: &Option<String>) -> bool {
-    match s {
-        Some(s) => {
-            text.push_str(s);
-            true
+/// Each variable's full node id and category; `None` past 4 GiB of text.
+fn var_labels(vars: &[VarRecord]) -> Option<TextTable<2>> {
+    let mut t = TextTable::default();
+    for v in vars {
+        if !t.push([Some(&v.full_node_id()), v.category.as_deref()]) {
+            return None;
         }
-        None => false,
     }
+    t.shrink_to_fit();
+    Some(t)
+}
+
+/// Each op's id, name and kind; `None` past 4 GiB of text.
+fn op_labels(ops: &[OpRecord]) -> Option<TextTable<3>> {
+    let mut t = TextTable::default();
+    for o in ops {
+        if !t.push([Some(&o.op_id), o.op_name.as_deref(), o.category.as_deref()]) {
+            return None;
+        }
+    }
+    t.shrink_to_fit();
+    Some(t)
 }
 
 /// A variable's full node id (`class:name@version`) and category, as
@@ -262,16 +253,7 @@ impl TraceOps {
     /// beside the records, made on first use (from the record when there
     /// is none).
     pub fn label(&self, id: u32) -> Option<OpLabel<'_>> {
-        let labels = self.labels.get_or_init(|| {
-            Labels::new(&self.ops, |o: &OpRecord, i, text| match i {
-                0 => {
-                    text.push_str(&o.op_id);
-                    true
-                }
-                1 => push_opt(text, &o.op_name),
-                _ => push_opt(text, &o.category),
-            })
-        });
+        let labels = self.labels.get_or_init(|| op_labels(&self.ops));
         match labels {
             Some(l) => l.get(id).map(|[id, name, kind]| OpLabel {
                 id: id.unwrap_or(""),
@@ -414,15 +396,7 @@ impl TraceCatalog {
     /// copy beside the records, made on first use (from the record when
     /// there is none).
     pub fn label(&self, id: u32) -> Option<VarLabel<'_>> {
-        let labels = self.labels.get_or_init(|| {
-            Labels::new(&self.vars, |v: &VarRecord, i, text| match i {
-                0 => {
-                    v.push_full_node_id(text);
-                    true
-                }
-                _ => push_opt(text, &v.category),
-            })
-        });
+        let labels = self.labels.get_or_init(|| var_labels(&self.vars));
         match labels {
             Some(l) => l.get(id).map(|[node_id, category]| VarLabel {
                 node_id: Cow::Borrowed(node_id.unwrap_or("")),
@@ -561,6 +535,33 @@ mod tests {
             got,
             [(None, Some("")), (Some(""), None), (Some("n"), Some("k"))]
         );
+    }
+
+    #[test]
+    fn stored_labels_are_those_made_from_the_records_and_are_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let (db, t, counts) = import_sample(dir.path());
+        let tv = db.trace_by_id(t).unwrap();
+        let view = tv.store();
+        let stored = view.labels(t).unwrap().expect("stored at import");
+        // What a trace stored before labels were gets: made from records.
+        let made = labels_from(view, t, &counts, None).unwrap();
+        assert_eq!(stored, made);
+        assert_eq!(load_labels(view, t, &counts).unwrap(), stored);
+        let c = TraceCatalog::load(view, t, &counts).unwrap();
+        for (i, v) in c.variables().iter().enumerate() {
+            let [node_id, category] = stored.vars.get(i as u32).unwrap();
+            assert_eq!(node_id, Some(v.full_node_id().as_str()));
+            assert_eq!(category, v.category.as_deref());
+        }
+        assert_eq!(stored.ops.len(), counts.ops as usize);
+        // Labels that do not match the trace's counts are damaged data.
+        let fewer = Counts {
+            variables: counts.variables - 1,
+            ..counts
+        };
+        let e = labels_from(view, t, &fewer, Some(stored)).unwrap_err();
+        assert!(e.to_string().contains("labelled"), "{e}");
     }
 
     #[test]

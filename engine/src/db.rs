@@ -428,6 +428,16 @@ impl Database {
         self.cached(view, trace, TraceOps::load)
     }
 
+    /// A trace's labels (what rows show of its variables and ops), from the
+    /// cache or by one get of their stored value.
+    pub(crate) fn trace_labels(
+        &self,
+        view: &ReadView,
+        trace: TraceId,
+    ) -> Result<Arc<memtrace_storage::TraceLabels>> {
+        self.cached(view, trace, crate::catalog::load_labels)
+    }
+
     /// A trace's edge records, from the cache or by one prefix scan.
     pub(crate) fn trace_edges(&self, view: &ReadView, trace: TraceId) -> Result<Arc<TraceEdges>> {
         self.cached(view, trace, TraceEdges::load)

@@ -21,6 +21,16 @@ pub fn adjacency_block_key(trace: TraceId, backward: bool, block: u32) -> [u8; 9
     k
 }
 
+/// Key of a trace's labels value (see [`crate::TraceLabels`]): the trace,
+/// then `L`. It sorts after the trace's adjacency blocks and before the
+/// next trace's keys, in the same column family.
+pub fn labels_key(trace: TraceId) -> [u8; 5] {
+    let mut k = [0u8; 5];
+    k[..4].copy_from_slice(&trace.to_be_bytes());
+    k[4] = b'L';
+    k
+}
+
 /// Key of a per-trace record: trace id then local id.
 pub fn record_key(trace: TraceId, local: LocalId) -> [u8; 8] {
     let mut k = [0u8; 8];

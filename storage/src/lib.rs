@@ -8,7 +8,9 @@
 //! physical keys. Values are stored once per distinct content, compressed.
 //! A trace's adjacency is written once, at import, as one value (forward
 //! and backward compressed sparse rows, see [`Adjacency`]), so a traversal
-//! reads one value instead of one index entry per edge.
+//! reads one value instead of one index entry per edge. Beside it, the
+//! short texts that rows show (node ids, categories, op ids, names and
+//! kinds) are stored as one value per trace ([`TraceLabels`]).
 //! Nothing is overwritten; the one removal is dropping a whole trace, which
 //! is logged.
 
@@ -18,6 +20,7 @@ pub mod adjacency;
 pub mod error;
 mod ids;
 pub mod keys;
+pub mod labels;
 pub mod records;
 pub mod store;
 pub mod values;
@@ -25,6 +28,7 @@ pub mod values;
 pub use adjacency::{Adjacency, AdjacencyBlock, BLOCK_VARS};
 pub use error::StorageError;
 pub use ids::{LocalId, Result, TraceId};
+pub use labels::{TextTable, TraceLabels};
 pub use records::{
     AttributionRecord, CaseRecord, EdgeRecord, LogEvent, OpRecord, PatternRecord, SessionRecord,
     Shared, TraceRecord, ValueRef, VarRecord,

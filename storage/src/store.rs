@@ -17,6 +17,7 @@ use crate::adjacency::{Adjacency, AdjacencyBlock};
 use crate::error::StorageError;
 use crate::ids::{LocalId, Result, TraceId};
 use crate::keys::{self, IdKind, RecordKind};
+use crate::labels::TraceLabels;
 use crate::records::{
     decode, encode, encode_into, AttributionRecord, CaseRecord, Counts, EdgeRecord, LogEvent,
     OpRecord, PatternRecord, SessionRecord, TraceRecord, ValueRef, VarRecord,
@@ -222,6 +223,8 @@ pub mod cf {
     pub const VALUE_REFS: &str = "value_refs";
     /// A trace's whole adjacency as one value (see [`crate::Adjacency`]):
     /// trace -> edges' ends and ops with their CSR lists. Schema version 2.
+    /// Beside it, its rows in blocks (see [`crate::keys::adjacency_block_key`])
+    /// and its labels (see [`crate::keys::labels_key`]).
     pub const ADJACENCY: &str = "adjacency";
     /// Outgoing adjacency: (trace, source, edge) -> (target, op). Written
     /// by schema version 1 only; read for the traces it stored.
@@ -838,6 +841,7 @@ impl Store {
             finished: 0,
             early: Vec::new(),
             scratch: Vec::new(),
+            labels: Some(TraceLabels::default()),
         })
     }
 
@@ -1223,6 +1227,10 @@ pub struct TraceWriter<'s> {
     early: Vec<std::thread::JoinHandle<Result<Vec<Table>>>>,
     /// Where records are encoded, reused from one to the next.
     scratch: Vec<u8>,
+    /// The labels of the variables and ops added so far, stored at the
+    /// commit; `None` once a table would pass 4 GiB of text (readers then
+    /// make them from the records).
+    labels: Option<TraceLabels>,
 }
 
 /// [`TraceWriter::finish_variables`] was called.
@@ -1441,6 +1449,12 @@ impl<'s> TraceWriter<'s> {
         let local = next_local(&mut self.counts.variables, "variables")?;
         let t = self.trace;
         self.put_record(cf::VARIABLES, keys::record_key(t, local), "variable", v)?;
+        if let Some(labels) = self.labels.as_mut() {
+            let node_id = v.full_node_id();
+            if !labels.vars.push([Some(&node_id), v.category.as_deref()]) {
+                self.labels = None;
+            }
+        }
         self.put(
             cf::VAR_NAME,
             keys::name_key(&v.full_name(), t, v.version),
@@ -1464,6 +1478,16 @@ impl<'s> TraceWriter<'s> {
         let local = next_local(&mut self.counts.ops, "ops")?;
         let t = self.trace;
         self.put_record(cf::OPS, keys::record_key(t, local), "op", o)?;
+        if let Some(labels) = self.labels.as_mut() {
+            let texts = [
+                Some(o.op_id.as_str()),
+                o.op_name.as_deref(),
+                o.category.as_deref(),
+            ];
+            if !labels.ops.push(texts) {
+                self.labels = None;
+            }
+        }
         self.put(
             cf::STRING_ID,
             keys::string_id_key(IdKind::Op, &o.op_id, t),
@@ -1553,6 +1577,11 @@ impl<'s> TraceWriter<'s> {
                     block.encode(),
                 );
             }
+        }
+        if let Some(mut labels) = self.labels.take() {
+            labels.vars.shrink_to_fit();
+            labels.ops.shrink_to_fit();
+            self.put(cf::ADJACENCY, keys::labels_key(t), labels.encode());
         }
         self.put_pending_values()?;
         // The graph id goes with the trace record, never ahead of it: a
@@ -1942,6 +1971,21 @@ impl<'a> ReadView<'a> {
     pub fn adjacency(&self, trace: TraceId) -> Result<Option<Adjacency>> {
         match self.get(cf::ADJACENCY, &keys::trace_key(trace))? {
             Some(bytes) => Adjacency::decode(&bytes).map(Some).map_err(|e| match e {
+                StorageError::Decode { what, reason } => StorageError::Decode {
+                    what,
+                    reason: format!("trace #{trace}: {reason}"),
+                },
+                other => other,
+            }),
+            None => Ok(None),
+        }
+    }
+
+    /// A trace's labels (see [`TraceLabels`]), stored at its import; `None`
+    /// for a trace stored before labels were.
+    pub fn labels(&self, trace: TraceId) -> Result<Option<TraceLabels>> {
+        match self.get(cf::ADJACENCY, &keys::labels_key(trace))? {
+            Some(bytes) => TraceLabels::decode(&bytes).map(Some).map_err(|e| match e {
                 StorageError::Decode { what, reason } => StorageError::Decode {
                     what,
                     reason: format!("trace #{trace}: {reason}"),

@@ -7,7 +7,7 @@ use std::sync::{Arc, OnceLock};
 
 use memtrace_query::{Field, Value};
 use memtrace_storage::records::TraceRecord;
-use memtrace_storage::{LocalId, ReadView, TraceId};
+use memtrace_storage::{LocalId, ReadView, TraceId, TraceLabels};
 
 use super::value::meta_path;
 use crate::catalog::{TraceCatalog, TraceEdges, TraceOps};
@@ -34,6 +34,7 @@ pub(super) struct TraceCtx<'a> {
     ops: OnceLock<Arc<TraceOps>>,
     graph: OnceLock<Arc<TraceGraph>>,
     edges: OnceLock<Arc<TraceEdges>>,
+    labels: OnceLock<Arc<TraceLabels>>,
     values: RefCell<HashMap<u32, Value>>,
 }
 
@@ -53,6 +54,7 @@ impl<'a> TraceCtx<'a> {
             ops: OnceLock::new(),
             graph: OnceLock::new(),
             edges: OnceLock::new(),
+            labels: OnceLock::new(),
             values: RefCell::new(HashMap::new()),
         }
     }
@@ -63,6 +65,12 @@ impl<'a> TraceCtx<'a> {
 
     pub(super) fn ops(&self) -> Result<&TraceOps> {
         lazy(&self.ops, || self.db.trace_ops(self.view, self.id))
+    }
+
+    /// What rows show of the trace's variables and ops (read without
+    /// loading their records).
+    pub(super) fn labels(&self) -> Result<&TraceLabels> {
+        lazy(&self.labels, || self.db.trace_labels(self.view, self.id))
     }
 
     pub(super) fn graph(&self) -> Result<&TraceGraph> {

@@ -2,20 +2,18 @@
 //! adjacency, and the rows of each output (nodes, paths, a count, the ops,
 //! edges or subgraph walked).
 
-use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::HashMap;
 
 use memtrace_query::ast::{Direction as QDir, Output};
 use memtrace_query::plan::TraversePlan;
 use memtrace_query::{Field, QueryError, Row, Value};
-use memtrace_storage::TraceId;
+use memtrace_storage::{TraceId, TraceLabels};
 
 use super::ctx::TraceCtx;
 use super::row::RecRow;
 use super::run::{qerr, Exec, StartNode};
 use super::value::{give, Cell, CellSink};
-use crate::catalog::TraceOps;
 use crate::error::{EngineError, Result};
 use crate::graph::{Admit, Direction, TraceGraph, Visit};
 
@@ -31,21 +29,15 @@ fn visit_rec<'r, 'a>(t: &'r TraceCtx<'a>, g: &TraceGraph, v: &Visit) -> RecRow<'
 }
 
 /// The `RETURN nodes` row of a visited node: trace, node id, category,
-/// depth and the op that reached it (text lent from the trace).
+/// depth and the op that reached it (text lent from the trace's labels).
 fn node_row<'t>(t: &'t TraceCtx<'_>, g: &TraceGraph, v: &Visit) -> Result<[Cell<'t>; 5]> {
-    let var = t.catalog()?.label(v.node);
+    let labels = t.labels()?;
     let via = match g.op(v.edge) {
-        Some(o) => Cell::Text(t.op_id_str(o)?),
+        Some(o) => Cell::Text(labels.ops.get(o).and_then(|[id, ..]| id).unwrap_or("")),
         None => Cell::Value(Value::Null),
     };
-    let (node_id, category) = match var {
-        Some(l) => (
-            match l.node_id {
-                Cow::Borrowed(s) => Cell::Text(s),
-                Cow::Owned(s) => Cell::Value(Value::Str(s)),
-            },
-            Cell::text(l.category),
-        ),
+    let (node_id, category) = match labels.vars.get(v.node) {
+        Some([node_id, category]) => (Cell::Text(node_id.unwrap_or("")), Cell::text(category)),
         None => (Cell::Text(""), Cell::Value(Value::Null)),
     };
     Ok([
@@ -58,15 +50,16 @@ fn node_row<'t>(t: &'t TraceCtx<'_>, g: &TraceGraph, v: &Visit) -> Result<[Cell<
 }
 
 /// The `RETURN ops` row of an op at its least depth: trace, op id, name,
-/// kind and depth (text lent from the trace: `gid` is its graph id).
+/// kind and depth (text lent from the trace's labels: `gid` is its graph
+/// id).
 #[inline]
-fn op_row<'t>(gid: &'t str, ops: &'t TraceOps, o: u32, depth: u32) -> [Cell<'t>; 5] {
-    let op = ops.label(o);
+fn op_row<'t>(gid: &'t str, labels: &'t TraceLabels, o: u32, depth: u32) -> [Cell<'t>; 5] {
+    let [id, name, kind] = labels.ops.get(o).unwrap_or([None; 3]);
     [
         Cell::Text(gid),
-        Cell::Text(op.map_or("", |l| l.id)),
-        Cell::text(op.and_then(|l| l.name)),
-        Cell::text(op.and_then(|l| l.kind)),
+        Cell::Text(id.unwrap_or("")),
+        Cell::text(name),
+        Cell::text(kind),
         Cell::Value(Value::from(depth)),
     ]
 }
@@ -233,7 +226,7 @@ impl<'a> Exec<'a> {
         var_starts: &[u32],
         emit: &mut CellSink<'_>,
     ) -> Result<bool> {
-        let (gid, ops) = (t.graph_id(), t.ops()?);
+        let (gid, labels) = (t.graph_id(), t.labels()?);
         let mut wanted = true;
         g.walk_new_ops(var_starts, dir, p.max_depth, self.cancel, |depth, fresh| {
             for &o in fresh.iter() {
@@ -246,7 +239,7 @@ impl<'a> Exec<'a> {
                         continue;
                     }
                 }
-                if !emit(&mut op_row(gid, ops, o, depth))? {
+                if !emit(&mut op_row(gid, labels, o, depth))? {
                     wanted = false;
                     return Ok(false);
                 }
@@ -567,7 +560,7 @@ impl<'a> Exec<'a> {
                             if !passes(&row)? {
                                 continue;
                             }
-                            if !emit(&mut op_row(t.graph_id(), t.ops()?, o, d))? {
+                            if !emit(&mut op_row(t.graph_id(), t.labels()?, o, d))? {
                                 return Ok(false);
                             }
                         }

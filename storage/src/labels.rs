@@ -1,0 +1,319 @@
+//! The short texts of a trace's records that rows show (its variables'
+//! full node ids and categories, its ops' ids, names and kinds), kept as
+//! compact tables and stored at import as one value per trace, so that a
+//! query handing out rows reads them with one get instead of decoding
+//! every record of the trace.
+
+use crate::error::StorageError;
+
+/// `N` short texts per record, in a buffer per kind of text, so that a
+/// reader of one kind (the ids) reads only that kind's bytes. A text is
+/// present or absent (absent is not the same as empty).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TextTable<const N: usize> {
+    /// The texts of kind `k` of every record, one after the other.
+    text: [String; N],
+    /// Where each record's texts end in `text`, by kind; each starts where
+    /// the record before's ends. Every end is a char boundary of its text
+    /// and no end is before the one above it: [`push`](Self::push) and
+    /// [`decode`](Self::decode) keep that so.
+    ends: Vec<[u32; N]>,
+    /// Which of a record's texts are present, a bit each.
+    has: Vec<u8>,
+}
+
+impl<const N: usize> Default for TextTable<N> {
+    fn default() -> Self {
+        TextTable {
+            text: std::array::from_fn(|_| String::new()),
+            ends: Vec::new(),
+            has: Vec::new(),
+        }
+    }
+}
+
+fn damaged(reason: impl Into<String>) -> StorageError {
+    StorageError::Decode {
+        what: "labels",
+        reason: reason.into(),
+    }
+}
+
+impl<const N: usize> TextTable<N> {
+    /// Appends a record's texts; `false` (and nothing appended) when a
+    /// kind's texts would pass 4 GiB.
+    pub fn push(&mut self, texts: [Option<&str>; N]) -> bool {
+        let mut end = [0u32; N];
+        let mut present = 0u8;
+        for (k, t) in texts.iter().enumerate() {
+            let len = self.text[k].len() + t.map_or(0, str::len);
+            match u32::try_from(len) {
+                Ok(e) => end[k] = e,
+                Err(_) => return false,
+            }
+            if t.is_some() {
+                present |= 1 << k;
+            }
+        }
+        for (k, t) in texts.iter().enumerate() {
+            self.text[k].push_str(t.unwrap_or(""));
+        }
+        self.ends.push(end);
+        self.has.push(present);
+        true
+    }
+
+    /// How many records.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// Whether there are no records.
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// The texts of record `id`, `None` past the last.
+    #[inline]
+    pub fn get(&self, id: u32) -> Option<[Option<&str>; N]> {
+        let i = id as usize;
+        let ends = self.ends.get(i)?;
+        let has = *self.has.get(i)?;
+        let starts = match i {
+            0 => [0; N],
+            _ => *self.ends.get(i - 1)?,
+        };
+        let mut out = [None; N];
+        for (k, slot) in out.iter_mut().enumerate() {
+            let (a, b, text) = (starts[k] as usize, ends[k] as usize, &self.text[k]);
+            if has & (1 << k) != 0 && a <= b && b <= text.len() {
+                // SAFETY: every end is a char boundary of its text (pushed
+                // after a whole `str`, or checked when decoded), 0 is one,
+                // and `a..b` is in bounds (just checked). Slicing unchecked
+                // keeps a lookup from reading the text itself: a reader
+                // that wants one kind of text does not pay a cache miss for
+                // the others.
+                *slot = Some(unsafe { text.get_unchecked(a..b) });
+            }
+        }
+        Some(out)
+    }
+
+    /// Bytes held on the heap.
+    pub fn bytes(&self) -> usize {
+        self.text.iter().map(String::capacity).sum::<usize>()
+            + self.ends.capacity() * 4 * N
+            + self.has.capacity()
+    }
+
+    /// Frees what the table holds beyond its texts.
+    pub fn shrink_to_fit(&mut self) {
+        for t in &mut self.text {
+            t.shrink_to_fit();
+        }
+        self.ends.shrink_to_fit();
+        self.has.shrink_to_fit();
+    }
+
+    /// Appends the table's encoding: the record count, each kind's text
+    /// (its length first), the ends and the presence bits, integers as
+    /// little-endian u32.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&(self.ends.len() as u32).to_le_bytes());
+        for t in &self.text {
+            out.extend_from_slice(&(t.len() as u32).to_le_bytes());
+            out.extend_from_slice(t.as_bytes());
+        }
+        for end in &self.ends {
+            for e in end {
+                out.extend_from_slice(&e.to_le_bytes());
+            }
+        }
+        out.extend_from_slice(&self.has);
+    }
+
+    /// Reads a table [`encode`](Self::encode) wrote at the start of
+    /// `bytes`; the table and what follows it. Anything that is not such a
+    /// table (short, not UTF-8, ends out of order, past their text or
+    /// inside a character) is an error.
+    pub fn decode(bytes: &[u8]) -> Result<(Self, &[u8]), StorageError> {
+        let mut r = Reader(bytes);
+        let count = r.u32()? as usize;
+        let mut text: [String; N] = std::array::from_fn(|_| String::new());
+        for t in &mut text {
+            let len = r.u32()? as usize;
+            let raw = r.take(len)?;
+            *t = std::str::from_utf8(raw)
+                .map_err(|e| damaged(format!("a text is not UTF-8: {e}")))?
+                .to_string();
+        }
+        let need = count
+            .checked_mul(4 * N)
+            .ok_or_else(|| damaged("too many records"))?;
+        let raw_ends = r.take(need)?;
+        let mut ends = Vec::with_capacity(count);
+        let mut last = [0u32; N];
+        for chunk in raw_ends.chunks_exact(4 * N) {
+            let mut end = [0u32; N];
+            for (k, e) in end.iter_mut().enumerate() {
+                let b = &chunk[4 * k..4 * k + 4];
+                *e = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+                let at = *e as usize;
+                if *e < last[k] || at > text[k].len() || !text[k].is_char_boundary(at) {
+                    return Err(damaged(format!(
+                        "record {} ends its text {k} at {at}, after {} and in {} bytes",
+                        ends.len(),
+                        last[k],
+                        text[k].len()
+                    )));
+                }
+            }
+            last = end;
+            ends.push(end);
+        }
+        let has = r.take(count)?.to_vec();
+        Ok((TextTable { text, ends, has }, r.0))
+    }
+}
+
+/// Reads a value front to back.
+struct Reader<'b>(&'b [u8]);
+
+impl<'b> Reader<'b> {
+    fn take(&mut self, n: usize) -> Result<&'b [u8], StorageError> {
+        if self.0.len() < n {
+            return Err(damaged(format!("{n} bytes wanted, {} left", self.0.len())));
+        }
+        let (head, rest) = self.0.split_at(n);
+        self.0 = rest;
+        Ok(head)
+    }
+
+    fn u32(&mut self) -> Result<u32, StorageError> {
+        let b = self.take(4)?;
+        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+}
+
+/// A trace's labels: per variable its full node id and category, per op
+/// its id, name and kind (`category`), by local id.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TraceLabels {
+    /// Full node id (`class:name@version`), category.
+    pub vars: TextTable<2>,
+    /// Op id, name, kind.
+    pub ops: TextTable<3>,
+}
+
+/// The first bytes of a stored [`TraceLabels`] value.
+const MAGIC: &[u8; 4] = b"MTL1";
+
+impl TraceLabels {
+    /// The stored form.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(16 + self.bytes());
+        out.extend_from_slice(MAGIC);
+        self.vars.encode(&mut out);
+        self.ops.encode(&mut out);
+        out
+    }
+
+    /// Reads what [`encode`](Self::encode) wrote; anything else is an error.
+    pub fn decode(bytes: &[u8]) -> Result<TraceLabels, StorageError> {
+        let rest = bytes
+            .strip_prefix(MAGIC)
+            .ok_or_else(|| damaged("not a labels value"))?;
+        let (vars, rest) = TextTable::decode(rest)?;
+        let (ops, rest) = TextTable::decode(rest)?;
+        if !rest.is_empty() {
+            return Err(damaged(format!("{} bytes after the tables", rest.len())));
+        }
+        Ok(TraceLabels { vars, ops })
+    }
+
+    /// Bytes held on the heap.
+    pub fn bytes(&self) -> usize {
+        self.vars.bytes() + self.ops.bytes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn texts() -> impl Strategy<Value = Vec<[Option<String>; 3]>> {
+        let one = proptest::option::of("\\PC{0,6}");
+        proptest::collection::vec([one.clone(), one.clone(), one], 0..30)
+    }
+
+    fn table(rows: &[[Option<String>; 3]]) -> TextTable<3> {
+        let mut t = TextTable::<3>::default();
+        for r in rows {
+            assert!(t.push([r[0].as_deref(), r[1].as_deref(), r[2].as_deref()]));
+        }
+        t
+    }
+
+    proptest! {
+        #[test]
+        fn a_table_gives_back_what_was_pushed_and_round_trips(rows in texts()) {
+            let t = table(&rows);
+            prop_assert_eq!(t.len(), rows.len());
+            for (i, r) in rows.iter().enumerate() {
+                let got = t.get(i as u32).unwrap();
+                for k in 0..3 {
+                    prop_assert_eq!(got[k], r[k].as_deref());
+                }
+            }
+            prop_assert!(t.get(rows.len() as u32).is_none());
+            let labels = TraceLabels { vars: TextTable::default(), ops: t };
+            prop_assert_eq!(TraceLabels::decode(&labels.encode()).unwrap(), labels);
+        }
+
+        #[test]
+        fn damaged_values_are_errors_not_panics(rows in texts(), cut: usize, at: usize, byte: u8) {
+            let labels = TraceLabels { vars: TextTable::default(), ops: table(&rows) };
+            let bytes = labels.encode();
+            let _ = TraceLabels::decode(&bytes[..cut % (bytes.len() + 1)]);
+            let mut changed = bytes.clone();
+            let i = at % changed.len();
+            changed[i] = byte;
+            // A change that still decodes gives a table whose every text
+            // can be read.
+            if let Ok(l) = TraceLabels::decode(&changed) {
+                for i in 0..l.ops.len() as u32 {
+                    let _ = l.ops.get(i);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn ends_out_of_order_or_inside_a_character_are_refused() {
+        let mut t = TextTable::<1>::default();
+        assert!(t.push([Some("é")]));
+        assert!(t.push([Some("ab")]));
+        let mut bytes = Vec::new();
+        t.encode(&mut bytes);
+        // count, text length, text (2 + 2 bytes), ends 2 and 4.
+        assert_eq!(&bytes[..8], &[2, 0, 0, 0, 4, 0, 0, 0]);
+        let mut inside = bytes.clone();
+        inside[12] = 1; // the first end inside "é"
+        assert!(TextTable::<1>::decode(&inside).is_err());
+        let mut back = bytes.clone();
+        back[16] = 1; // the second end before the first
+        assert!(TextTable::<1>::decode(&back).is_err());
+        let (ok, rest) = TextTable::<1>::decode(&bytes).unwrap();
+        assert!(rest.is_empty());
+        assert_eq!(ok.get(0), Some([Some("é")]));
+        assert_eq!(ok.get(1), Some([Some("ab")]));
+    }
+
+    #[test]
+    fn absent_and_empty_texts_differ() {
+        let mut t = TextTable::<2>::default();
+        assert!(t.push([Some(""), None]));
+        assert_eq!(t.get(0), Some([Some(""), None]));
+    }
+}
