@@ -9,9 +9,9 @@ use std::any::{Any, TypeId};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use memtrace_storage::{TraceId, TraceLabels};
+use memtrace_storage::TraceId;
 
-use crate::catalog::{TraceCatalog, TraceEdges, TraceOps};
+use crate::catalog::{StoredLabels, TraceCatalog, TraceEdges, TraceOps};
 use crate::error::Result;
 use crate::graph::TraceGraph;
 
@@ -59,9 +59,9 @@ impl TraceState for TraceOps {
     }
 }
 
-impl TraceState for TraceLabels {
+impl TraceState for StoredLabels {
     fn bytes(&self) -> usize {
-        TraceLabels::bytes(self)
+        StoredLabels::bytes(self)
     }
 }
 

@@ -110,50 +110,44 @@ pub struct TraceOps {
     bytes: usize,
 }
 
-/// The labels of a trace's records as rows show them, from the labels
-/// value stored at import, or made from the records for a trace stored
-/// before those were.
-pub fn load_labels(view: &ReadView, trace: TraceId, counts: &Counts) -> Result<TraceLabels> {
-    labels_from(view, trace, counts, view.labels(trace)?)
-}
+/// A trace's labels as stored at its import (see [`TraceLabels`]): `None`
+/// for a trace stored before labels were, whose rows take their texts
+/// from its records ([`TraceCatalog::label`], [`TraceOps::label`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredLabels(pub Option<TraceLabels>);
 
-/// The labels `stored` for a trace, checked against its counts, or made
-/// from its records when none are stored.
-fn labels_from(
-    view: &ReadView,
-    trace: TraceId,
-    counts: &Counts,
-    stored: Option<TraceLabels>,
-) -> Result<TraceLabels> {
-    match stored {
-        Some(l)
-            if l.vars.len() == counts.variables as usize && l.ops.len() == counts.ops as usize =>
-        {
-            Ok(l)
+impl StoredLabels {
+    /// Reads a trace's stored labels (one get) and checks them against its
+    /// counts.
+    pub fn load(view: &ReadView, trace: TraceId, counts: &Counts) -> Result<StoredLabels> {
+        Self::checked(trace, counts, view.labels(trace)?)
+    }
+
+    fn checked(trace: TraceId, counts: &Counts, stored: Option<TraceLabels>) -> Result<Self> {
+        match stored {
+            Some(l)
+                if l.vars.len() != counts.variables as usize
+                    || l.ops.len() != counts.ops as usize =>
+            {
+                Err(StorageError::Decode {
+                    what: "labels",
+                    reason: format!(
+                        "trace #{trace}: {} variables and {} ops labelled, {} and {} recorded",
+                        l.vars.len(),
+                        l.ops.len(),
+                        counts.variables,
+                        counts.ops
+                    ),
+                }
+                .into())
+            }
+            stored => Ok(StoredLabels(stored)),
         }
-        Some(l) => Err(StorageError::Decode {
-            what: "labels",
-            reason: format!(
-                "trace #{trace}: {} variables and {} ops labelled, {} and {} recorded",
-                l.vars.len(),
-                l.ops.len(),
-                counts.variables,
-                counts.ops
-            ),
-        }
-        .into()),
-        None => {
-            let catalog = TraceCatalog::load(view, trace, counts)?;
-            let ops = TraceOps::load(view, trace, counts)?;
-            let too_long = || StorageError::Decode {
-                what: "labels",
-                reason: format!("trace #{trace}: more than 4 GiB of ids"),
-            };
-            Ok(TraceLabels {
-                vars: var_labels(&catalog.vars).ok_or_else(too_long)?,
-                ops: op_labels(&ops.ops).ok_or_else(too_long)?,
-            })
-        }
+    }
+
+    /// Bytes held on the heap.
+    pub fn bytes(&self) -> usize {
+        size_of::<Self>() + self.0.as_ref().map_or(0, TraceLabels::bytes)
     }
 }
 
@@ -538,17 +532,18 @@ mod tests {
     }
 
     #[test]
-    fn stored_labels_are_those_made_from_the_records_and_are_checked() {
+    fn stored_labels_are_the_records_texts_and_are_checked() {
         let dir = tempfile::tempdir().unwrap();
         let (db, t, counts) = import_sample(dir.path());
         let tv = db.trace_by_id(t).unwrap();
         let view = tv.store();
-        let stored = view.labels(t).unwrap().expect("stored at import");
-        // What a trace stored before labels were gets: made from records.
-        let made = labels_from(view, t, &counts, None).unwrap();
-        assert_eq!(stored, made);
-        assert_eq!(load_labels(view, t, &counts).unwrap(), stored);
+        let stored = StoredLabels::load(view, t, &counts).unwrap();
+        let stored = stored.0.expect("stored at import");
+        // The texts a trace stored before labels were shows: its records'.
         let c = TraceCatalog::load(view, t, &counts).unwrap();
+        let ops = TraceOps::load(view, t, &counts).unwrap();
+        assert_eq!(stored.vars, var_labels(c.variables()).unwrap());
+        assert_eq!(stored.ops, op_labels(ops.ops()).unwrap());
         for (i, v) in c.variables().iter().enumerate() {
             let [node_id, category] = stored.vars.get(i as u32).unwrap();
             assert_eq!(node_id, Some(v.full_node_id().as_str()));
@@ -560,8 +555,12 @@ mod tests {
             variables: counts.variables - 1,
             ..counts
         };
-        let e = labels_from(view, t, &fewer, Some(stored)).unwrap_err();
+        let e = StoredLabels::checked(t, &fewer, Some(stored)).unwrap_err();
         assert!(e.to_string().contains("labelled"), "{e}");
+        assert_eq!(
+            StoredLabels::checked(t, &fewer, None).unwrap(),
+            StoredLabels(None)
+        );
     }
 
     #[test]

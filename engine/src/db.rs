@@ -428,14 +428,14 @@ impl Database {
         self.cached(view, trace, TraceOps::load)
     }
 
-    /// A trace's labels (what rows show of its variables and ops), from the
-    /// cache or by one get of their stored value.
+    /// A trace's stored labels (what rows show of its variables and ops),
+    /// from the cache or by one get of their stored value.
     pub(crate) fn trace_labels(
         &self,
         view: &ReadView,
         trace: TraceId,
-    ) -> Result<Arc<memtrace_storage::TraceLabels>> {
-        self.cached(view, trace, crate::catalog::load_labels)
+    ) -> Result<Arc<crate::catalog::StoredLabels>> {
+        self.cached(view, trace, crate::catalog::StoredLabels::load)
     }
 
     /// A trace's edge records, from the cache or by one prefix scan.

@@ -10,7 +10,7 @@ use memtrace_storage::records::TraceRecord;
 use memtrace_storage::{LocalId, ReadView, TraceId, TraceLabels};
 
 use super::value::meta_path;
-use crate::catalog::{TraceCatalog, TraceEdges, TraceOps};
+use crate::catalog::{StoredLabels, TraceCatalog, TraceEdges, TraceOps};
 use crate::db::Database;
 use crate::error::Result;
 use crate::graph::{reach_count_stored, Cancel, Direction, TraceGraph};
@@ -34,7 +34,7 @@ pub(super) struct TraceCtx<'a> {
     ops: OnceLock<Arc<TraceOps>>,
     graph: OnceLock<Arc<TraceGraph>>,
     edges: OnceLock<Arc<TraceEdges>>,
-    labels: OnceLock<Arc<TraceLabels>>,
+    labels: OnceLock<Arc<StoredLabels>>,
     values: RefCell<HashMap<u32, Value>>,
 }
 
@@ -67,10 +67,24 @@ impl<'a> TraceCtx<'a> {
         lazy(&self.ops, || self.db.trace_ops(self.view, self.id))
     }
 
-    /// What rows show of the trace's variables and ops (read without
-    /// loading their records).
-    pub(super) fn labels(&self) -> Result<&TraceLabels> {
-        lazy(&self.labels, || self.db.trace_labels(self.view, self.id))
+    /// What rows show of the trace's variables and ops, read without
+    /// loading their records; `None` for a trace stored before labels
+    /// were (its rows read its records).
+    pub(super) fn labels(&self) -> Result<Option<&TraceLabels>> {
+        Ok(
+            lazy(&self.labels, || self.db.trace_labels(self.view, self.id))?
+                .0
+                .as_ref(),
+        )
+    }
+
+    /// An op's id, name and kind, from the stored labels or the op's record.
+    pub(super) fn op_texts(&self, o: u32) -> Result<[Option<&str>; 3]> {
+        Ok(match self.labels()? {
+            Some(l) => l.ops.get(o),
+            None => self.ops()?.label(o).map(|l| [Some(l.id), l.name, l.kind]),
+        }
+        .unwrap_or([None; 3]))
     }
 
     pub(super) fn graph(&self) -> Result<&TraceGraph> {

@@ -2,13 +2,14 @@
 //! adjacency, and the rows of each output (nodes, paths, a count, the ops,
 //! edges or subgraph walked).
 
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::HashMap;
 
 use memtrace_query::ast::{Direction as QDir, Output};
 use memtrace_query::plan::TraversePlan;
 use memtrace_query::{Field, QueryError, Row, Value};
-use memtrace_storage::{TraceId, TraceLabels};
+use memtrace_storage::TraceId;
 
 use super::ctx::TraceCtx;
 use super::row::RecRow;
@@ -29,16 +30,28 @@ fn visit_rec<'r, 'a>(t: &'r TraceCtx<'a>, g: &TraceGraph, v: &Visit) -> RecRow<'
 }
 
 /// The `RETURN nodes` row of a visited node: trace, node id, category,
-/// depth and the op that reached it (text lent from the trace's labels).
+/// depth and the op that reached it (text lent from the trace's labels,
+/// or its records when it has none stored).
 fn node_row<'t>(t: &'t TraceCtx<'_>, g: &TraceGraph, v: &Visit) -> Result<[Cell<'t>; 5]> {
-    let labels = t.labels()?;
     let via = match g.op(v.edge) {
-        Some(o) => Cell::Text(labels.ops.get(o).and_then(|[id, ..]| id).unwrap_or("")),
+        Some(o) => Cell::Text(t.op_texts(o)?[0].unwrap_or("")),
         None => Cell::Value(Value::Null),
     };
-    let (node_id, category) = match labels.vars.get(v.node) {
-        Some([node_id, category]) => (Cell::Text(node_id.unwrap_or("")), Cell::text(category)),
-        None => (Cell::Text(""), Cell::Value(Value::Null)),
+    let (node_id, category) = match t.labels()? {
+        Some(l) => match l.vars.get(v.node) {
+            Some([id, category]) => (Cell::Text(id.unwrap_or("")), Cell::text(category)),
+            None => (Cell::Text(""), Cell::Value(Value::Null)),
+        },
+        None => match t.catalog()?.label(v.node) {
+            Some(l) => (
+                match l.node_id {
+                    Cow::Borrowed(s) => Cell::Text(s),
+                    Cow::Owned(s) => Cell::Value(Value::Str(s)),
+                },
+                Cell::text(l.category),
+            ),
+            None => (Cell::Text(""), Cell::Value(Value::Null)),
+        },
     };
     Ok([
         Cell::Text(t.graph_id()),
@@ -50,11 +63,11 @@ fn node_row<'t>(t: &'t TraceCtx<'_>, g: &TraceGraph, v: &Visit) -> Result<[Cell<
 }
 
 /// The `RETURN ops` row of an op at its least depth: trace, op id, name,
-/// kind and depth (text lent from the trace's labels: `gid` is its graph
-/// id).
+/// kind and depth (`texts` are the op's id, name and kind, lent from the
+/// trace; `gid` is its graph id).
 #[inline]
-fn op_row<'t>(gid: &'t str, labels: &'t TraceLabels, o: u32, depth: u32) -> [Cell<'t>; 5] {
-    let [id, name, kind] = labels.ops.get(o).unwrap_or([None; 3]);
+fn op_row<'t>(gid: &'t str, texts: [Option<&'t str>; 3], depth: u32) -> [Cell<'t>; 5] {
+    let [id, name, kind] = texts;
     [
         Cell::Text(gid),
         Cell::Text(id.unwrap_or("")),
@@ -226,7 +239,7 @@ impl<'a> Exec<'a> {
         var_starts: &[u32],
         emit: &mut CellSink<'_>,
     ) -> Result<bool> {
-        let (gid, labels) = (t.graph_id(), t.labels()?);
+        let gid = t.graph_id();
         let mut wanted = true;
         g.walk_new_ops(var_starts, dir, p.max_depth, self.cancel, |depth, fresh| {
             for &o in fresh.iter() {
@@ -239,7 +252,7 @@ impl<'a> Exec<'a> {
                         continue;
                     }
                 }
-                if !emit(&mut op_row(gid, labels, o, depth))? {
+                if !emit(&mut op_row(gid, t.op_texts(o)?, depth))? {
                     wanted = false;
                     return Ok(false);
                 }
@@ -560,7 +573,7 @@ impl<'a> Exec<'a> {
                             if !passes(&row)? {
                                 continue;
                             }
-                            if !emit(&mut op_row(t.graph_id(), t.labels()?, o, d))? {
+                            if !emit(&mut op_row(t.graph_id(), t.op_texts(o)?, d))? {
                                 return Ok(false);
                             }
                         }
