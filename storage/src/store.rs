@@ -61,8 +61,8 @@ fn ingesting_key(trace: TraceId) -> Vec<u8> {
 /// A trace expected to take at least this many bytes (its export's size)
 /// is written in bulk: its records, values and index entries are sorted
 /// into table files, written on two threads and ingested whole, and the
-/// rest (adjacency, cases, the trace record, its graph id and the log
-/// entry) goes through a write batch (and the write-ahead log), which is
+/// rest (adjacency, labels, cases, the trace record, its graph id and the
+/// log entry) goes through a write batch (and the write-ahead log), which is
 /// what makes the trace visible: records are found through the trace
 /// record, values through the variables, and readers ignore index entries
 /// of a trace that has no record ([`ReadView::committed`]). A crash in
@@ -842,6 +842,7 @@ impl Store {
             early: Vec::new(),
             scratch: Vec::new(),
             labels: Some(TraceLabels::default()),
+            label_scratch: String::new(),
         })
     }
 
@@ -1231,6 +1232,8 @@ pub struct TraceWriter<'s> {
     /// commit; `None` once a table would pass 4 GiB of text (readers then
     /// make them from the records).
     labels: Option<TraceLabels>,
+    /// Where a variable's full node id is made for its label.
+    label_scratch: String,
 }
 
 /// [`TraceWriter::finish_variables`] was called.
@@ -1450,8 +1453,10 @@ impl<'s> TraceWriter<'s> {
         let t = self.trace;
         self.put_record(cf::VARIABLES, keys::record_key(t, local), "variable", v)?;
         if let Some(labels) = self.labels.as_mut() {
-            let node_id = v.full_node_id();
-            if !labels.vars.push([Some(&node_id), v.category.as_deref()]) {
+            let node_id = &mut self.label_scratch;
+            node_id.clear();
+            v.push_full_node_id(node_id);
+            if !labels.vars.push([Some(node_id), v.category.as_deref()]) {
                 self.labels = None;
             }
         }
