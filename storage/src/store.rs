@@ -328,6 +328,11 @@ pub struct Store {
     /// Whether anything was written since open (then closing flushes).
     written: AtomicBool,
     read_only: bool,
+    /// Whether some stored graph id may start with `#` (see
+    /// [`ReadView::hash_graph_ids_possible`]): read at open, set before a
+    /// commit stores such a graph id, so that a query naming a trace by
+    /// `#ID` reads nothing to know it.
+    hash_ids_possible: AtomicBool,
 }
 
 impl Drop for Store {
@@ -769,6 +774,11 @@ impl Store {
                 None => 1,
             }
         };
+        let hash_ids_possible = {
+            let meta = db.cf_handle(cf::META).expect("checked");
+            db.get_pinned_cf(meta, META_HASH_IDS_TRACKED)?.is_none()
+                || db.get_pinned_cf(meta, META_HASH_GRAPH_IDS)?.is_some()
+        };
         let store = Store {
             db,
             path: path.to_path_buf(),
@@ -779,6 +789,7 @@ impl Store {
             sync: opts.sync,
             written: AtomicBool::new(false),
             read_only: opts.read_only,
+            hash_ids_possible: AtomicBool::new(hash_ids_possible),
         };
         if !store.read_only {
             store.clear_unfinished_ingests()?;
@@ -1598,6 +1609,9 @@ impl<'s> TraceWriter<'s> {
         );
         if record.graph_id.starts_with('#') {
             self.put(cf::META, META_HASH_GRAPH_IDS, []);
+            // Before the trace can be seen: a view may then look graph ids
+            // up when it need not, never skip them when it must.
+            store.hash_ids_possible.store(true, Ordering::SeqCst);
         }
         self.put(cf::TRACES, keys::trace_key(t), encode("trace", &record)?);
         if let Some(digest) = self.content {
@@ -1743,18 +1757,9 @@ impl<'a> ReadView<'a> {
     /// `#ID` selector names). `false` only when the database keeps track and
     /// none does, so that a `#ID` selector needs no look-up of graph ids.
     pub fn hash_graph_ids_possible(&self) -> Result<bool> {
-        let meta = self.store.cf(cf::META);
-        if self
-            .snap
-            .get_pinned_cf(meta, META_HASH_IDS_TRACKED)?
-            .is_none()
-        {
-            return Ok(true);
-        }
-        Ok(self
-            .snap
-            .get_pinned_cf(meta, META_HASH_GRAPH_IDS)?
-            .is_some())
+        // Kept by the store (read at open, set by the commits that store
+        // such an id): nothing is read here.
+        Ok(self.store.hash_ids_possible.load(Ordering::SeqCst))
     }
 
     /// Ids of the traces with this graph id.
