@@ -1979,23 +1979,25 @@ impl<'a> ReadView<'a> {
     /// stored under schema version 1 (read [`Self::adjacency_out`] instead)
     /// or not stored at all.
     pub fn adjacency(&self, trace: TraceId) -> Result<Option<Adjacency>> {
-        match self.get(cf::ADJACENCY, &keys::trace_key(trace))? {
-            Some(bytes) => Adjacency::decode(&bytes).map(Some).map_err(|e| match e {
-                StorageError::Decode { what, reason } => StorageError::Decode {
-                    what,
-                    reason: format!("trace #{trace}: {reason}"),
-                },
-                other => other,
-            }),
-            None => Ok(None),
-        }
+        self.trace_value(trace, &keys::trace_key(trace), Adjacency::decode)
     }
 
     /// A trace's labels (see [`TraceLabels`]), stored at its import; `None`
     /// for a trace stored before labels were.
     pub fn labels(&self, trace: TraceId) -> Result<Option<TraceLabels>> {
-        match self.get(cf::ADJACENCY, &keys::labels_key(trace))? {
-            Some(bytes) => TraceLabels::decode(&bytes).map(Some).map_err(|e| match e {
+        self.trace_value(trace, &keys::labels_key(trace), TraceLabels::decode)
+    }
+
+    /// A value of `trace` in [`cf::ADJACENCY`] under `key`, decoded; a
+    /// decoding error names the trace.
+    fn trace_value<T>(
+        &self,
+        trace: TraceId,
+        key: &[u8],
+        decode: impl FnOnce(&[u8]) -> Result<T>,
+    ) -> Result<Option<T>> {
+        match self.get(cf::ADJACENCY, key)? {
+            Some(bytes) => decode(&bytes).map(Some).map_err(|e| match e {
                 StorageError::Decode { what, reason } => StorageError::Decode {
                     what,
                     reason: format!("trace #{trace}: {reason}"),
