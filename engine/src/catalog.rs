@@ -153,9 +153,9 @@ impl StoredLabels {
 
 /// Each variable's full node id and category; `None` past 4 GiB of text.
 fn var_labels(vars: &[VarRecord]) -> Option<TextTable<2>> {
-    let mut t = TextTable::default();
+    let (mut t, mut scratch) = (TextTable::default(), String::new());
     for v in vars {
-        if !t.push([Some(&v.full_node_id()), v.category.as_deref()]) {
+        if !t.push_variable(v, &mut scratch) {
             return None;
         }
     }
@@ -167,7 +167,7 @@ fn var_labels(vars: &[VarRecord]) -> Option<TextTable<2>> {
 fn op_labels(ops: &[OpRecord]) -> Option<TextTable<3>> {
     let mut t = TextTable::default();
     for o in ops {
-        if !t.push([Some(&o.op_id), o.op_name.as_deref(), o.category.as_deref()]) {
+        if !t.push_op(o) {
             return None;
         }
     }

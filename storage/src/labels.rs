@@ -5,6 +5,7 @@
 //! every record of the trace.
 
 use crate::error::StorageError;
+use crate::records::{OpRecord, VarRecord};
 
 /// `N` short texts per record, in a buffer per kind of text, so that a
 /// reader of one kind (the ids) reads only that kind's bytes. A text is
@@ -173,6 +174,28 @@ impl<const N: usize> TextTable<N> {
         }
         let has = r.take(count)?.to_vec();
         Ok((TextTable { text, ends, has }, r.0))
+    }
+}
+
+impl TextTable<2> {
+    /// Appends a variable's label: its full node id (made in `scratch`)
+    /// and category; `false` as [`push`](Self::push).
+    pub fn push_variable(&mut self, v: &VarRecord, scratch: &mut String) -> bool {
+        scratch.clear();
+        v.push_full_node_id(scratch);
+        self.push([Some(scratch), v.category.as_deref()])
+    }
+}
+
+impl TextTable<3> {
+    /// Appends an op's label: its id, name and kind (`category`); `false`
+    /// as [`push`](Self::push).
+    pub fn push_op(&mut self, o: &OpRecord) -> bool {
+        self.push([
+            Some(o.op_id.as_str()),
+            o.op_name.as_deref(),
+            o.category.as_deref(),
+        ])
     }
 }
 

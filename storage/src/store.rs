@@ -1464,10 +1464,7 @@ impl<'s> TraceWriter<'s> {
         let t = self.trace;
         self.put_record(cf::VARIABLES, keys::record_key(t, local), "variable", v)?;
         if let Some(labels) = self.labels.as_mut() {
-            let node_id = &mut self.label_scratch;
-            node_id.clear();
-            v.push_full_node_id(node_id);
-            if !labels.vars.push([Some(node_id), v.category.as_deref()]) {
+            if !labels.vars.push_variable(v, &mut self.label_scratch) {
                 self.labels = None;
             }
         }
@@ -1495,12 +1492,7 @@ impl<'s> TraceWriter<'s> {
         let t = self.trace;
         self.put_record(cf::OPS, keys::record_key(t, local), "op", o)?;
         if let Some(labels) = self.labels.as_mut() {
-            let texts = [
-                Some(o.op_id.as_str()),
-                o.op_name.as_deref(),
-                o.category.as_deref(),
-            ];
-            if !labels.ops.push(texts) {
+            if !labels.ops.push_op(o) {
                 self.labels = None;
             }
         }
