@@ -65,6 +65,28 @@ impl TraceState for StoredLabels {
     }
 }
 
+/// A trace's head as the cache keeps it (its graph is kept as the
+/// trace's [`TraceGraph`]).
+#[derive(Debug)]
+pub(crate) struct Head {
+    /// The trace's record.
+    pub(crate) record: memtrace_storage::TraceRecord,
+    /// Its variables by node id (a small trace's).
+    pub(crate) names: Option<memtrace_storage::HeadNames>,
+}
+
+impl TraceState for Head {
+    fn bytes(&self) -> usize {
+        size_of::<Self>()
+            + self.record.header_json.capacity()
+            + self.record.source.capacity()
+            + self
+                .names
+                .as_ref()
+                .map_or(0, memtrace_storage::HeadNames::bytes)
+    }
+}
+
 impl TraceState for TraceEdges {
     fn bytes(&self) -> usize {
         TraceEdges::bytes(self)
@@ -166,35 +188,34 @@ impl TraceCache {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The cached structure of type `T` for `trace`, or what `load`
-    /// returns (kept when it fits the budget). `load` runs without the lock
-    /// held, so a slow load does not hold up other traces.
-    pub(crate) fn get_or_load<T: TraceState, E>(
-        &self,
-        trace: TraceId,
-        load: impl FnOnce() -> Result<T, E>,
-    ) -> Result<Arc<T>, E> {
+    /// The cached structure of type `T` for `trace`, if any (a hit, or a
+    /// miss, in the counters).
+    pub(crate) fn get<T: TraceState>(&self, trace: TraceId) -> Option<Arc<T>> {
         let key = (trace, TypeId::of::<T>());
-        {
-            let mut guard = self.lock();
-            let tick = guard.next_tick();
-            let inner = &mut *guard;
-            if let Some(slot) = inner.slots.get_mut(&key) {
-                if let Ok(found) = Arc::clone(&slot.entry).downcast::<T>() {
-                    let old = std::mem::replace(&mut slot.tick, tick);
-                    inner.lru.remove(&old);
-                    inner.lru.insert(tick, key);
-                    inner.hits += 1;
-                    return Ok(found);
-                }
+        let mut guard = self.lock();
+        let tick = guard.next_tick();
+        let inner = &mut *guard;
+        if let Some(slot) = inner.slots.get_mut(&key) {
+            if let Ok(found) = Arc::clone(&slot.entry).downcast::<T>() {
+                let old = std::mem::replace(&mut slot.tick, tick);
+                inner.lru.remove(&old);
+                inner.lru.insert(tick, key);
+                inner.hits += 1;
+                return Some(found);
             }
-            inner.misses += 1;
         }
-        let value = Arc::new(load()?);
+        inner.misses += 1;
+        None
+    }
+
+    /// Keeps `value` as `trace`'s structure of type `T` when it fits the
+    /// budget (and the trace was not dropped).
+    pub(crate) fn insert<T: TraceState>(&self, trace: TraceId, value: &Arc<T>) {
+        let key = (trace, TypeId::of::<T>());
         let bytes = value.bytes();
         let mut inner = self.lock();
         if bytes > inner.budget || inner.dropped.contains(&trace) {
-            return Ok(value);
+            return;
         }
         // Another thread may have loaded the same entry meanwhile: keep one.
         inner.remove(&key);
@@ -210,6 +231,21 @@ impl TraceCache {
                 tick,
             },
         );
+    }
+
+    /// The cached structure of type `T` for `trace`, or what `load`
+    /// returns (kept when it fits the budget). `load` runs without the lock
+    /// held, so a slow load does not hold up other traces.
+    pub(crate) fn get_or_load<T: TraceState, E>(
+        &self,
+        trace: TraceId,
+        load: impl FnOnce() -> Result<T, E>,
+    ) -> Result<Arc<T>, E> {
+        if let Some(found) = self.get(trace) {
+            return Ok(found);
+        }
+        let value = Arc::new(load()?);
+        self.insert(trace, &value);
         Ok(value)
     }
 

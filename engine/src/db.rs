@@ -36,7 +36,7 @@ use memtrace_query::Plan;
 use memtrace_storage::records::{AttributionRecord, PatternRecord, TraceRecord, ValueRef};
 use memtrace_storage::{ReadView, Store, StoreOptions, TraceId};
 
-use crate::cache::{CacheStats, TraceCache, TraceState};
+use crate::cache::{CacheStats, Head, TraceCache, TraceState};
 use crate::catalog::{TraceCatalog, TraceEdges, TraceOps};
 use crate::error::{EngineError, Result};
 use crate::exec::value::Sink;
@@ -404,6 +404,64 @@ impl Database {
             .get_or_load(trace, || load(view, trace, &record.counts))
     }
 
+    /// Like `cached`, for a caller that read the trace's record from `view`
+    /// already (so the view is known to see the trace): no second read.
+    pub(crate) fn cached_seen<T: TraceState>(
+        &self,
+        view: &ReadView,
+        trace: TraceId,
+        counts: &memtrace_storage::records::Counts,
+        load: impl FnOnce(&ReadView, TraceId, &memtrace_storage::records::Counts) -> Result<T>,
+    ) -> Result<Arc<T>> {
+        self.cache.get_or_load(trace, || load(view, trace, counts))
+    }
+
+    /// A trace's head (its record and, for a small trace, its names), from
+    /// the cache or by one get of its stored value; a small trace's graph
+    /// is cached by the same read. `None` when `view` does not see the
+    /// trace or it was stored before heads were.
+    pub(crate) fn trace_head(&self, view: &ReadView, trace: TraceId) -> Result<Option<Arc<Head>>> {
+        if let Some(head) = self.cache.get::<Head>(trace) {
+            // Kept from another view: this one must see the trace too.
+            return Ok(view.trace(trace)?.is_some().then_some(head));
+        }
+        let Some(stored) = view.head(trace)? else {
+            return Ok(None);
+        };
+        if let Some(adj) = stored.adjacency {
+            let graph = TraceGraph::from_stored(trace, &stored.record.counts, adj)?;
+            self.cache.insert(trace, &Arc::new(graph));
+        }
+        let head = Arc::new(Head {
+            record: stored.record,
+            names: stored.names,
+        });
+        self.cache.insert(trace, &head);
+        Ok(Some(head))
+    }
+
+    /// The trace a selector names (see [`Database::trace`]) as `view` sees
+    /// it, with its head when it has one. `#ID` is looked up by its head
+    /// alone: no other read.
+    pub(crate) fn scoped_trace(
+        &self,
+        view: &ReadView,
+        selector: &str,
+    ) -> Result<(TraceId, Option<Arc<Head>>)> {
+        let numbered = selector
+            .strip_prefix('#')
+            .and_then(|n| n.parse::<TraceId>().ok());
+        if let Some(id) = numbered {
+            if !view.hash_graph_ids_possible()? {
+                if let Some(head) = self.trace_head(view, id)? {
+                    return Ok((id, Some(head)));
+                }
+            }
+        }
+        let id = self.trace(selector)?.id();
+        Ok((id, self.trace_head(view, id)?))
+    }
+
     /// Whether a bounded walk of `trace` reads its stored blocks (see the cache).
     pub(crate) fn walk_stored(&self, trace: TraceId) -> bool {
         self.cache.walk_stored(trace)
@@ -426,16 +484,6 @@ impl Database {
     /// A trace's sessions and ops, from the cache or by one prefix scan each.
     pub(crate) fn trace_ops(&self, view: &ReadView, trace: TraceId) -> Result<Arc<TraceOps>> {
         self.cached(view, trace, TraceOps::load)
-    }
-
-    /// A trace's stored labels (what rows show of its variables and ops),
-    /// from the cache or by one get of their stored value.
-    pub(crate) fn trace_labels(
-        &self,
-        view: &ReadView,
-        trace: TraceId,
-    ) -> Result<Arc<crate::catalog::StoredLabels>> {
-        self.cached(view, trace, crate::catalog::StoredLabels::load)
     }
 
     /// A trace's edge records, from the cache or by one prefix scan.

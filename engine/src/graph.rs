@@ -176,24 +176,29 @@ impl TraceGraph {
     /// disagree with them, name ids outside them, list an edge twice or
     /// miss one are reported as damaged data.
     pub fn load(view: &ReadView, trace: TraceId, counts: &Counts) -> Result<TraceGraph> {
-        if let Some(adj) = view.adjacency(trace)? {
-            if (adj.vars, adj.ops, adj.edges()) != (counts.variables, counts.ops, counts.edges) {
-                return Err(corrupt(
-                    Some(trace),
-                    format!(
-                        "the stored adjacency has {} variables, {} ops and {} edges; the trace {}, {} and {}",
-                        adj.vars,
-                        adj.ops,
-                        adj.edges(),
-                        counts.variables,
-                        counts.ops,
-                        counts.edges
-                    ),
-                ));
-            }
-            return Ok(TraceGraph::new(adj));
+        match view.adjacency(trace)? {
+            Some(adj) => Self::from_stored(trace, counts, adj),
+            None => Self::load_index(view, trace, counts),
         }
-        Self::load_index(view, trace, counts)
+    }
+
+    /// The graph of a trace's stored adjacency, checked against its counts.
+    pub fn from_stored(trace: TraceId, counts: &Counts, adj: Adjacency) -> Result<TraceGraph> {
+        if (adj.vars, adj.ops, adj.edges()) != (counts.variables, counts.ops, counts.edges) {
+            return Err(corrupt(
+                Some(trace),
+                format!(
+                    "the stored adjacency has {} variables, {} ops and {} edges; the trace {}, {} and {}",
+                    adj.vars,
+                    adj.ops,
+                    adj.edges(),
+                    counts.variables,
+                    counts.ops,
+                    counts.edges
+                ),
+            ));
+        }
+        Ok(TraceGraph::new(adj))
     }
 
     /// Builds the graph from the version-1 adjacency index (one prefix scan).

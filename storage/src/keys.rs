@@ -21,6 +21,16 @@ pub fn adjacency_block_key(trace: TraceId, backward: bool, block: u32) -> [u8; 9
     k
 }
 
+/// Key of a trace's head (see [`crate::TraceHead`]): the trace, then `!`.
+/// It sorts right after the trace's whole adjacency value and before its
+/// adjacency blocks, in the same column family.
+pub fn head_key(trace: TraceId) -> [u8; 5] {
+    let mut k = [0u8; 5];
+    k[..4].copy_from_slice(&trace.to_be_bytes());
+    k[4] = b'!';
+    k
+}
+
 /// Key of a trace's labels value (see [`crate::TraceLabels`]): the trace,
 /// then `L`. It sorts after the trace's adjacency blocks and before the
 /// next trace's keys, in the same column family.
@@ -239,6 +249,15 @@ mod tests {
     #[test]
     fn adjacency_keys_group_by_variable() {
         assert!(adjacency_key(1, 2, 9) < adjacency_key(1, 3, 0));
+    }
+
+    #[test]
+    fn a_trace_keeps_its_adjacency_values_together() {
+        let t = 7;
+        assert!(trace_key(t).as_slice() < head_key(t).as_slice());
+        assert!(head_key(t).as_slice() < adjacency_block_key(t, true, 0).as_slice());
+        assert!(adjacency_block_key(t, false, u32::MAX).as_slice() < labels_key(t).as_slice());
+        assert!(labels_key(t).as_slice() < trace_key(t + 1).as_slice());
         assert!(adjacency_key(1, 2, 1) < adjacency_key(1, 2, 2));
     }
 }

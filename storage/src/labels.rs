@@ -138,7 +138,7 @@ impl<const N: usize> TextTable<N> {
     /// table (short, not UTF-8, ends out of order, past their text or
     /// inside a character) is an error.
     pub fn decode(bytes: &[u8]) -> Result<(Self, &[u8]), StorageError> {
-        let mut r = Reader(bytes);
+        let mut r = Reader(bytes, "labels");
         let count = r.u32()? as usize;
         let mut text: [String; N] = std::array::from_fn(|_| String::new());
         for t in &mut text {
@@ -199,20 +199,26 @@ impl TextTable<3> {
     }
 }
 
-/// Reads a value front to back.
-struct Reader<'b>(&'b [u8]);
+/// Reads a stored value front to back; a short value is an error naming
+/// what was being read.
+pub(crate) struct Reader<'b>(pub(crate) &'b [u8], pub(crate) &'static str);
 
 impl<'b> Reader<'b> {
-    fn take(&mut self, n: usize) -> Result<&'b [u8], StorageError> {
+    /// The next `n` bytes.
+    pub(crate) fn take(&mut self, n: usize) -> Result<&'b [u8], StorageError> {
         if self.0.len() < n {
-            return Err(damaged(format!("{n} bytes wanted, {} left", self.0.len())));
+            return Err(StorageError::Decode {
+                what: self.1,
+                reason: format!("{n} bytes wanted, {} left", self.0.len()),
+            });
         }
         let (head, rest) = self.0.split_at(n);
         self.0 = rest;
         Ok(head)
     }
 
-    fn u32(&mut self) -> Result<u32, StorageError> {
+    /// The next little-endian `u32`.
+    pub(crate) fn u32(&mut self) -> Result<u32, StorageError> {
         let b = self.take(4)?;
         Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
     }

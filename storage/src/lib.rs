@@ -10,7 +10,9 @@
 //! and backward compressed sparse rows, see [`Adjacency`]), so a traversal
 //! reads one value instead of one index entry per edge. Beside it, the
 //! short texts that rows show (node ids, categories, op ids, names and
-//! kinds) are stored as one value per trace ([`TraceLabels`]).
+//! kinds) are stored as one value per trace ([`TraceLabels`]), and so is
+//! what a query of one trace reads first ([`TraceHead`]: a copy of the
+//! trace record and, for a small trace, its names and whole adjacency).
 //! Nothing is overwritten; the one removal is dropping a whole trace, which
 //! is logged.
 
@@ -18,6 +20,7 @@
 
 pub mod adjacency;
 pub mod error;
+pub mod head;
 mod ids;
 pub mod keys;
 pub mod labels;
@@ -27,6 +30,7 @@ pub mod values;
 
 pub use adjacency::{Adjacency, AdjacencyBlock, BLOCK_VARS};
 pub use error::StorageError;
+pub use head::{HeadNames, TraceHead, HEAD_VARS};
 pub use ids::{LocalId, Result, TraceId};
 pub use labels::{TextTable, TraceLabels};
 pub use records::{

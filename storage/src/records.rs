@@ -307,11 +307,24 @@ pub fn decode<T: serde::de::DeserializeOwned>(
     what: &'static str,
     bytes: &[u8],
 ) -> Result<T, StorageError> {
-    let (v, used) =
-        bincode::serde::decode_from_slice(bytes, config()).map_err(|e| StorageError::Decode {
-            what,
-            reason: e.to_string(),
-        })?;
+    // A damaged length must not make bincode reserve more than the value
+    // can hold: its containers may claim at most a bound that grows with
+    // the value's size (a string claims its bytes, a list 24 bytes or so
+    // per item, and every item takes at least a byte of the value).
+    fn limited<T: serde::de::DeserializeOwned, const L: usize>(
+        bytes: &[u8],
+    ) -> Result<(T, usize), bincode::error::DecodeError> {
+        bincode::serde::decode_from_slice(bytes, config().with_limit::<L>())
+    }
+    let decoded = match bytes.len() {
+        n if n <= 16 << 10 => limited::<T, { 1 << 20 }>(bytes),
+        n if n <= 1 << 20 => limited::<T, { 64 << 20 }>(bytes),
+        _ => limited::<T, { 1 << 32 }>(bytes),
+    };
+    let (v, used) = decoded.map_err(|e| StorageError::Decode {
+        what,
+        reason: e.to_string(),
+    })?;
     if used != bytes.len() {
         return Err(StorageError::Decode {
             what,

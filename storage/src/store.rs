@@ -15,6 +15,7 @@ use serde::Serialize;
 
 use crate::adjacency::{Adjacency, AdjacencyBlock};
 use crate::error::StorageError;
+use crate::head::{encode_head, HeadNames, TraceHead, HEAD_VARS};
 use crate::ids::{LocalId, Result, TraceId};
 use crate::keys::{self, IdKind, RecordKind};
 use crate::labels::TraceLabels;
@@ -1576,7 +1577,12 @@ impl<'s> TraceWriter<'s> {
         let [source, target, op] = std::mem::take(&mut self.ends);
         let adjacency =
             Adjacency::from_edges(self.counts.variables, self.counts.ops, source, target, op)?;
-        self.put(cf::ADJACENCY, keys::trace_key(t), adjacency.encode());
+        let stored_adjacency = adjacency.encode();
+        self.put(
+            cf::ADJACENCY,
+            keys::trace_key(t),
+            stored_adjacency.as_slice(),
+        );
         for backward in [true, false] {
             for (i, block) in adjacency.blocks(backward).iter().enumerate() {
                 self.put(
@@ -1586,6 +1592,20 @@ impl<'s> TraceWriter<'s> {
                 );
             }
         }
+        // The head: the record, and a small trace's names and adjacency,
+        // for a query to read with one get (see `head`).
+        let names = match &self.labels {
+            Some(l) if self.counts.variables <= HEAD_VARS => HeadNames::new(
+                (0..l.vars.len() as u32)
+                    .map(|v| (l.vars.get(v).and_then(|[id, _]| id).unwrap_or(""), v)),
+            ),
+            _ => None,
+        };
+        let head = encode_head(
+            &record,
+            names.as_ref().map(|n| (n, stored_adjacency.as_slice())),
+        )?;
+        self.put(cf::ADJACENCY, keys::head_key(t), head);
         if let Some(mut labels) = self.labels.take() {
             labels.vars.shrink_to_fit();
             labels.ops.shrink_to_fit();
@@ -1972,6 +1992,13 @@ impl<'a> ReadView<'a> {
     /// or not stored at all.
     pub fn adjacency(&self, trace: TraceId) -> Result<Option<Adjacency>> {
         self.trace_value(trace, &keys::trace_key(trace), Adjacency::decode)
+    }
+
+    /// A trace's head (see [`TraceHead`]): its record, and for a small trace
+    /// its names and adjacency, by one get. `None` for a trace stored before
+    /// heads were, or one this view does not see.
+    pub fn head(&self, trace: TraceId) -> Result<Option<TraceHead>> {
+        self.trace_value(trace, &keys::head_key(trace), TraceHead::decode)
     }
 
     /// A trace's labels (see [`TraceLabels`]), stored at its import; `None`

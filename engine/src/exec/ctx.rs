@@ -6,10 +6,11 @@ use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
 use memtrace_query::{Field, Value};
-use memtrace_storage::records::TraceRecord;
+use memtrace_storage::records::{Counts, TraceRecord};
 use memtrace_storage::{LocalId, ReadView, TraceId, TraceLabels};
 
 use super::value::meta_path;
+use crate::cache::TraceState;
 use crate::catalog::{StoredLabels, TraceCatalog, TraceEdges, TraceOps};
 use crate::db::Database;
 use crate::error::Result;
@@ -59,23 +60,31 @@ impl<'a> TraceCtx<'a> {
         }
     }
 
+    /// A cached part of the trace: the record this context holds was read
+    /// from its view, so the view is known to see the trace.
+    fn seen<T: TraceState>(
+        &self,
+        load: impl FnOnce(&ReadView, TraceId, &Counts) -> Result<T>,
+    ) -> Result<Arc<T>> {
+        self.db
+            .cached_seen(self.view, self.id, &self.record.counts, load)
+    }
+
     pub(super) fn catalog(&self) -> Result<&TraceCatalog> {
-        lazy(&self.catalog, || self.db.trace_catalog(self.view, self.id))
+        lazy(&self.catalog, || self.seen(TraceCatalog::load))
     }
 
     pub(super) fn ops(&self) -> Result<&TraceOps> {
-        lazy(&self.ops, || self.db.trace_ops(self.view, self.id))
+        lazy(&self.ops, || self.seen(TraceOps::load))
     }
 
     /// What rows show of the trace's variables and ops, read without
     /// loading their records; `None` for a trace stored before labels
     /// were (its rows read its records).
     pub(super) fn labels(&self) -> Result<Option<&TraceLabels>> {
-        Ok(
-            lazy(&self.labels, || self.db.trace_labels(self.view, self.id))?
-                .0
-                .as_ref(),
-        )
+        Ok(lazy(&self.labels, || self.seen(StoredLabels::load))?
+            .0
+            .as_ref())
     }
 
     /// An op's id, name and kind, from the stored labels or the op's record.
@@ -88,7 +97,7 @@ impl<'a> TraceCtx<'a> {
     }
 
     pub(super) fn graph(&self) -> Result<&TraceGraph> {
-        lazy(&self.graph, || self.db.trace_graph(self.view, self.id))
+        lazy(&self.graph, || self.seen(TraceGraph::load))
     }
 
     /// [`TraceGraph::reach_count`] without loading the graph: from the
@@ -121,7 +130,7 @@ impl<'a> TraceCtx<'a> {
     }
 
     pub(super) fn edges(&self) -> Result<&TraceEdges> {
-        lazy(&self.edges, || self.db.trace_edges(self.view, self.id))
+        lazy(&self.edges, || self.seen(TraceEdges::load))
     }
 
     /// The trace's dense id.

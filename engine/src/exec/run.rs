@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use memtrace_query::{NodeRef, Plan, QueryError, Value};
 use memtrace_storage::keys::IdKind;
 use memtrace_storage::records::TraceRecord;
-use memtrace_storage::{ReadView, TraceId};
+use memtrace_storage::{HeadNames, ReadView, TraceId};
 
 use super::value::{give, take_row, CellSink, Sink};
 use crate::db::{Call, Database, Snapshot};
@@ -190,7 +190,27 @@ impl<'a> Exec<'a> {
         r: &NodeRef,
         only: Option<TraceId>,
     ) -> Result<Vec<(TraceId, StartNode)>> {
+        self.resolve_in(r, only.map(|t| (t, None)))
+    }
+
+    /// [`resolve`](Self::resolve), in one trace when `only` names it; with
+    /// that trace's names from its head, variables are found in them
+    /// rather than in the name index (what the index would find).
+    pub(super) fn resolve_in(
+        &self,
+        r: &NodeRef,
+        only: Option<(TraceId, Option<&HeadNames>)>,
+    ) -> Result<Vec<(TraceId, StartNode)>> {
+        let names = only.and_then(|(t, n)| Some((t, n?)));
+        let only = only.map(|(t, _)| t);
         let by_version = |name: &str, version: u32| -> Result<Vec<(TraceId, StartNode)>> {
+            if let Some((t, names)) = names {
+                return Ok(names
+                    .version(name, version)
+                    .map(|l| (t, StartNode::Var(l)))
+                    .into_iter()
+                    .collect());
+            }
             Ok(self
                 .view
                 .versions(name, only)?
@@ -201,6 +221,13 @@ impl<'a> Exec<'a> {
         };
         let latest = |name: &str| -> Result<Vec<(TraceId, StartNode)>> {
             let mut out: Vec<(TraceId, StartNode)> = Vec::new();
+            if let Some((t, names)) = names {
+                return Ok(names
+                    .latest(name)
+                    .map(|(_, l)| (t, StartNode::Var(l)))
+                    .into_iter()
+                    .collect());
+            }
             let mut best: HashMap<TraceId, u32> = HashMap::new();
             for (t, v, l) in self.view.versions(name, only)? {
                 match best.get(&t) {

@@ -79,14 +79,20 @@ fn op_row<'t>(gid: &'t str, texts: [Option<&'t str>; 3], depth: u32) -> [Cell<'t
 
 impl<'a> Exec<'a> {
     pub(super) fn traverse(&self, p: &TraversePlan, sink: &mut CellSink<'_>) -> Result<()> {
-        let only = match &p.scope {
-            Some(s) => Some(self.db.trace(s)?.id()),
+        // A scoped trace is found by its head when it has one: a query of
+        // a small trace then reads that one value before it walks.
+        let scoped = match &p.scope {
+            Some(s) => Some(self.db.scoped_trace(self.view, s)?),
             None => None,
         };
+        let head = scoped.as_ref().and_then(|(_, h)| h.as_deref());
+        let only = scoped
+            .as_ref()
+            .map(|(t, _)| (*t, head.and_then(|h| h.names.as_ref())));
         // Each start, in each trace that holds it.
         let mut per_trace: Vec<(TraceId, Vec<StartNode>)> = Vec::new();
         for r in &p.starts {
-            let found = self.resolve(r, only)?;
+            let found = self.resolve_in(r, only)?;
             if found.is_empty() {
                 return Err(match &p.scope {
                     Some(s) => EngineError::UnknownNode {
@@ -116,10 +122,13 @@ impl<'a> Exec<'a> {
                 break;
             }
             self.cancel.check()?;
-            let record = self
-                .view
-                .trace(tid)?
-                .ok_or_else(|| EngineError::UnknownTrace(format!("#{tid}")))?;
+            let record = match head {
+                Some(h) if only.is_some_and(|(t, _)| t == tid) => h.record.clone(),
+                _ => self
+                    .view
+                    .trace(tid)?
+                    .ok_or_else(|| EngineError::UnknownTrace(format!("#{tid}")))?,
+            };
             let t = TraceCtx::new(self.db, self.view, tid, record);
             let mut emit = |row: &mut [Cell<'_>]| -> Result<bool> {
                 if left == 0 {
@@ -686,6 +695,100 @@ mod tests {
             .join(",")
         );
         crate::exec::test_db(&text)
+    }
+
+    /// v:a at versions 1, 2 and 10, v:a@x (a name with `@`) at 3, and v:b:
+    /// a@1 -> a@2 -> a@10 -> b, a@x@3 -> b.
+    fn versions() -> (tempfile::TempDir, Database) {
+        let node = |n: &str, v: u32| {
+            format!(
+                r#"{{"name": "{n}", "class_name": "v", "version": {v}, "value": "'{n}'", "session_id": "s"}}"#
+            )
+        };
+        let op = |o: &str| {
+            format!(r#"{{"op_id": "{o}", "op_name": "{o}", "category": "k", "session_id": "s"}}"#)
+        };
+        let edge = |id: &str, o: &str, a: &str, b: &str| {
+            format!(
+                r#"{{"edge_id": "{id}", "op_id": "{o}", "session_id": "s",
+                    "source_full_node_id": "v:{a}", "target_full_node_id": "v:{b}"}}"#
+            )
+        };
+        let text = format!(
+            r#"{{"graph_id": "g", "user_id": "u", "project_id": "p", "data": {{
+                "sessions": [{{"session_id": "s", "session_name": "s"}}],
+                "operations": [{}],
+                "nodes": [{}],
+                "edges": [{}]}}}}"#,
+            ["o1", "o2", "o3", "o4"].map(op).join(","),
+            [
+                node("a", 1),
+                node("a", 2),
+                node("a", 10),
+                node("a@x", 3),
+                node("b", 1)
+            ]
+            .join(","),
+            [
+                edge("e1", "o1", "a@1", "a@2"),
+                edge("e2", "o2", "a@2", "a@10"),
+                edge("e3", "o3", "a@10", "b@1"),
+                edge("e4", "o4", "a@x@3", "b@1"),
+            ]
+            .join(",")
+        );
+        crate::exec::test_db(&text)
+    }
+
+    #[test]
+    fn a_trace_s_head_finds_starts_as_the_name_index_does() {
+        let (dir, db) = versions();
+        drop(db);
+        let path = dir.path().join("t.db");
+        let refs = [
+            "'v:a@1'",
+            "'v:a@2'",
+            "'v:a@10'",
+            "'v:a@01'",
+            "'v:a'",
+            "'v:a@x'",
+            "'v:a@x@3'",
+            "'v:b'",
+            "'v:b@2'",
+            "'v:zz'",
+            "'o4'",
+            "v:a",
+            "v:b@1",
+        ];
+        let mut answered = 0;
+        for r in refs {
+            for tail in ["DEPTH 2 RETURN count", "RETURN nodes", "RETURN ops"] {
+                // A new handle each time: nothing of the trace is cached,
+                // so the scoped query reads the trace's head.
+                let fresh = Database::open_read_only(&path).unwrap();
+                let scoped = fresh.query(&format!("TRACE {r} IN TRACE '#1' {tail}"));
+                let fresh = Database::open_read_only(&path).unwrap();
+                let indexed = fresh.query(&format!("TRACE {r} {tail}"));
+                match (scoped, indexed) {
+                    (Ok(a), Ok(b)) => {
+                        assert_eq!(a.rows, b.rows, "{r} {tail}");
+                        answered += 1;
+                    }
+                    (Err(_), Err(_)) => {}
+                    (a, b) => panic!("{r} {tail}: {a:?} against {b:?}"),
+                }
+            }
+        }
+        // The unknown version and name fail on both sides; the rest answer.
+        assert_eq!(answered, 3 * (refs.len() - 2));
+        // The head was what the scoped query read: it and the graph it
+        // holds are cached by that one query.
+        let fresh = Database::open_read_only(&path).unwrap();
+        let n = fresh
+            .query("TRACE 'v:b' IN TRACE '#1' DEPTH 1 RETURN count")
+            .unwrap();
+        assert_eq!(n.rows[0][1].as_i64(), Some(2));
+        assert_eq!(fresh.cache_stats().entries, 2);
     }
 
     fn ops(db: &Database, q: &str) -> Vec<(String, i64)> {
