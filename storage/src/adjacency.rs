@@ -10,6 +10,9 @@
 //!   The CSR lists are rebuilt from them when the value is read (a counting
 //!   sort, linear in the edges): the value is less than half the size, so a
 //!   cold read moves less than half the bytes.
+//! - `MTA3` (written in a small trace's head, see [`crate::TraceHead`]):
+//!   as `MTA2` with each id a little-endian `u16`, for a trace of fewer
+//!   than 65,536 variables and ops; half the bytes to read and decompress.
 //! - `MTA1` (written before, still read): the same three sections, then
 //!   `out_off[vars + 1]`, `out_edges[edges]`, `in_off[vars + 1]`,
 //!   `in_edges[edges]`, `op_off[ops + 1]`, `op_edges[edges]`.
@@ -25,6 +28,8 @@ use crate::Result;
 
 /// The layout written now: the ends only.
 const MAGIC: &[u8; 4] = b"MTA2";
+/// The layout of the ends in `u16`s (a small trace's head).
+const MAGIC_NARROW: &[u8; 4] = b"MTA3";
 /// The earlier layout, with the CSR lists stored too.
 const MAGIC_WITH_ROWS: &[u8; 4] = b"MTA1";
 
@@ -308,6 +313,26 @@ impl Adjacency {
         out
     }
 
+    /// The stored form with ids in `u16`s (`MTA3`), when every id fits;
+    /// else the form of [`encode`](Self::encode).
+    pub fn encode_narrow(&self) -> Vec<u8> {
+        if self.vars > u32::from(u16::MAX) + 1 || self.ops > u32::from(u16::MAX) + 1 {
+            return self.encode();
+        }
+        let mut out = Vec::with_capacity(16 + 6 * self.source.len());
+        out.extend_from_slice(MAGIC_NARROW);
+        for n in [self.vars, self.ops, self.edges()] {
+            out.extend_from_slice(&n.to_le_bytes());
+        }
+        for section in [&self.source, &self.target, &self.op] {
+            for &w in section.iter() {
+                // Below vars or ops, so below 65,536.
+                out.extend_from_slice(&(w as u16).to_le_bytes());
+            }
+        }
+        out
+    }
+
     /// The earlier stored form, with the CSR lists (`MTA1`), which
     /// [`decode`](Self::decode) still reads.
     pub fn encode_with_rows(&self) -> Vec<u8> {
@@ -331,9 +356,10 @@ impl Adjacency {
         let header = bytes
             .get(..16)
             .ok_or_else(|| damaged(format!("{} bytes, shorter than its header", bytes.len())))?;
-        let with_rows = match &header[..4] {
-            m if m == MAGIC => false,
-            m if m == MAGIC_WITH_ROWS => true,
+        let (with_rows, width) = match &header[..4] {
+            m if m == MAGIC => (false, 4),
+            m if m == MAGIC_NARROW => (false, 2),
+            m if m == MAGIC_WITH_ROWS => (true, 4),
             _ => return Err(damaged("not an adjacency value (bad magic)".into())),
         };
         let word =
@@ -347,17 +373,30 @@ impl Adjacency {
         };
         let words: usize = lens.iter().sum();
         let body = &bytes[16..];
-        if body.len() != 4 * words {
+        if body.len() != width * words {
             return Err(damaged(format!(
                 "{} bytes of body for {vars} variables, {ops} ops and {edges} edges; {} expected",
                 body.len(),
-                4 * words
+                width * words
             )));
         }
-        let mut all = body
-            .chunks_exact(4)
-            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]));
-        let mut next = |n: usize| -> Vec<u32> { all.by_ref().take(n).collect() };
+        // Each section read on its own: a slice of known length, which the
+        // compiler turns into a plain copy.
+        let mut rest = body;
+        let mut next = |n: usize| -> Vec<u32> {
+            let (section, tail) = rest.split_at(width * n);
+            rest = tail;
+            match width {
+                2 => section
+                    .chunks_exact(2)
+                    .map(|c| u32::from(u16::from_le_bytes([c[0], c[1]])))
+                    .collect(),
+                _ => section
+                    .chunks_exact(4)
+                    .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                    .collect(),
+            }
+        };
         let (source, target, op) = (next(e), next(e), next(e));
         if !with_rows {
             // The rows are rebuilt; from_edges checks every id.
@@ -470,7 +509,7 @@ mod tests {
     #[test]
     fn damaged_values_are_errors_not_panics() {
         let a = Adjacency::from_edges(3, 1, vec![0, 1], vec![1, 2], vec![0, 0]).unwrap();
-        for good in [a.encode(), a.encode_with_rows()] {
+        for good in [a.encode(), a.encode_narrow(), a.encode_with_rows()] {
             damaged_forms_of(&good);
         }
         // The compact form is less than half the size of the one with rows.
@@ -483,6 +522,14 @@ mod tests {
         )
         .unwrap();
         assert!(2 * big.encode().len() < big.encode_with_rows().len());
+        // Ids in u16s: half the ends' bytes; past 65,536 ids, the u32 form.
+        assert_eq!(
+            2 * (big.encode_narrow().len() - 16),
+            big.encode().len() - 16
+        );
+        let wide = Adjacency::from_edges(70_000, 1, vec![69_999], vec![0], vec![0]).unwrap();
+        assert_eq!(wide.encode_narrow(), wide.encode());
+        assert_eq!(Adjacency::decode(&wide.encode_narrow()).unwrap(), wide);
     }
 
     fn damaged_forms_of(good: &[u8]) {
@@ -600,6 +647,7 @@ mod tests {
             let a = Adjacency::from_edges(vars, ops, s, t, o).unwrap();
             prop_assert_eq!(Adjacency::decode(&a.encode()).unwrap(), a.clone());
             prop_assert_eq!(Adjacency::decode(&a.encode_with_rows()).unwrap(), a.clone());
+            prop_assert_eq!(Adjacency::decode(&a.encode_narrow()).unwrap(), a.clone());
             for v in 0..vars {
                 let out = &a.out_edges[a.out_off[v as usize] as usize..a.out_off[v as usize + 1] as usize];
                 let want: Vec<u32> = (0..a.edges()).filter(|&e| a.source[e as usize] == v).collect();

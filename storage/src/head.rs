@@ -13,8 +13,8 @@
 //! Layout: `MTH1`, then the record (`u32` length, bincode), then a `u32`
 //! count of names (`u32::MAX`: no names and no adjacency follow); with
 //! names, the sorted node ids (a [`TextTable<1>`]), each one's variable
-//! (`u32` each), and the adjacency value ([`Adjacency::encode`], `u32`
-//! length first). Integers are little-endian.
+//! (`u32` each), and the adjacency value ([`Adjacency::encode_narrow`],
+//! `u32` length first). Integers are little-endian.
 
 use crate::adjacency::Adjacency;
 use crate::error::StorageError;

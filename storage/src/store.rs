@@ -1577,12 +1577,7 @@ impl<'s> TraceWriter<'s> {
         let [source, target, op] = std::mem::take(&mut self.ends);
         let adjacency =
             Adjacency::from_edges(self.counts.variables, self.counts.ops, source, target, op)?;
-        let stored_adjacency = adjacency.encode();
-        self.put(
-            cf::ADJACENCY,
-            keys::trace_key(t),
-            stored_adjacency.as_slice(),
-        );
+        self.put(cf::ADJACENCY, keys::trace_key(t), adjacency.encode());
         for backward in [true, false] {
             for (i, block) in adjacency.blocks(backward).iter().enumerate() {
                 self.put(
@@ -1601,10 +1596,8 @@ impl<'s> TraceWriter<'s> {
             ),
             _ => None,
         };
-        let head = encode_head(
-            &record,
-            names.as_ref().map(|n| (n, stored_adjacency.as_slice())),
-        )?;
+        let narrow = names.as_ref().map(|_| adjacency.encode_narrow());
+        let head = encode_head(&record, names.as_ref().zip(narrow.as_deref()))?;
         self.put(cf::ADJACENCY, keys::head_key(t), head);
         if let Some(mut labels) = self.labels.take() {
             labels.vars.shrink_to_fit();
