@@ -2008,7 +2008,8 @@ impl<'a> ReadView<'a> {
         key: &[u8],
         decode: impl FnOnce(&[u8]) -> Result<T>,
     ) -> Result<Option<T>> {
-        match self.get(cf::ADJACENCY, key)? {
+        // Pinned: decoded where the block cache holds it, not copied first.
+        match self.snap.get_pinned_cf(self.store.cf(cf::ADJACENCY), key)? {
             Some(bytes) => decode(&bytes).map(Some).map_err(|e| match e {
                 StorageError::Decode { what, reason } => StorageError::Decode {
                     what,
