@@ -44,6 +44,10 @@ const META_HASH_IDS_TRACKED: &[u8] = b"hash_graph_ids_tracked";
 /// Present once some trace was stored under a graph id that starts with
 /// `#`, which a `#ID` selector could also mean. Never removed.
 const META_HASH_GRAPH_IDS: &[u8] = b"hash_graph_ids";
+/// The smallest id of a trace stored with a head (see [`TraceHead`]), as a
+/// big-endian `u32`: a trace below it was stored before heads were, and
+/// its head is not looked for.
+const META_HEADS_FROM: &[u8] = b"heads_from";
 /// Prefix of a trace's content digest in [`cf::META`] (then the trace id).
 const META_CONTENT: &[u8] = b"content:";
 
@@ -334,6 +338,10 @@ pub struct Store {
     /// commit stores such a graph id, so that a query naming a trace by
     /// `#ID` reads nothing to know it.
     hash_ids_possible: AtomicBool,
+    /// The smallest id of a trace stored with a head (`u32::MAX`: none),
+    /// read at open and lowered before a commit stores a head, so that a
+    /// database from before heads pays no read for them.
+    heads_from: AtomicU32,
 }
 
 impl Drop for Store {
@@ -780,6 +788,12 @@ impl Store {
             db.get_pinned_cf(meta, META_HASH_IDS_TRACKED)?.is_none()
                 || db.get_pinned_cf(meta, META_HASH_GRAPH_IDS)?.is_some()
         };
+        let heads_from = {
+            let meta = db.cf_handle(cf::META).expect("checked");
+            db.get_pinned_cf(meta, META_HEADS_FROM)?
+                .and_then(|v| keys::read_u32(&v))
+                .unwrap_or(u32::MAX)
+        };
         let store = Store {
             db,
             path: path.to_path_buf(),
@@ -791,6 +805,7 @@ impl Store {
             written: AtomicBool::new(false),
             read_only: opts.read_only,
             hash_ids_possible: AtomicBool::new(hash_ids_possible),
+            heads_from: AtomicU32::new(heads_from),
         };
         if !store.read_only {
             store.clear_unfinished_ingests()?;
@@ -1599,6 +1614,12 @@ impl<'s> TraceWriter<'s> {
         let narrow = names.as_ref().map(|_| adjacency.encode_narrow());
         let head = encode_head(&record, names.as_ref().zip(narrow.as_deref()))?;
         self.put(cf::ADJACENCY, keys::head_key(t), head);
+        if t < store.heads_from.load(Ordering::SeqCst) {
+            self.put(cf::META, META_HEADS_FROM, t.to_be_bytes());
+            // Before the trace can be seen: a view may then look for a head
+            // that is not there yet, never skip one that is.
+            store.heads_from.store(t, Ordering::SeqCst);
+        }
         if let Some(mut labels) = self.labels.take() {
             labels.vars.shrink_to_fit();
             labels.ops.shrink_to_fit();
@@ -1925,13 +1946,33 @@ impl<'a> ReadView<'a> {
         full_name: &str,
         trace: Option<TraceId>,
     ) -> Result<Vec<(TraceId, u32, LocalId)>> {
+        let hits = self.name_hits(full_name, trace)?;
+        self.only_committed(hits, |h| h.0)
+    }
+
+    /// (version, local id) of every stored version of a full name in
+    /// `trace`, which the caller knows this view sees whole (it read the
+    /// trace's record or head from it), ordered by version.
+    pub fn versions_in(&self, full_name: &str, trace: TraceId) -> Result<Vec<(u32, LocalId)>> {
+        Ok(self
+            .name_hits(full_name, Some(trace))?
+            .into_iter()
+            .map(|(_, v, l)| (v, l))
+            .collect())
+    }
+
+    /// The name index's entries of a full name (in one trace), committed or not.
+    fn name_hits(
+        &self,
+        full_name: &str,
+        trace: Option<TraceId>,
+    ) -> Result<Vec<(TraceId, u32, LocalId)>> {
         let mut prefix = keys::name_prefix(full_name);
+        let base = prefix.len();
         if let Some(t) = trace {
             prefix.extend_from_slice(&t.to_be_bytes());
         }
-        let base = keys::name_prefix(full_name).len();
-        let hits = self
-            .scan(cf::VAR_NAME, &prefix)
+        self.scan(cf::VAR_NAME, &prefix)
             .map(|item| {
                 let (k, v) = item?;
                 let bad = || StorageError::Decode {
@@ -1944,8 +1985,7 @@ impl<'a> ReadView<'a> {
                 let l = keys::read_u32(&v).ok_or_else(bad)?;
                 Ok((t, ver, l))
             })
-            .collect::<Result<Vec<_>>>()?;
-        self.only_committed(hits, |h| h.0)
+            .collect()
     }
 
     /// (trace, local id) of the records of `kind` with this category.
@@ -1991,6 +2031,9 @@ impl<'a> ReadView<'a> {
     /// its names and adjacency, by one get. `None` for a trace stored before
     /// heads were, or one this view does not see.
     pub fn head(&self, trace: TraceId) -> Result<Option<TraceHead>> {
+        if trace < self.store.heads_from.load(Ordering::SeqCst) {
+            return Ok(None);
+        }
         self.trace_value(trace, &keys::head_key(trace), TraceHead::decode)
     }
 
@@ -2945,6 +2988,47 @@ mod tests {
             vec![(1, rec("a", "1")), (2, rec("b", "2")), (3, rec("a", "3"))]
         );
         assert_eq!(store.append_pattern(&rec("c", "4")).unwrap(), 4);
+    }
+
+    #[test]
+    fn heads_are_read_for_the_traces_stored_with_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db");
+        let old;
+        {
+            let store = Store::open(&path, &StoreOptions::default()).unwrap();
+            old = write_trace(&store, "old", "v");
+            let view = store.read();
+            let head = view.head(old).unwrap().expect("stored with its trace");
+            assert_eq!(Some(head.record), view.trace(old).unwrap());
+            let names = head.names.expect("a small trace's names");
+            assert_eq!(names.latest("answer:42"), Some((2, 1)));
+            assert_eq!(head.adjacency, view.adjacency(old).unwrap());
+            // As a database from before heads: no mark, no head.
+            let mut batch = WriteBatch::default();
+            batch.delete_cf(store.cf(cf::META), META_HEADS_FROM);
+            batch.delete_cf(store.cf(cf::ADJACENCY), keys::head_key(old));
+            store.write(batch).unwrap();
+        }
+        let store = Store::open(&path, &StoreOptions::default()).unwrap();
+        assert_eq!(store.read().head(old).unwrap(), None);
+        // A trace stored now has its head, and marks where heads start.
+        let new = write_trace(&store, "new", "w");
+        assert!(store.read().head(new).unwrap().is_some());
+        drop(store);
+        let reading = StoreOptions {
+            read_only: true,
+            ..StoreOptions::default()
+        };
+        let store = Store::open(&path, &reading).unwrap();
+        assert_eq!(store.heads_from.load(Ordering::SeqCst), new);
+        let view = store.read();
+        assert!(view.head(new).unwrap().is_some());
+        assert_eq!(view.head(old).unwrap(), None);
+        assert_eq!(
+            view.versions_in("answer:42", new).unwrap(),
+            vec![(1, 0), (2, 1)]
+        );
     }
 
     #[test]

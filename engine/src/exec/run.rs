@@ -7,9 +7,10 @@ use std::collections::HashMap;
 use memtrace_query::{NodeRef, Plan, QueryError, Value};
 use memtrace_storage::keys::IdKind;
 use memtrace_storage::records::TraceRecord;
-use memtrace_storage::{HeadNames, ReadView, TraceId};
+use memtrace_storage::{ReadView, TraceId};
 
 use super::value::{give, take_row, CellSink, Sink};
+use crate::cache::Head;
 use crate::db::{Call, Database, Snapshot};
 use crate::error::{EngineError, Result};
 use crate::extension::statement_name;
@@ -44,6 +45,9 @@ pub(super) struct Exec<'a> {
 pub(super) fn qerr(e: QueryError) -> EngineError {
     EngineError::Query(e)
 }
+
+/// (version, variable) of the versions of a full name in one trace.
+type Versions = Vec<(u32, u32)>;
 
 impl<'a> Exec<'a> {
     /// The columns a plan returns.
@@ -193,22 +197,43 @@ impl<'a> Exec<'a> {
         self.resolve_in(r, only.map(|t| (t, None)))
     }
 
-    /// [`resolve`](Self::resolve), in one trace when `only` names it; with
-    /// that trace's names from its head, variables are found in them
-    /// rather than in the name index (what the index would find).
+    /// [`resolve`](Self::resolve), in one trace when `only` names it. With
+    /// that trace's head (read from this view, so the trace is known to be
+    /// whole), a small trace's variables are found in its names, and a
+    /// large one's in the name index without looking its record up again:
+    /// either way what the index alone would find.
     pub(super) fn resolve_in(
         &self,
         r: &NodeRef,
-        only: Option<(TraceId, Option<&HeadNames>)>,
+        only: Option<(TraceId, Option<&Head>)>,
     ) -> Result<Vec<(TraceId, StartNode)>> {
-        let names = only.and_then(|(t, n)| Some((t, n?)));
+        let seen = only.and_then(|(t, h)| Some((t, h?)));
         let only = only.map(|(t, _)| t);
+        // (version, variable) of each version of a name in a seen trace
+        // whose head holds no names, from the name index.
+        let seen_versions = |name: &str| -> Result<Option<(TraceId, Versions)>> {
+            match seen {
+                Some((t, head)) if head.names.is_none() => {
+                    Ok(Some((t, self.view.versions_in(name, t)?)))
+                }
+                _ => Ok(None),
+            }
+        };
         let by_version = |name: &str, version: u32| -> Result<Vec<(TraceId, StartNode)>> {
-            if let Some((t, names)) = names {
-                return Ok(names
-                    .version(name, version)
-                    .map(|l| (t, StartNode::Var(l)))
+            if let Some((t, head)) = seen {
+                if let Some(names) = &head.names {
+                    return Ok(names
+                        .version(name, version)
+                        .map(|l| (t, StartNode::Var(l)))
+                        .into_iter()
+                        .collect());
+                }
+            }
+            if let Some((t, found)) = seen_versions(name)? {
+                return Ok(found
                     .into_iter()
+                    .filter(|(v, _)| *v == version)
+                    .map(|(_, l)| (t, StartNode::Var(l)))
                     .collect());
             }
             Ok(self
@@ -221,10 +246,20 @@ impl<'a> Exec<'a> {
         };
         let latest = |name: &str| -> Result<Vec<(TraceId, StartNode)>> {
             let mut out: Vec<(TraceId, StartNode)> = Vec::new();
-            if let Some((t, names)) = names {
-                return Ok(names
-                    .latest(name)
-                    .map(|(_, l)| (t, StartNode::Var(l)))
+            if let Some((t, head)) = seen {
+                if let Some(names) = &head.names {
+                    return Ok(names
+                        .latest(name)
+                        .map(|(_, l)| (t, StartNode::Var(l)))
+                        .into_iter()
+                        .collect());
+                }
+            }
+            if let Some((t, found)) = seen_versions(name)? {
+                // Ordered by version: the last is the latest.
+                return Ok(found
+                    .last()
+                    .map(|&(_, l)| (t, StartNode::Var(l)))
                     .into_iter()
                     .collect());
             }

@@ -86,9 +86,7 @@ impl<'a> Exec<'a> {
             None => None,
         };
         let head = scoped.as_ref().and_then(|(_, h)| h.as_deref());
-        let only = scoped
-            .as_ref()
-            .map(|(t, _)| (*t, head.and_then(|h| h.names.as_ref())));
+        let only = scoped.as_ref().map(|(t, _)| (*t, head));
         // Each start, in each trace that holds it.
         let mut per_trace: Vec<(TraceId, Vec<StartNode>)> = Vec::new();
         for r in &p.starts {
