@@ -25,6 +25,11 @@ use crate::records::{decode, encode, TraceRecord};
 /// adjacency (a few tens of KiB for smartcomment traces of this size).
 pub const HEAD_VARS: u32 = 4096;
 
+/// The most bytes a head's names and adjacency may take, whatever the
+/// number of variables (node ids of a few KiB each would otherwise make a
+/// small trace's head larger than what it saves reading).
+pub const HEAD_BYTES: usize = 256 << 10;
+
 const MAGIC: &[u8; 4] = b"MTH1";
 const NO_NAMES: u32 = u32::MAX;
 

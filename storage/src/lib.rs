@@ -30,7 +30,7 @@ pub mod values;
 
 pub use adjacency::{Adjacency, AdjacencyBlock, BLOCK_VARS};
 pub use error::StorageError;
-pub use head::{HeadNames, TraceHead, HEAD_VARS};
+pub use head::{HeadNames, TraceHead, HEAD_BYTES, HEAD_VARS};
 pub use ids::{LocalId, Result, TraceId};
 pub use labels::{TextTable, TraceLabels};
 pub use records::{

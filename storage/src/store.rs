@@ -15,7 +15,7 @@ use serde::Serialize;
 
 use crate::adjacency::{Adjacency, AdjacencyBlock};
 use crate::error::StorageError;
-use crate::head::{encode_head, HeadNames, TraceHead, HEAD_VARS};
+use crate::head::{encode_head, HeadNames, TraceHead, HEAD_BYTES, HEAD_VARS};
 use crate::ids::{LocalId, Result, TraceId};
 use crate::keys::{self, IdKind, RecordKind};
 use crate::labels::TraceLabels;
@@ -1611,8 +1611,10 @@ impl<'s> TraceWriter<'s> {
             ),
             _ => None,
         };
-        let narrow = names.as_ref().map(|_| adjacency.encode_narrow());
-        let head = encode_head(&record, names.as_ref().zip(narrow.as_deref()))?;
+        let small = names
+            .map(|n| (adjacency.encode_narrow(), n))
+            .filter(|(a, n)| a.len() + n.bytes() <= HEAD_BYTES);
+        let head = encode_head(&record, small.as_ref().map(|(a, n)| (n, a.as_slice())))?;
         self.put(cf::ADJACENCY, keys::head_key(t), head);
         if t < store.heads_from.load(Ordering::SeqCst) {
             self.put(cf::META, META_HEADS_FROM, t.to_be_bytes());
@@ -3029,6 +3031,23 @@ mod tests {
             view.versions_in("answer:42", new).unwrap(),
             vec![(1, 0), (2, 1)]
         );
+    }
+
+    #[test]
+    fn a_head_holds_no_names_past_its_byte_budget() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("db"), &StoreOptions::default()).unwrap();
+        let mut w = store.begin_trace().unwrap();
+        let r = w.stage_value("v");
+        for i in 0..3 {
+            // Three node ids of 100 KB: few variables, but past the budget.
+            let name = format!("{i}{}", "n".repeat(100_000));
+            w.put_variable(&var(&name, 1, r)).unwrap();
+        }
+        let t = w.commit(trace_record("long"), true).unwrap().unwrap();
+        let head = store.read().head(t).unwrap().expect("a head");
+        assert_eq!(head.record.counts.variables, 3);
+        assert_eq!((head.names, head.adjacency), (None, None));
     }
 
     #[test]
