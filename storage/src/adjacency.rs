@@ -298,13 +298,20 @@ impl Adjacency {
         ]
     }
 
-    /// The stored form (see the module's layout): the ends only.
-    pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(16 + 12 * self.source.len());
-        out.extend_from_slice(MAGIC);
+    /// A stored form's magic and counts, in a buffer with room for `body`
+    /// more bytes.
+    fn header(&self, magic: &[u8; 4], body: usize) -> Vec<u8> {
+        let mut out = Vec::with_capacity(16 + body);
+        out.extend_from_slice(magic);
         for n in [self.vars, self.ops, self.edges()] {
             out.extend_from_slice(&n.to_le_bytes());
         }
+        out
+    }
+
+    /// The stored form (see the module's layout): the ends only.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = self.header(MAGIC, 12 * self.source.len());
         for section in [&self.source, &self.target, &self.op] {
             for &w in section.iter() {
                 out.extend_from_slice(&w.to_le_bytes());
@@ -319,11 +326,7 @@ impl Adjacency {
         if self.vars > u32::from(u16::MAX) + 1 || self.ops > u32::from(u16::MAX) + 1 {
             return self.encode();
         }
-        let mut out = Vec::with_capacity(16 + 6 * self.source.len());
-        out.extend_from_slice(MAGIC_NARROW);
-        for n in [self.vars, self.ops, self.edges()] {
-            out.extend_from_slice(&n.to_le_bytes());
-        }
+        let mut out = self.header(MAGIC_NARROW, 6 * self.source.len());
         for section in [&self.source, &self.target, &self.op] {
             for &w in section.iter() {
                 // Below vars or ops, so below 65,536.
@@ -337,11 +340,7 @@ impl Adjacency {
     /// [`decode`](Self::decode) still reads.
     pub fn encode_with_rows(&self) -> Vec<u8> {
         let words: usize = self.sections().iter().map(|s| s.len()).sum();
-        let mut out = Vec::with_capacity(16 + 4 * words);
-        out.extend_from_slice(MAGIC_WITH_ROWS);
-        for n in [self.vars, self.ops, self.edges()] {
-            out.extend_from_slice(&n.to_le_bytes());
-        }
+        let mut out = self.header(MAGIC_WITH_ROWS, 4 * words);
         for section in self.sections() {
             for &w in section.iter() {
                 out.extend_from_slice(&w.to_le_bytes());

@@ -660,82 +660,69 @@ impl<'a> Exec<'a> {
 mod tests {
     use crate::Database;
 
-    /// a -> b -> c -> a (ops ab, bc, ca), and x -> a (op xa).
-    fn cycle() -> (tempfile::TempDir, Database) {
-        let node = |n: &str| {
-            format!(
-                r#"{{"name": "{n}", "class_name": "v", "version": 1, "value": "'{n}'", "session_id": "s"}}"#
-            )
-        };
-        let op = |o: &str| {
-            format!(r#"{{"op_id": "{o}", "op_name": "{o}", "category": "k", "session_id": "s"}}"#)
-        };
-        let edge = |id: &str, o: &str, a: &str, b: &str| {
-            format!(
-                r#"{{"edge_id": "{id}", "op_id": "{o}", "session_id": "s",
-                    "source_full_node_id": "v:{a}@1", "target_full_node_id": "v:{b}@1"}}"#
-            )
-        };
-        let text = format!(
-            r#"{{"graph_id": "g", "user_id": "u", "project_id": "p", "data": {{
-                "sessions": [{{"session_id": "s", "session_name": "s"}}],
-                "operations": [{}],
-                "nodes": [{}],
-                "edges": [{}]}}}}"#,
-            ["ab", "bc", "ca", "xa"].map(op).join(","),
-            ["a", "b", "c", "x"].map(node).join(","),
-            [
-                edge("e1", "ab", "a", "b"),
-                edge("e2", "bc", "b", "c"),
-                edge("e3", "ca", "c", "a"),
-                edge("e4", "xa", "x", "a"),
-            ]
-            .join(",")
-        );
-        crate::exec::test_db(&text)
-    }
-
-    /// v:a at versions 1, 2 and 10, v:a@x (a name with `@`) at 3, and v:b:
-    /// a@1 -> a@2 -> a@10 -> b, a@x@3 -> b.
-    fn versions() -> (tempfile::TempDir, Database) {
-        let node = |n: &str, v: u32| {
+    /// A database of one trace: variables `v:<name>` at their versions,
+    /// ops of kind `k`, and edges (id, op, source, target), whose ends are
+    /// `<name>@<version>`.
+    fn trace_of(
+        nodes: &[(&str, u32)],
+        ops: &[&str],
+        edges: &[(&str, &str, &str, &str)],
+    ) -> (tempfile::TempDir, Database) {
+        let node = |(n, v): &(&str, u32)| {
             format!(
                 r#"{{"name": "{n}", "class_name": "v", "version": {v}, "value": "'{n}'", "session_id": "s"}}"#
             )
         };
-        let op = |o: &str| {
+        let op = |o: &&str| {
             format!(r#"{{"op_id": "{o}", "op_name": "{o}", "category": "k", "session_id": "s"}}"#)
         };
-        let edge = |id: &str, o: &str, a: &str, b: &str| {
+        let edge = |(id, o, a, b): &(&str, &str, &str, &str)| {
             format!(
                 r#"{{"edge_id": "{id}", "op_id": "{o}", "session_id": "s",
                     "source_full_node_id": "v:{a}", "target_full_node_id": "v:{b}"}}"#
             )
         };
+        let list = |items: Vec<String>| items.join(",");
         let text = format!(
             r#"{{"graph_id": "g", "user_id": "u", "project_id": "p", "data": {{
                 "sessions": [{{"session_id": "s", "session_name": "s"}}],
                 "operations": [{}],
                 "nodes": [{}],
                 "edges": [{}]}}}}"#,
-            ["o1", "o2", "o3", "o4"].map(op).join(","),
-            [
-                node("a", 1),
-                node("a", 2),
-                node("a", 10),
-                node("a@x", 3),
-                node("b", 1)
-            ]
-            .join(","),
-            [
-                edge("e1", "o1", "a@1", "a@2"),
-                edge("e2", "o2", "a@2", "a@10"),
-                edge("e3", "o3", "a@10", "b@1"),
-                edge("e4", "o4", "a@x@3", "b@1"),
-            ]
-            .join(",")
+            list(ops.iter().map(op).collect()),
+            list(nodes.iter().map(node).collect()),
+            list(edges.iter().map(edge).collect()),
         );
         crate::exec::test_db(&text)
+    }
+
+    /// a -> b -> c -> a (ops ab, bc, ca), and x -> a (op xa).
+    fn cycle() -> (tempfile::TempDir, Database) {
+        trace_of(
+            &[("a", 1), ("b", 1), ("c", 1), ("x", 1)],
+            &["ab", "bc", "ca", "xa"],
+            &[
+                ("e1", "ab", "a@1", "b@1"),
+                ("e2", "bc", "b@1", "c@1"),
+                ("e3", "ca", "c@1", "a@1"),
+                ("e4", "xa", "x@1", "a@1"),
+            ],
+        )
+    }
+
+    /// v:a at versions 1, 2 and 10, v:a@x (a name with `@`) at 3, and v:b:
+    /// a@1 -> a@2 -> a@10 -> b, a@x@3 -> b.
+    fn versions() -> (tempfile::TempDir, Database) {
+        trace_of(
+            &[("a", 1), ("a", 2), ("a", 10), ("a@x", 3), ("b", 1)],
+            &["o1", "o2", "o3", "o4"],
+            &[
+                ("e1", "o1", "a@1", "a@2"),
+                ("e2", "o2", "a@2", "a@10"),
+                ("e3", "o3", "a@10", "b@1"),
+                ("e4", "o4", "a@x@3", "b@1"),
+            ],
+        )
     }
 
     #[test]
