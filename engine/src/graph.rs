@@ -725,14 +725,21 @@ impl<F: FnMut(u32, &mut Vec<u32>) -> Result<bool>> Levels for NewOps<F> {
     }
 }
 
-/// Sorts distinct ids, all below `64 * bits.len()`. When they lie close
-/// together (as a level's ops mostly do, being recorded near each other)
+/// Sorts distinct ids, all below `64 * bits.len()`. Ids as many as their
+/// span are every id of it (a level's ops often are: recorded one after
+/// the other) and are written out in order. When they lie close together
 /// they are set in the bitmap `bits` and read back in order, which is
 /// linear; otherwise they are sorted. `bits` is all clear before and after.
 fn sort_distinct(ids: &mut Vec<u32>, bits: &mut [u64]) {
     let (Some(&lo), Some(&hi)) = (ids.iter().min(), ids.iter().max()) else {
         return;
     };
+    if (hi - lo) as usize + 1 == ids.len() {
+        // Distinct ids as many as their span: every id of it, once.
+        ids.clear();
+        ids.extend(lo..=hi);
+        return;
+    }
     let (lo, hi) = (lo as usize / 64, hi as usize / 64);
     if ids.len() < 8 || hi - lo >= 2 * ids.len() || hi >= bits.len() {
         ids.sort_unstable();
@@ -1302,6 +1309,30 @@ mod tests {
             ids.dedup();
             let want = ids.clone();
             ids.reverse();
+            let mut bits = vec![0u64; 64];
+            sort_distinct(&mut ids, &mut bits);
+            prop_assert_eq!(ids, want);
+            prop_assert!(bits.iter().all(|&w| w == 0));
+        }
+
+        #[test]
+        fn sort_distinct_gives_a_shuffled_run_of_ids_back_in_order(
+            lo in 0u32..4000, len in 1u32..96, gap in proptest::option::of(1u32..95),
+            seed: u64) {
+            // A run with no gap is every id of its span (answered without
+            // sorting); one id missing is not, and is sorted.
+            let mut want: Vec<u32> = (lo..lo + len).collect();
+            if let Some(g) = gap.filter(|&g| g < len - 1) {
+                want.remove(g as usize);
+            }
+            let mut ids = want.clone();
+            let mut x = seed | 1;
+            for i in (1..ids.len()).rev() {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                ids.swap(i, (x % (i as u64 + 1)) as usize);
+            }
             let mut bits = vec![0u64; 64];
             sort_distinct(&mut ids, &mut bits);
             prop_assert_eq!(ids, want);

@@ -14,21 +14,24 @@ use crate::records::{OpRecord, VarRecord};
 pub struct TextTable<const N: usize> {
     /// The texts of kind `k` of every record, one after the other.
     text: [String; N],
-    /// Where each record's texts end in `text`, by kind; each starts where
-    /// the record before's ends. Every end is a char boundary of its text
-    /// and no end is before the one above it: [`push`](Self::push) and
-    /// [`decode`](Self::decode) keep that so.
+    /// Where each record's texts end in `text`, by kind, with [`ABSENT`]
+    /// set when the record has no such text; each starts where the record
+    /// before's ends. Every end is a char boundary of its text and no end
+    /// is before the one above it: [`push`](Self::push) and
+    /// [`decode`](Self::decode) keep that so. Presence lives in the ends
+    /// themselves so that a lookup reads one place, not two.
     ends: Vec<[u32; N]>,
-    /// Which of a record's texts are present, a bit each.
-    has: Vec<u8>,
 }
+
+/// The bit of a stored end that marks its text absent; texts are shorter
+/// than it.
+const ABSENT: u32 = 1 << 31;
 
 impl<const N: usize> Default for TextTable<N> {
     fn default() -> Self {
         TextTable {
             text: std::array::from_fn(|_| String::new()),
             ends: Vec::new(),
-            has: Vec::new(),
         }
     }
 }
@@ -42,25 +45,20 @@ fn damaged(reason: impl Into<String>) -> StorageError {
 
 impl<const N: usize> TextTable<N> {
     /// Appends a record's texts; `false` (and nothing appended) when a
-    /// kind's texts would pass 4 GiB.
+    /// kind's texts would reach 2 GiB.
     pub fn push(&mut self, texts: [Option<&str>; N]) -> bool {
         let mut end = [0u32; N];
-        let mut present = 0u8;
         for (k, t) in texts.iter().enumerate() {
             let len = self.text[k].len() + t.map_or(0, str::len);
             match u32::try_from(len) {
-                Ok(e) => end[k] = e,
-                Err(_) => return false,
-            }
-            if t.is_some() {
-                present |= 1 << k;
+                Ok(e) if e < ABSENT => end[k] = e | if t.is_some() { 0 } else { ABSENT },
+                _ => return false,
             }
         }
         for (k, t) in texts.iter().enumerate() {
             self.text[k].push_str(t.unwrap_or(""));
         }
         self.ends.push(end);
-        self.has.push(present);
         true
     }
 
@@ -79,15 +77,17 @@ impl<const N: usize> TextTable<N> {
     pub fn get(&self, id: u32) -> Option<[Option<&str>; N]> {
         let i = id as usize;
         let ends = self.ends.get(i)?;
-        let has = *self.has.get(i)?;
         let starts = match i {
             0 => [0; N],
             _ => *self.ends.get(i - 1)?,
         };
         let mut out = [None; N];
         for (k, slot) in out.iter_mut().enumerate() {
-            let (a, b, text) = (starts[k] as usize, ends[k] as usize, &self.text[k]);
-            if has & (1 << k) != 0 && a <= b && b <= text.len() {
+            let (a, b) = ((starts[k] & !ABSENT) as usize, ends[k] as usize);
+            let text = &self.text[k];
+            // An absent text's end has `ABSENT` set, which puts it past
+            // any text.
+            if a <= b && b <= text.len() {
                 // SAFETY: every end is a char boundary of its text (pushed
                 // after a whole `str`, or checked when decoded), 0 is one,
                 // and `a..b` is in bounds (just checked). Slicing unchecked
@@ -102,9 +102,7 @@ impl<const N: usize> TextTable<N> {
 
     /// Bytes held on the heap.
     pub fn bytes(&self) -> usize {
-        self.text.iter().map(String::capacity).sum::<usize>()
-            + self.ends.capacity() * 4 * N
-            + self.has.capacity()
+        self.text.iter().map(String::capacity).sum::<usize>() + self.ends.capacity() * 4 * N
     }
 
     /// Frees what the table holds beyond its texts.
@@ -113,7 +111,6 @@ impl<const N: usize> TextTable<N> {
             t.shrink_to_fit();
         }
         self.ends.shrink_to_fit();
-        self.has.shrink_to_fit();
     }
 
     /// Appends the table's encoding: the record count, each kind's text
@@ -127,10 +124,14 @@ impl<const N: usize> TextTable<N> {
         }
         for end in &self.ends {
             for e in end {
-                out.extend_from_slice(&e.to_le_bytes());
+                out.extend_from_slice(&(e & !ABSENT).to_le_bytes());
             }
         }
-        out.extend_from_slice(&self.has);
+        out.extend(self.ends.iter().map(|end| {
+            (0..N).fold(0u8, |has, k| {
+                has | if end[k] & ABSENT == 0 { 1 << k } else { 0 }
+            })
+        }));
     }
 
     /// Reads a table [`encode`](Self::encode) wrote at the start of
@@ -142,8 +143,11 @@ impl<const N: usize> TextTable<N> {
         let count = r.u32()? as usize;
         let mut text: [String; N] = std::array::from_fn(|_| String::new());
         for t in &mut text {
-            let len = r.u32()? as usize;
-            let raw = r.take(len)?;
+            let len = r.u32()?;
+            if len >= ABSENT {
+                return Err(damaged(format!("a text of {len} bytes")));
+            }
+            let raw = r.take(len as usize)?;
             *t = std::str::from_utf8(raw)
                 .map_err(|e| damaged(format!("a text is not UTF-8: {e}")))?
                 .to_string();
@@ -172,8 +176,15 @@ impl<const N: usize> TextTable<N> {
             last = end;
             ends.push(end);
         }
-        let has = r.take(count)?.to_vec();
-        Ok((TextTable { text, ends, has }, r.0))
+        let has = r.take(count)?;
+        for (end, &has) in ends.iter_mut().zip(has) {
+            for (k, e) in end.iter_mut().enumerate() {
+                if has & (1 << k) == 0 {
+                    *e |= ABSENT;
+                }
+            }
+        }
+        Ok((TextTable { text, ends }, r.0))
     }
 }
 
@@ -344,5 +355,44 @@ mod tests {
         let mut t = TextTable::<2>::default();
         assert!(t.push([Some(""), None]));
         assert_eq!(t.get(0), Some([Some(""), None]));
+    }
+
+    #[test]
+    fn the_stored_form_keeps_presence_apart_from_the_ends() {
+        // Presence is a bit of each end in memory; stored, the ends are
+        // plain and presence follows them a byte per record, as values
+        // stored before were.
+        let mut t = TextTable::<2>::default();
+        assert!(t.push([Some("ab"), None]));
+        assert!(t.push([None, Some("")]));
+        assert!(t.push([Some("c"), Some("d")]));
+        let mut bytes = Vec::new();
+        t.encode(&mut bytes);
+        let le = |n: u32| n.to_le_bytes();
+        let mut want = Vec::new();
+        want.extend(le(3));
+        want.extend(le(3));
+        want.extend(b"abc");
+        want.extend(le(1));
+        want.extend(b"d");
+        for end in [[2, 0], [2, 0], [3, 1]] {
+            want.extend(le(end[0]));
+            want.extend(le(end[1]));
+        }
+        want.extend([0b01, 0b10, 0b11]);
+        assert_eq!(bytes, want);
+        let (back, rest) = TextTable::<2>::decode(&bytes).unwrap();
+        assert!(rest.is_empty());
+        assert_eq!(back, t);
+        assert_eq!(back.get(1), Some([None, Some("")]));
+    }
+
+    #[test]
+    fn a_text_as_long_as_the_presence_bit_is_refused() {
+        let mut bytes = Vec::new();
+        bytes.extend(1u32.to_le_bytes());
+        bytes.extend((1u32 << 31).to_le_bytes());
+        let err = TextTable::<1>::decode(&bytes).unwrap_err();
+        assert!(err.to_string().contains("2147483648 bytes"), "{err}");
     }
 }

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use memtrace_query::ast::{Direction as QDir, Output};
 use memtrace_query::plan::TraversePlan;
 use memtrace_query::{Field, QueryError, Row, Value};
-use memtrace_storage::TraceId;
+use memtrace_storage::{TraceId, TraceLabels};
 
 use super::ctx::TraceCtx;
 use super::row::RecRow;
@@ -31,13 +31,20 @@ fn visit_rec<'r, 'a>(t: &'r TraceCtx<'a>, g: &TraceGraph, v: &Visit) -> RecRow<'
 
 /// The `RETURN nodes` row of a visited node: trace, node id, category,
 /// depth and the op that reached it (text lent from the trace's labels,
-/// or its records when it has none stored).
-fn node_row<'t>(t: &'t TraceCtx<'_>, g: &TraceGraph, v: &Visit) -> Result<[Cell<'t>; 5]> {
-    let via = match g.op(v.edge) {
-        Some(o) => Cell::Text(t.op_texts(o)?[0].unwrap_or("")),
-        None => Cell::Value(Value::Null),
+/// `labels` as [`TraceCtx::labels`] gave them, or from its records when it
+/// has none stored).
+fn node_row<'t>(
+    t: &'t TraceCtx<'_>,
+    labels: Option<&'t TraceLabels>,
+    g: &TraceGraph,
+    v: &Visit,
+) -> Result<[Cell<'t>; 5]> {
+    let via = match (g.op(v.edge), labels) {
+        (Some(o), Some(l)) => Cell::Text(l.ops.get(o).and_then(|[id, ..]| id).unwrap_or("")),
+        (Some(o), None) => Cell::Text(t.op_texts(o)?[0].unwrap_or("")),
+        (None, _) => Cell::Value(Value::Null),
     };
-    let (node_id, category) = match t.labels()? {
+    let (node_id, category) = match labels {
         Some(l) => match l.vars.get(v.node) {
             Some([id, category]) => (Cell::Text(id.unwrap_or("")), Cell::text(category)),
             None => (Cell::Text(""), Cell::Value(Value::Null)),
@@ -128,6 +135,13 @@ impl<'a> Exec<'a> {
                     .ok_or_else(|| EngineError::UnknownTrace(format!("#{tid}")))?,
             };
             let t = TraceCtx::new(self.db, self.view, tid, record);
+            if p.limit.is_none() {
+                // No count to keep: the rows go straight to the sink.
+                if !self.traverse_trace(p, &t, &starts, sink)? {
+                    break;
+                }
+                continue;
+            }
             let mut emit = |row: &mut [Cell<'_>]| -> Result<bool> {
                 if left == 0 {
                     return Ok(false);
@@ -193,6 +207,8 @@ impl<'a> Exec<'a> {
             _ => {}
         }
         let expand = |_: u32, _: u32, _: u32| Admit::Expand;
+        // The labels are looked up once, not per row.
+        let labels = t.labels()?;
         let mut failure: Option<EngineError> = None;
         let mut wanted = true;
         let mut row_of = |v: Visit| -> Result<bool> {
@@ -204,7 +220,7 @@ impl<'a> Exec<'a> {
                     return Ok(true);
                 }
             }
-            emit(&mut node_row(t, g, &v)?)
+            emit(&mut node_row(t, labels, g, &v)?)
         };
         g.walk_while(
             &var_starts,
@@ -248,6 +264,14 @@ impl<'a> Exec<'a> {
     ) -> Result<bool> {
         let gid = t.graph_id();
         let mut wanted = true;
+        // The labels are looked up once, not per row.
+        let labels = t.labels()?.map(|l| &l.ops);
+        let texts = |o: u32| -> Result<[Option<&str>; 3]> {
+            match labels {
+                Some(l) => Ok(l.get(o).unwrap_or([None; 3])),
+                None => t.op_texts(o),
+            }
+        };
         g.walk_new_ops(var_starts, dir, p.max_depth, self.cancel, |depth, fresh| {
             for &o in fresh.iter() {
                 if let Some(f) = &p.filter {
@@ -259,7 +283,7 @@ impl<'a> Exec<'a> {
                         continue;
                     }
                 }
-                if !emit(&mut op_row(gid, t.op_texts(o)?, depth))? {
+                if !emit(&mut op_row(gid, texts(o)?, depth))? {
                     wanted = false;
                     return Ok(false);
                 }
@@ -438,6 +462,7 @@ impl<'a> Exec<'a> {
                 give(emit, vec![t.gid(), Value::Int(n)])
             }
             Output::Nodes => {
+                let labels = t.labels()?;
                 for (i, v) in returned.iter().enumerate() {
                     if i.is_multiple_of(4096) {
                         self.cancel.check()?;
@@ -445,7 +470,7 @@ impl<'a> Exec<'a> {
                     if !passes(&visit_row(v))? {
                         continue;
                     }
-                    if !emit(&mut node_row(t, g, v)?)? {
+                    if !emit(&mut node_row(t, labels, g, v)?)? {
                         return Ok(false);
                     }
                 }
