@@ -151,7 +151,7 @@ impl StoredLabels {
     }
 }
 
-/// Each variable's full node id and category; `None` past 4 GiB of text.
+/// Each variable's full node id and category; `None` from 2 GiB of text.
 fn var_labels(vars: &[VarRecord]) -> Option<TextTable<2>> {
     let (mut t, mut scratch) = (TextTable::default(), String::new());
     for v in vars {
@@ -163,7 +163,7 @@ fn var_labels(vars: &[VarRecord]) -> Option<TextTable<2>> {
     Some(t)
 }
 
-/// Each op's id, name and kind; `None` past 4 GiB of text.
+/// Each op's id, name and kind; `None` from 2 GiB of text.
 fn op_labels(ops: &[OpRecord]) -> Option<TextTable<3>> {
     let mut t = TextTable::default();
     for o in ops {

@@ -1256,7 +1256,7 @@ pub struct TraceWriter<'s> {
     /// Where records are encoded, reused from one to the next.
     scratch: Vec<u8>,
     /// The labels of the variables and ops added so far, stored at the
-    /// commit; `None` once a table would pass 4 GiB of text (readers then
+    /// commit; `None` once a table would reach 2 GiB of text (readers then
     /// make them from the records).
     labels: Option<TraceLabels>,
     /// Where a variable's full node id is made for its label.
