@@ -7,7 +7,7 @@ use std::sync::{Arc, OnceLock};
 
 use memtrace_query::{Field, Value};
 use memtrace_storage::records::{Counts, TraceRecord};
-use memtrace_storage::{LocalId, ReadView, TraceId, TraceLabels};
+use memtrace_storage::{LocalId, ReadView, TextTable, TraceId, TraceLabels};
 
 use super::value::meta_path;
 use crate::cache::TraceState;
@@ -23,6 +23,29 @@ pub fn lazy<T>(cell: &OnceLock<Arc<T>>, load: impl FnOnce() -> Result<Arc<T>>) -
     }
     let x = load()?;
     Ok(cell.get_or_init(|| x))
+}
+
+/// Where a trace's ops' ids, names and kinds are read: its stored labels,
+/// or (a trace stored before labels were) its op records, loaded when
+/// first read.
+#[derive(Clone, Copy)]
+pub(super) enum OpTexts<'t, 'a> {
+    /// The stored labels' table of ops.
+    Labels(&'t TextTable<3>),
+    /// The op records, through the trace's context.
+    Records(&'t TraceCtx<'a>),
+}
+
+impl<'t> OpTexts<'t, '_> {
+    /// Op `o`'s id, name and kind; all absent for an unknown op.
+    #[inline]
+    pub(super) fn get(self, o: u32) -> Result<[Option<&'t str>; 3]> {
+        Ok(match self {
+            OpTexts::Labels(l) => l.get(o),
+            OpTexts::Records(t) => t.ops()?.label(o).map(|l| [Some(l.id), l.name, l.kind]),
+        }
+        .unwrap_or([None; 3]))
+    }
 }
 
 /// One trace as a query sees it: its record and lazily loaded cached parts.
@@ -89,11 +112,16 @@ impl<'a> TraceCtx<'a> {
 
     /// An op's id, name and kind, from the stored labels or the op's record.
     pub(super) fn op_texts(&self, o: u32) -> Result<[Option<&str>; 3]> {
+        self.op_reader()?.get(o)
+    }
+
+    /// Where the trace's ops' texts are read: a walk that hands out a row
+    /// per op looks this up once, not per row.
+    pub(super) fn op_reader(&self) -> Result<OpTexts<'_, 'a>> {
         Ok(match self.labels()? {
-            Some(l) => l.ops.get(o),
-            None => self.ops()?.label(o).map(|l| [Some(l.id), l.name, l.kind]),
-        }
-        .unwrap_or([None; 3]))
+            Some(l) => OpTexts::Labels(&l.ops),
+            None => OpTexts::Records(self),
+        })
     }
 
     pub(super) fn graph(&self) -> Result<&TraceGraph> {

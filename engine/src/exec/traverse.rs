@@ -11,7 +11,7 @@ use memtrace_query::plan::TraversePlan;
 use memtrace_query::{Field, QueryError, Row, Value};
 use memtrace_storage::{TraceId, TraceLabels};
 
-use super::ctx::TraceCtx;
+use super::ctx::{OpTexts, TraceCtx};
 use super::row::RecRow;
 use super::run::{qerr, Exec, StartNode};
 use super::value::{give, Cell, CellSink};
@@ -29,21 +29,37 @@ fn visit_rec<'r, 'a>(t: &'r TraceCtx<'a>, g: &TraceGraph, v: &Visit) -> RecRow<'
     }
 }
 
+/// Where a walk's rows read their texts, looked up once per walk: the
+/// trace's labels ([`TraceCtx::labels`]) and its ops' texts.
+#[derive(Clone, Copy)]
+struct RowTexts<'t, 'a> {
+    labels: Option<&'t TraceLabels>,
+    ops: OpTexts<'t, 'a>,
+}
+
+impl<'t, 'a> RowTexts<'t, 'a> {
+    fn of(t: &'t TraceCtx<'a>) -> Result<Self> {
+        Ok(RowTexts {
+            labels: t.labels()?,
+            ops: t.op_reader()?,
+        })
+    }
+}
+
 /// The `RETURN nodes` row of a visited node: trace, node id, category,
 /// depth and the op that reached it (text lent from the trace's labels,
-/// `labels` as [`TraceCtx::labels`] gave them, or from its records when it
-/// has none stored).
+/// or from its records when it has none stored).
 fn node_row<'t>(
     t: &'t TraceCtx<'_>,
-    labels: Option<&'t TraceLabels>,
+    texts: RowTexts<'t, '_>,
     g: &TraceGraph,
     v: &Visit,
 ) -> Result<[Cell<'t>; 5]> {
-    let via = match (g.op(v.edge), labels) {
-        (Some(o), Some(l)) => Cell::Text(l.ops.get(o).and_then(|[id, ..]| id).unwrap_or("")),
-        (Some(o), None) => Cell::Text(t.op_texts(o)?[0].unwrap_or("")),
-        (None, _) => Cell::Value(Value::Null),
+    let via = match g.op(v.edge) {
+        Some(o) => Cell::Text(texts.ops.get(o)?[0].unwrap_or("")),
+        None => Cell::Value(Value::Null),
     };
+    let labels = texts.labels;
     let (node_id, category) = match labels {
         Some(l) => match l.vars.get(v.node) {
             Some([id, category]) => (Cell::Text(id.unwrap_or("")), Cell::text(category)),
@@ -207,8 +223,7 @@ impl<'a> Exec<'a> {
             _ => {}
         }
         let expand = |_: u32, _: u32, _: u32| Admit::Expand;
-        // The labels are looked up once, not per row.
-        let labels = t.labels()?;
+        let texts = RowTexts::of(t)?;
         let mut failure: Option<EngineError> = None;
         let mut wanted = true;
         let mut row_of = |v: Visit| -> Result<bool> {
@@ -220,7 +235,7 @@ impl<'a> Exec<'a> {
                     return Ok(true);
                 }
             }
-            emit(&mut node_row(t, labels, g, &v)?)
+            emit(&mut node_row(t, texts, g, &v)?)
         };
         g.walk_while(
             &var_starts,
@@ -264,14 +279,7 @@ impl<'a> Exec<'a> {
     ) -> Result<bool> {
         let gid = t.graph_id();
         let mut wanted = true;
-        // The labels are looked up once, not per row.
-        let labels = t.labels()?.map(|l| &l.ops);
-        let texts = |o: u32| -> Result<[Option<&str>; 3]> {
-            match labels {
-                Some(l) => Ok(l.get(o).unwrap_or([None; 3])),
-                None => t.op_texts(o),
-            }
-        };
+        let texts = t.op_reader()?;
         g.walk_new_ops(var_starts, dir, p.max_depth, self.cancel, |depth, fresh| {
             for &o in fresh.iter() {
                 if let Some(f) = &p.filter {
@@ -283,7 +291,7 @@ impl<'a> Exec<'a> {
                         continue;
                     }
                 }
-                if !emit(&mut op_row(gid, texts(o)?, depth))? {
+                if !emit(&mut op_row(gid, texts.get(o)?, depth))? {
                     wanted = false;
                     return Ok(false);
                 }
@@ -462,7 +470,7 @@ impl<'a> Exec<'a> {
                 give(emit, vec![t.gid(), Value::Int(n)])
             }
             Output::Nodes => {
-                let labels = t.labels()?;
+                let texts = RowTexts::of(t)?;
                 for (i, v) in returned.iter().enumerate() {
                     if i.is_multiple_of(4096) {
                         self.cancel.check()?;
@@ -470,7 +478,7 @@ impl<'a> Exec<'a> {
                     if !passes(&visit_row(v))? {
                         continue;
                     }
-                    if !emit(&mut node_row(t, labels, g, v)?)? {
+                    if !emit(&mut node_row(t, texts, g, v)?)? {
                         return Ok(false);
                     }
                 }
