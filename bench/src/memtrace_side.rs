@@ -26,12 +26,18 @@ const CACHE_BUDGET: usize = 4 << 30;
 pub struct MemtraceSide {
     path: PathBuf,
     db: Option<Database>,
+    /// The key column of the last answered run, reused by the next.
+    spare: KeyColumn,
 }
 
 impl MemtraceSide {
     /// The database at `path` (not opened yet).
     pub fn new(path: PathBuf) -> MemtraceSide {
-        MemtraceSide { path, db: None }
+        MemtraceSide {
+            path,
+            db: None,
+            spare: KeyColumn::default(),
+        }
     }
 
     fn db(&self) -> Result<&Database> {
@@ -102,6 +108,7 @@ impl Side for MemtraceSide {
     }
 
     fn run(&mut self, kind: Kind, start: Option<&Start>) -> Result<Out> {
+        let keys = KeyColumn::reuse(&mut self.spare, kind);
         let db = self.db()?;
         let trace = |tail: &str| -> Result<String> {
             let s = start.ok_or_else(|| CliError::Bench("a traversal needs a start".into()))?;
@@ -113,7 +120,7 @@ impl Side for MemtraceSide {
         };
         let rows = |text: String| -> Result<Out> {
             // Nodes and ops rows: trace, then the node's or op's id.
-            let mut keys = KeyColumn::default();
+            let mut keys = keys;
             db.query_each(&text, &Params::new(), &Cancel::new(), &mut |row| {
                 keys.push(row.get(1).and_then(|c| c.as_str()).unwrap_or(""));
                 Ok(true)
@@ -134,12 +141,16 @@ impl Side for MemtraceSide {
         Ok(Out::Result(db.query(&text)?))
     }
 
-    fn answer(&self, kind: Kind, out: Out) -> Result<Answer> {
+    fn answer(&mut self, kind: Kind, out: Out) -> Result<Answer> {
         fn col(row: &[serde_json::Value], i: usize) -> Option<&str> {
             row.get(i).and_then(|v| v.as_str())
         }
         let out = match out {
-            Out::Keys(keys) => return Ok(Answer::keys(keys.iter())),
+            Out::Keys(keys) => {
+                let a = Answer::keys(keys.iter());
+                self.spare = keys;
+                return Ok(a);
+            }
             Out::Result(r) => r,
         };
         Ok(match kind {

@@ -347,7 +347,10 @@ impl Answer {
 /// The first column of a query's rows (node or op ids), as both Rust
 /// sides keep it while the rows stream: the texts appended to one buffer,
 /// so that what is measured is the engine handing out rows, not one
-/// allocation per row on the reader's side.
+/// allocation per row on the reader's side. Each side keeps its column
+/// from one repetition to the next and empties it ([`reuse`](Self::reuse)), as a
+/// reader that runs a query again reuses its buffer: a repetition does not
+/// pay for growing it anew.
 #[derive(Debug, Clone, Default)]
 pub struct KeyColumn {
     text: String,
@@ -355,6 +358,20 @@ pub struct KeyColumn {
 }
 
 impl KeyColumn {
+    /// The column a run of `kind` fills: for a query of rows, `spare`
+    /// emptied (its buffers kept, `spare` left empty); else a new one.
+    pub fn reuse(spare: &mut KeyColumn, kind: Kind) -> KeyColumn {
+        match kind {
+            Kind::Nodes | Kind::NodesLimit1 | Kind::Ops | Kind::OpsLimit1 => {
+                let mut keys = std::mem::take(spare);
+                keys.text.clear();
+                keys.ends.clear();
+                keys
+            }
+            _ => KeyColumn::default(),
+        }
+    }
+
     /// Appends one row's key.
     pub fn push(&mut self, key: &str) {
         self.text.push_str(key);
@@ -411,8 +428,10 @@ pub trait Side {
     fn starts(&mut self, per_trace: usize) -> Result<Vec<Start>>;
     /// Runs one query (timed).
     fn run(&mut self, kind: Kind, start: Option<&Start>) -> Result<Self::Out>;
-    /// What a query returned, as an answer (not timed).
-    fn answer(&self, kind: Kind, out: Self::Out) -> Result<Answer>;
+    /// What a query returned, as an answer (not timed). A side may keep
+    /// what `out` holds to reuse in its next run (a [`KeyColumn`]'s
+    /// buffers).
+    fn answer(&mut self, kind: Kind, out: Self::Out) -> Result<Answer>;
 }
 
 /// How many cold samples and warm repetitions to take.

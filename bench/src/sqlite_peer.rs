@@ -172,12 +172,18 @@ pub enum Rows {
 pub struct SqliteSide {
     path: PathBuf,
     conn: Option<Connection>,
+    /// The key column of the last answered run, reused by the next.
+    spare: KeyColumn,
 }
 
 impl SqliteSide {
     /// The database file at `path` (not opened yet).
     pub fn new(path: PathBuf) -> SqliteSide {
-        SqliteSide { path, conn: None }
+        SqliteSide {
+            path,
+            conn: None,
+            spare: KeyColumn::default(),
+        }
     }
 
     fn conn(&self) -> Result<&Connection> {
@@ -315,6 +321,7 @@ impl Side for SqliteSide {
     }
 
     fn run(&mut self, kind: Kind, start: Option<&Start>) -> Result<Rows> {
+        let mut keys = KeyColumn::reuse(&mut self.spare, kind);
         let conn = self.conn()?;
         let text = sql(kind).ok_or_else(|| CliError::Bench("open is not a query".into()))?;
         let mut st = conn.prepare_cached(&text).map_err(sqlite_err)?;
@@ -331,7 +338,6 @@ impl Side for SqliteSide {
                 let s = need()?;
                 // Each row's first column read in place and kept, as the
                 // memtrace side keeps the id it is lent.
-                let mut keys = KeyColumn::default();
                 let mut rows = st.query(params![s.trace, s.node_key]).map_err(sqlite_err)?;
                 while let Some(r) = rows.next().map_err(sqlite_err)? {
                     let key = r.get_ref(0).map_err(sqlite_err)?;
@@ -363,10 +369,14 @@ impl Side for SqliteSide {
         })
     }
 
-    fn answer(&self, _kind: Kind, out: Rows) -> Result<Answer> {
+    fn answer(&mut self, _kind: Kind, out: Rows) -> Result<Answer> {
         Ok(match out {
             Rows::Count(n) => Answer::count(n),
-            Rows::Keys(keys) => Answer::keys(keys.iter()),
+            Rows::Keys(keys) => {
+                let a = Answer::keys(keys.iter());
+                self.spare = keys;
+                a
+            }
             Rows::Groups(g) => Answer::groups(g.iter().map(|(k, n)| (k.as_deref(), *n))),
         })
     }
