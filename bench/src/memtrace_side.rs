@@ -108,7 +108,7 @@ impl Side for MemtraceSide {
     }
 
     fn run(&mut self, kind: Kind, start: Option<&Start>) -> Result<Out> {
-        let keys = KeyColumn::reuse(&mut self.spare, kind);
+        let keys = KeyColumn::reuse(&mut self.spare);
         let db = self.db()?;
         let trace = |tail: &str| -> Result<String> {
             let s = start.ok_or_else(|| CliError::Bench("a traversal needs a start".into()))?;

@@ -358,18 +358,13 @@ pub struct KeyColumn {
 }
 
 impl KeyColumn {
-    /// The column a run of `kind` fills: for a query of rows, `spare`
-    /// emptied (its buffers kept, `spare` left empty); else a new one.
-    pub fn reuse(spare: &mut KeyColumn, kind: Kind) -> KeyColumn {
-        match kind {
-            Kind::Nodes | Kind::NodesLimit1 | Kind::Ops | Kind::OpsLimit1 => {
-                let mut keys = std::mem::take(spare);
-                keys.text.clear();
-                keys.ends.clear();
-                keys
-            }
-            _ => KeyColumn::default(),
-        }
+    /// The column a run fills: `spare` emptied, its buffers kept (`spare`
+    /// is left empty until the run's answer hands the column back).
+    pub fn reuse(spare: &mut KeyColumn) -> KeyColumn {
+        let mut keys = std::mem::take(spare);
+        keys.text.clear();
+        keys.ends.clear();
+        keys
     }
 
     /// Appends one row's key.

@@ -321,7 +321,7 @@ impl Side for SqliteSide {
     }
 
     fn run(&mut self, kind: Kind, start: Option<&Start>) -> Result<Rows> {
-        let mut keys = KeyColumn::reuse(&mut self.spare, kind);
+        let mut keys = KeyColumn::reuse(&mut self.spare);
         let conn = self.conn()?;
         let text = sql(kind).ok_or_else(|| CliError::Bench("open is not a query".into()))?;
         let mut st = conn.prepare_cached(&text).map_err(sqlite_err)?;
