@@ -99,40 +99,53 @@ pub struct TraceGraph {
     /// ops reads them by row instead of per edge (most rows hold one op:
     /// the one that wrote the variable). Made by the first such walk (a
     /// graph only counted or walked for nodes never holds them); `None`
-    /// when the rows outgrow 32-bit offsets.
+    /// when the trace has 2^31 ops or more, which the codes cannot name.
     in_ops: OnceLock<Option<RowOps>>,
     /// Each variable's outgoing edges' ops, each once (see `in_ops`).
     out_ops: OnceLock<Option<RowOps>>,
 }
 
-/// Each variable's row in one direction laid out for a walk that gathers
-/// ops: its far ends, then its edges' distinct ops (in the order the
-/// edges first name them), side by side in `rows`. Row `v`'s far ends are
-/// `rows[off[v][0]..off[v][1]]` and its ops `rows[off[v][1]..off[v + 1][0]]`:
-/// one look-up and one contiguous read per row.
+/// Each variable's distinct ops in one direction, for a walk that gathers
+/// ops: the far ends are read from the CSR the count reads, and beside
+/// each variable's CSR offset is a code for its ops. Most rows hold one op
+/// (the one that wrote the variable), whose id is the code itself: a row's
+/// offset, its ops and the next row's offset are then one read, and the
+/// walk holds no second copy of the far ends. A row with no op has
+/// [`NO_OP`]; a row with several has [`MANY_OPS`] set and the rest of the
+/// code is where `more` holds their number, then the ops.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct RowOps {
-    off: Vec<[u32; 2]>,
-    rows: Vec<u32>,
+    /// Per variable, and one past the last: its row's start in the CSR and
+    /// its ops' code.
+    rows: Vec<[u32; 2]>,
+    /// The ops of rows with several: for each, their number, then the ops
+    /// (in the order the row's edges first name them).
+    more: Vec<u32>,
 }
 
+/// The op code of a row without ops.
+const NO_OP: u32 = u32::MAX;
+/// The bit of an op code that marks a row of several ops.
+const MANY_OPS: u32 = 1 << 31;
+
 impl RowOps {
-    /// The rows `off` delimits in `edges`, `far` and `op` naming each
-    /// edge's far end and op (all checked in range by [`Adjacency`]).
-    /// Linear in the edges: a row's repeated op is found by the last row
-    /// that held it. `None` when the rows outgrow 32-bit offsets.
-    fn new(off: &[u32], edges: &[u32], far: &[u32], op: &[u32], op_count: u32) -> Option<RowOps> {
+    /// The rows `off` delimits in `edges`, `op` naming each edge's op (all
+    /// checked in range by [`Adjacency`]). Linear in the edges: a row's
+    /// repeated op is found by the last row that held it. `None` when ops
+    /// or the lists of several outgrow the codes.
+    fn new(off: &[u32], edges: &[u32], op: &[u32], op_count: u32) -> Option<RowOps> {
+        if op_count >= MANY_OPS {
+            return None;
+        }
         let mut last_row = vec![u32::MAX; op_count as usize];
         let mut out = RowOps {
-            off: Vec::with_capacity(off.len()),
-            rows: Vec::with_capacity(edges.len() + off.len()),
+            rows: Vec::with_capacity(off.len()),
+            more: Vec::new(),
         };
+        let mut held = Vec::new();
         for (row, w) in (0u32..).zip(off.windows(2)) {
             let entries = edges.get(w[0] as usize..w[1] as usize).unwrap_or(&[]);
-            let start = u32::try_from(out.rows.len()).ok()?;
-            out.rows
-                .extend(entries.iter().filter_map(|&e| far.get(e as usize)));
-            out.off.push([start, u32::try_from(out.rows.len()).ok()?]);
+            held.clear();
             for &e in entries {
                 let Some(&o) = op.get(e as usize) else {
                     continue;
@@ -140,19 +153,31 @@ impl RowOps {
                 if let Some(seen) = last_row.get_mut(o as usize) {
                     if *seen != row {
                         *seen = row;
-                        out.rows.push(o);
+                        held.push(o);
                     }
                 }
             }
+            let code = match held.as_slice() {
+                [] => NO_OP,
+                [o] => *o,
+                several => {
+                    let at = u32::try_from(out.more.len())
+                        .ok()
+                        .filter(|&at| at < NO_OP & !MANY_OPS)?;
+                    out.more.push(u32::try_from(several.len()).ok()?);
+                    out.more.extend_from_slice(several);
+                    MANY_OPS | at
+                }
+            };
+            out.rows.push([w[0], code]);
         }
-        let end = u32::try_from(out.rows.len()).ok()?;
-        out.off.push([end, end]);
-        out.rows.shrink_to_fit();
+        out.rows.push([off.last().copied().unwrap_or(0), NO_OP]);
+        out.more.shrink_to_fit();
         Some(out)
     }
 
     fn bytes(&self) -> usize {
-        8 * self.off.capacity() + 4 * self.rows.capacity()
+        8 * self.rows.capacity() + 4 * self.more.capacity()
     }
 }
 
@@ -269,13 +294,17 @@ impl TraceGraph {
         let made = match dir {
             Direction::Backward => self
                 .in_ops
-                .get_or_init(|| RowOps::new(&a.in_off, &a.in_edges, &a.source, &a.op, a.ops)),
+                .get_or_init(|| RowOps::new(&a.in_off, &a.in_edges, &a.op, a.ops)),
             Direction::Forward => self
                 .out_ops
-                .get_or_init(|| RowOps::new(&a.out_off, &a.out_edges, &a.target, &a.op, a.ops)),
+                .get_or_init(|| RowOps::new(&a.out_off, &a.out_edges, &a.op, a.ops)),
         };
         made.as_ref().ok_or_else(|| {
-            EngineError::BadRequest(format!("{} edges: too many for a walk's rows", a.edges()))
+            EngineError::BadRequest(format!(
+                "{} ops and {} edges: too many for a walk that gathers ops",
+                a.ops,
+                a.edges()
+            ))
         })
     }
 
@@ -417,9 +446,9 @@ impl TraceGraph {
 
     /// The ops a [`walk_levels`](Self::walk_levels) crosses, each once, at
     /// the level that first crosses one of its edges: `level(depth, ops)`
-    /// gets that level's new ops in id order (`ops` may be reordered; it
-    /// is emptied after the call). Each expanded row's ops
-    /// are read once, from a list of its distinct ops, not per edge. Stops
+    /// gets that level's new ops in id order (it may reorder or empty
+    /// `ops`; the next level does not read them). Each expanded row's ops
+    /// are read once, from its code of distinct ops, not per edge. Stops
     /// when `level` answers false.
     pub fn walk_new_ops(
         &self,
@@ -433,6 +462,8 @@ impl TraceGraph {
         let mut fresh = NewOps {
             seen: vec![0; words],
             order: vec![0; words],
+            slots: Vec::new(),
+            held: 0,
             fresh: Vec::new(),
             level,
         };
@@ -460,8 +491,9 @@ impl TraceGraph {
             (true, dir) => {
                 let row_ops = self.row_ops(dir)?;
                 let mut rows = OpRows {
-                    off: &row_ops.off,
                     rows: &row_ops.rows,
+                    more: &row_ops.more,
+                    far,
                 };
                 levels(&mut rows, vars, starts, max_depth, cancel, visit)
             }
@@ -619,9 +651,13 @@ impl Rows for CsrRows<'_> {
 /// The rows of a whole graph in memory, their entries being the rows'
 /// distinct ops (see [`RowOps`]).
 struct OpRows<'g> {
-    /// Per variable, where its far ends and its ops start.
-    off: &'g [[u32; 2]],
-    rows: &'g [u32],
+    /// Per variable, and one past the last: its row's start in `far` and
+    /// its ops' code.
+    rows: &'g [[u32; 2]],
+    /// The ops of rows with several.
+    more: &'g [u32],
+    /// The far end of each CSR entry.
+    far: &'g [u32],
 }
 
 impl Rows for OpRows<'_> {
@@ -631,11 +667,21 @@ impl Rows for OpRows<'_> {
 
     #[inline]
     fn row(&self, v: u32) -> (&[u32], &[u32]) {
-        let ([a, b], [c, _]) = (self.off[v as usize], self.off[v as usize + 1]);
-        (
-            &self.rows[b as usize..c as usize],
-            &self.rows[a as usize..b as usize],
-        )
+        let v = v as usize;
+        let (Some([a, code]), Some([b, _])) = (self.rows.get(v), self.rows.get(v + 1)) else {
+            return (&[], &[]);
+        };
+        let far = self.far.get(*a as usize..*b as usize).unwrap_or(&[]);
+        let ops: &[u32] = if *code & MANY_OPS == 0 {
+            std::slice::from_ref(code)
+        } else if *code == NO_OP {
+            &[]
+        } else {
+            let at = (*code & !MANY_OPS) as usize;
+            let n = self.more.get(at).map_or(0, |&n| n as usize);
+            self.more.get(at + 1..at + 1 + n).unwrap_or(&[])
+        };
+        (ops, far)
     }
 }
 
@@ -698,6 +744,12 @@ struct NewOps<F> {
     /// Scratch for ordering a level's ops: a bit each, all clear between
     /// levels.
     order: Vec<u64>,
+    /// The level's new ops so far are `slots[..held]`: every op is written
+    /// to `slots[held]` and kept by moving `held` past it when new, without
+    /// a branch (see [`levels`]).
+    slots: Vec<u32>,
+    held: usize,
+    /// The level's new ops, as the callback gets them.
     fresh: Vec<u32>,
     level: F,
 }
@@ -705,23 +757,27 @@ struct NewOps<F> {
 impl<F: FnMut(u32, &mut Vec<u32>) -> Result<bool>> Levels for NewOps<F> {
     const ROWS: bool = true;
 
+    #[inline]
     fn row(&mut self, ops: &[u32]) {
+        room(&mut self.slots, self.held + ops.len());
         for &o in ops {
             let (w, bit) = (o as usize / 64, 1u64 << (o % 64));
-            if let Some(word) = self.seen.get_mut(w) {
-                if *word & bit == 0 {
-                    *word |= bit;
-                    self.fresh.push(o);
-                }
+            if let (Some(word), Some(slot)) = (self.seen.get_mut(w), self.slots.get_mut(self.held))
+            {
+                *slot = o;
+                self.held += usize::from(*word & bit == 0);
+                *word |= bit;
             }
         }
     }
 
     fn level(&mut self, depth: u32, _: usize) -> Result<bool> {
-        sort_distinct(&mut self.fresh, &mut self.order);
-        let go_on = (self.level)(depth, &mut self.fresh)?;
         self.fresh.clear();
-        Ok(go_on)
+        self.fresh
+            .extend_from_slice(self.slots.get(..self.held).unwrap_or(&[]));
+        self.held = 0;
+        sort_distinct(&mut self.fresh, &mut self.order);
+        (self.level)(depth, &mut self.fresh)
     }
 }
 
@@ -758,6 +814,16 @@ fn sort_distinct(ids: &mut Vec<u32>, bits: &mut [u64]) {
     }
 }
 
+/// Makes `slots` at least `len` long (doubling, so that growing it costs
+/// linear time over a walk); what it holds past what a caller kept is of
+/// no meaning.
+#[inline]
+fn room(slots: &mut Vec<u32>, len: usize) {
+    if slots.len() < len {
+        slots.resize(len.max(2 * slots.len()), 0);
+    }
+}
+
 /// The level loop: from `starts` (depth 0), each node at its least depth,
 /// for each level below `max_depth` every edge of the level's nodes is
 /// walked: `visit` gets each expanded node's row entries (when it wants
@@ -773,30 +839,39 @@ fn levels<R: Rows, L: Levels>(
 ) -> Result<()> {
     cancel.check()?;
     let (mut seen, mut nodes) = seed(vars, starts)?;
-    let mut next = Vec::new();
+    // The next level's nodes are `next[..held]`. Every far end is written
+    // to `next[held]` and kept by moving `held` past it when not yet seen:
+    // whether a far end is new follows no pattern a processor predicts, and
+    // a mispredicted branch per far end made a walk wait on each row's
+    // read in turn instead of several at once (BENCHMARKS.md, "A walk
+    // without a branch per far end").
+    let mut next: Vec<u32> = Vec::new();
     let mut depth = 0u32;
     while !nodes.is_empty() && max_depth.is_none_or(|m| depth < m) {
         cancel.check()?;
         rows.prepare(&nodes)?;
+        let mut held = 0usize;
         for &node in &nodes {
             let (entries, far) = rows.row(node);
             if L::ROWS {
                 visit.row(entries);
             }
+            room(&mut next, held + far.len());
             for &other in far {
                 let (w, bit) = (other as usize / 64, 1u64 << (other % 64));
-                if seen[w] & bit == 0 {
-                    seen[w] |= bit;
-                    next.push(other);
+                if let (Some(word), Some(slot)) = (seen.get_mut(w), next.get_mut(held)) {
+                    *slot = other;
+                    held += usize::from(*word & bit == 0);
+                    *word |= bit;
                 }
             }
         }
         depth += 1;
-        if !visit.level(depth, next.len())? {
+        if !visit.level(depth, held)? {
             return Ok(());
         }
-        std::mem::swap(&mut nodes, &mut next);
-        next.clear();
+        nodes.clear();
+        nodes.extend_from_slice(next.get(..held).unwrap_or(&[]));
     }
     Ok(())
 }
@@ -998,6 +1073,29 @@ mod tests {
         assert_eq!(g.bytes(), made);
         walk(Direction::Backward);
         assert!(g.bytes() > made);
+    }
+
+    #[test]
+    fn a_row_of_one_op_is_coded_beside_its_offset_and_several_are_listed() {
+        // Variable 2 is written by op 0 twice (one code), variable 3 by ops
+        // 1 and 2 (a list), variable 0 by nothing.
+        let g =
+            TraceGraph::from_edges(4, 3, &[(0, 2, 0), (1, 2, 0), (0, 3, 1), (1, 3, 2)]).unwrap();
+        let rows = g.row_ops(Direction::Backward).unwrap();
+        assert_eq!(rows.rows[0][1], NO_OP);
+        assert_eq!(rows.rows[2][1], 0);
+        assert_eq!(rows.rows[3][1], MANY_OPS);
+        assert_eq!(rows.more, vec![2, 1, 2]);
+        let r = OpRows {
+            rows: &rows.rows,
+            more: &rows.more,
+            far: &g.in_far,
+        };
+        assert_eq!(r.row(0), (&[][..], &[][..]));
+        assert_eq!(r.row(2), (&[0][..], &[0, 1][..]));
+        assert_eq!(r.row(3), (&[1, 2][..], &[0, 1][..]));
+        // An unknown variable has an empty row.
+        assert_eq!(r.row(9), (&[][..], &[][..]));
     }
 
     #[test]
