@@ -16,7 +16,7 @@ use serde::Deserialize;
 use crate::cold::Eviction;
 use crate::error::{io, CliError, Result};
 use crate::measure::sqlite_err;
-use crate::protocol::{Figure, Measured, Runs, Workload};
+use crate::protocol::{Figure, Measured, Runs, Workload, SPREAD_PER_TRACE};
 
 /// The peer's script.
 const SCRIPT: &str = include_str!("../peers/duckdb_peer.py");
@@ -114,6 +114,8 @@ impl DuckPeer {
                 &runs.cold.to_string(),
                 "--warm",
                 &runs.warm.to_string(),
+                "--spread",
+                &SPREAD_PER_TRACE.to_string(),
             ],
         )?;
         let raw: RawQuery = serde_json::from_slice(&out)?;

@@ -11,7 +11,7 @@ use memtrace::{Cancel, Database, Params, QueryResult};
 
 use crate::cold::files_under;
 use crate::error::{CliError, Result};
-use crate::protocol::{Answer, KeyColumn, Kind, Side, Start};
+use crate::protocol::{spread_picks, Answer, KeyColumn, Kind, Side, Start};
 
 /// The MATCH of the suite.
 pub const MATCH_QUERY: &str =
@@ -107,6 +107,29 @@ impl Side for MemtraceSide {
         Ok(starts)
     }
 
+    fn spread(&mut self, per_trace: usize) -> Result<Vec<Start>> {
+        let db = self.db()?;
+        let mut starts = Vec::new();
+        for (pos, t) in db.traces()?.into_iter().enumerate() {
+            let mut ids: Vec<String> = db
+                .trace_by_id(t.id)?
+                .variables()?
+                .into_iter()
+                .map(|v| v.full_node_id)
+                .collect();
+            ids.sort_unstable();
+            for p in spread_picks(ids.len(), per_trace) {
+                starts.push(Start {
+                    pos,
+                    trace: i64::from(t.id),
+                    node_key: 0,
+                    node: std::mem::take(&mut ids[p]),
+                });
+            }
+        }
+        Ok(starts)
+    }
+
     fn run(&mut self, kind: Kind, start: Option<&Start>) -> Result<Out> {
         let keys = KeyColumn::reuse(&mut self.spare);
         let db = self.db()?;
@@ -129,7 +152,7 @@ impl Side for MemtraceSide {
         };
         let text = match kind {
             Kind::Open => return Err(CliError::Bench("open is not a query".into())),
-            Kind::Closure => trace("RETURN count")?,
+            Kind::Closure | Kind::ClosureSpread => trace("RETURN count")?,
             Kind::Depth3 => trace("DEPTH 3 RETURN count")?,
             Kind::Nodes => return rows(trace("RETURN nodes")?),
             Kind::NodesLimit1 => return rows(trace("RETURN nodes LIMIT 1")?),
@@ -154,7 +177,7 @@ impl Side for MemtraceSide {
             Out::Result(r) => r,
         };
         Ok(match kind {
-            Kind::Closure | Kind::Depth3 => Answer::count(count_of(&out, 1)),
+            Kind::Closure | Kind::ClosureSpread | Kind::Depth3 => Answer::count(count_of(&out, 1)),
             Kind::Match => Answer::count(count_of(&out, 0)),
             Kind::Nodes | Kind::NodesLimit1 | Kind::Ops | Kind::OpsLimit1 => {
                 Answer::keys(out.rows.iter().filter_map(|r| col(r, 1)))

@@ -12,6 +12,12 @@
 //!   untimed run, which fills the caches and gives the answer's digest, then
 //!   the same number of timed runs on every side (`--warm`), each of which
 //!   must return as many rows as the untimed one.
+//! - **spread**: the closure from [`SPREAD_PER_TRACE`] variables of each
+//!   trace, one untimed run each, then timed runs that take them in turn
+//!   (as many as `--warm`, rounded up to whole passes). A warm figure
+//!   repeats one start, and a processor learns the branches of a walk it
+//!   repeats thousands of times; taken in turn, no query follows one from
+//!   the same start, as in use.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -29,6 +35,9 @@ pub enum Kind {
     Open,
     /// The count of a start's full backward closure.
     Closure,
+    /// The count of the full backward closure of each of the spread
+    /// variables in turn (see the module's protocol).
+    ClosureSpread,
     /// The count of a start's ancestors up to 3 hops back.
     Depth3,
     /// The closure's nodes as rows.
@@ -107,6 +116,9 @@ pub const SUITE: &[Workload] = &[
     w("closure-warm", Kind::Closure, false,
       "TRACE <prediction> RETURN count, cached",
       "recursive CTE (UNION), full closure, repeated"),
+    w("closure-spread-warm", Kind::ClosureSpread, false,
+      "TRACE <variable> RETURN count from 20 variables per trace in turn, cached",
+      "recursive CTE (UNION), full closure, from the same variables in turn"),
     w("closure-nodes-warm", Kind::Nodes, false,
       "TRACE <prediction> RETURN nodes (rows: node id, category, depth, op), cached",
       "recursive CTE joined to nodes (rows: node id, class), repeated"),
@@ -146,6 +158,13 @@ pub const GROWTH: &[Workload] = &[
         false,
         "TRACE <prediction> RETURN count, cached",
         "recursive CTE (UNION), full closure, repeated",
+    ),
+    w(
+        "closure-spread-warm",
+        Kind::ClosureSpread,
+        false,
+        "TRACE <variable> RETURN count from 20 variables of the trace in turn, cached",
+        "recursive CTE (UNION), full closure, from the same variables in turn",
     ),
     w(
         "depth3-cold",
@@ -400,6 +419,15 @@ pub fn starts_digest(starts: &[Start]) -> u64 {
     })
 }
 
+/// Variables per trace that the spread workload starts from.
+pub const SPREAD_PER_TRACE: usize = 20;
+
+/// The positions of `per_trace` variables spread evenly over `len` (all of
+/// them when there are fewer).
+pub fn spread_picks(len: usize, per_trace: usize) -> Vec<usize> {
+    cold_picks(len, per_trace.min(len))
+}
+
 /// The positions in a start list of `len` that the cold samples use:
 /// `samples` of them, spread evenly (repeating when the list is shorter).
 pub fn cold_picks(len: usize, samples: usize) -> Vec<usize> {
@@ -421,6 +449,10 @@ pub trait Side {
     fn files(&self) -> Result<Vec<PathBuf>>;
     /// The first `per_trace` predictions of every trace, traces in import order.
     fn starts(&mut self, per_trace: usize) -> Result<Vec<Start>>;
+    /// `per_trace` variables of every trace (all when it has fewer),
+    /// spread evenly over its variables ordered by full id (byte order, the
+    /// same on every side), traces in import order.
+    fn spread(&mut self, per_trace: usize) -> Result<Vec<Start>>;
     /// Runs one query (timed).
     fn run(&mut self, kind: Kind, start: Option<&Start>) -> Result<Self::Out>;
     /// What a query returned, as an answer (not timed). A side may keep
@@ -505,8 +537,17 @@ pub fn measure<S: Side>(
             acc[i].add(a);
         }
     }
+    let spread = if workloads.iter().any(|w| w.kind == Kind::ClosureSpread) {
+        side.spread(SPREAD_PER_TRACE)?
+    } else {
+        Vec::new()
+    };
     for (i, w) in workloads.iter().enumerate() {
         if w.cold {
+            continue;
+        }
+        if w.kind == Kind::ClosureSpread {
+            measure_spread(side, w, &spread, runs.warm, &mut acc[i])?;
             continue;
         }
         let chosen: Vec<Option<&Start>> = if w.kind.per_start() {
@@ -538,6 +579,41 @@ pub fn measure<S: Side>(
         .map(|(w, a)| Figure::from_samples(w.name, a.us, a.rows, a.digest))
         .collect();
     Ok((figures, digest, starts.len() as u64, ev))
+}
+
+/// The spread workload: each start once untimed, then passes over all of
+/// them in turn, each query timed, until `warm` queries (rounded up to a
+/// whole pass) are taken.
+fn measure_spread<S: Side>(
+    side: &mut S,
+    w: &Workload,
+    spread: &[Start],
+    warm: usize,
+    acc: &mut Acc,
+) -> Result<()> {
+    let mut firsts = Vec::with_capacity(spread.len());
+    for s in spread {
+        let out = side.run(w.kind, Some(s))?;
+        firsts.push(side.answer(w.kind, out)?);
+    }
+    let passes = warm.div_ceil(spread.len().max(1));
+    for _ in 0..passes {
+        for (s, first) in spread.iter().zip(&firsts) {
+            let (out, us) = timed(|| side.run(w.kind, Some(s)))?;
+            acc.us.push(us);
+            let again = side.answer(w.kind, out)?;
+            if again.rows != first.rows {
+                return Err(CliError::Bench(format!(
+                    "{} from {}: a pass answered {} rows, the first run {}",
+                    w.name, s.node, again.rows, first.rows
+                )));
+            }
+        }
+    }
+    for a in firsts {
+        acc.add(a);
+    }
+    Ok(())
 }
 
 #[cfg(test)]

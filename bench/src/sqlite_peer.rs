@@ -19,7 +19,7 @@ use serde_json::Value;
 
 use crate::error::{io, CliError, Result};
 use crate::measure::{set_files, sqlite_err};
-use crate::protocol::{Answer, KeyColumn, Kind, Measured, Plan, Side, Start};
+use crate::protocol::{spread_picks, Answer, KeyColumn, Kind, Measured, Plan, Side, Start};
 
 /// The schema, as created before loading.
 const SCHEMA: &str = "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;
@@ -126,7 +126,9 @@ const CLOSURE_CTE: &str = "WITH RECURSIVE anc(n) AS (
 pub fn sql(kind: Kind) -> Option<String> {
     Some(match kind {
         Kind::Open => return None,
-        Kind::Closure => format!("{CLOSURE_CTE}\nSELECT count(*) - 1 FROM anc"),
+        Kind::Closure | Kind::ClosureSpread => {
+            format!("{CLOSURE_CTE}\nSELECT count(*) - 1 FROM anc")
+        }
         Kind::Depth3 => "WITH RECURSIVE anc(n, d) AS (
   SELECT ?2, 0 UNION SELECT e.src, anc.d + 1 FROM anc JOIN edges e ON e.trace = ?1 AND e.dst = anc.n WHERE anc.d < 3)
 SELECT count(DISTINCT n) - 1 FROM anc"
@@ -320,6 +322,39 @@ impl Side for SqliteSide {
         Ok(starts)
     }
 
+    fn spread(&mut self, per_trace: usize) -> Result<Vec<Start>> {
+        let conn = self.conn()?;
+        let traces: Vec<i64> = {
+            let mut st = conn
+                .prepare("SELECT DISTINCT trace FROM nodes ORDER BY trace")
+                .map_err(sqlite_err)?;
+            let rows = st.query_map([], |r| r.get(0)).map_err(sqlite_err)?;
+            rows.collect::<std::result::Result<_, _>>()
+                .map_err(sqlite_err)?
+        };
+        let mut all = conn
+            .prepare("SELECT id, full_node_id FROM nodes WHERE trace = ?1 ORDER BY full_node_id")
+            .map_err(sqlite_err)?;
+        let mut starts = Vec::new();
+        for (pos, t) in traces.into_iter().enumerate() {
+            let nodes: Vec<(i64, String)> = all
+                .query_map(params![t], |r| Ok((r.get(0)?, r.get(1)?)))
+                .map_err(sqlite_err)?
+                .collect::<std::result::Result<_, _>>()
+                .map_err(sqlite_err)?;
+            for p in spread_picks(nodes.len(), per_trace) {
+                let (node_key, node) = nodes[p].clone();
+                starts.push(Start {
+                    pos,
+                    trace: t,
+                    node_key,
+                    node,
+                });
+            }
+        }
+        Ok(starts)
+    }
+
     fn run(&mut self, kind: Kind, start: Option<&Start>) -> Result<Rows> {
         let mut keys = KeyColumn::reuse(&mut self.spare);
         let conn = self.conn()?;
@@ -327,7 +362,7 @@ impl Side for SqliteSide {
         let mut st = conn.prepare_cached(&text).map_err(sqlite_err)?;
         let need = || start.ok_or_else(|| CliError::Bench("a traversal needs a start".into()));
         Ok(match kind {
-            Kind::Closure | Kind::Depth3 => {
+            Kind::Closure | Kind::ClosureSpread | Kind::Depth3 => {
                 let s = need()?;
                 let n: i64 = st
                     .query_row(params![s.trace, s.node_key], |r| r.get(0))

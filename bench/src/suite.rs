@@ -497,13 +497,15 @@ fn scale(
         let starts = if w.cold { f.queries } else { qm.units };
         let each = f.checksum / starts.max(1);
         let rows = match w.kind {
-            Kind::Closure | Kind::Depth3 | Kind::Match => "",
+            Kind::Closure | Kind::ClosureSpread | Kind::Depth3 | Kind::Match => "",
             Kind::NodesLimit1 | Kind::OpsLimit1 if one => " row",
             _ => " rows",
         };
         match w.kind {
             Kind::Open => format!("{} opens", f.queries),
             Kind::Match | Kind::FindGroup => format!("{}{rows}", f.checksum),
+            // Each spread start's closure once, summed.
+            Kind::ClosureSpread => format!("{} nodes from all the spread starts", f.checksum),
             _ if one => format!("{each}{rows}"),
             _ => format!(
                 "{}{rows}, sum over {starts} {} (mean {each})",
