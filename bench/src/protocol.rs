@@ -620,6 +620,85 @@ fn measure_spread<S: Side>(
 mod tests {
     use super::*;
 
+    /// A side whose closure from node `x` counts `x.len()` nodes (one
+    /// more from its second run on, when `drifts`), recording each run.
+    struct Fake {
+        ran: Vec<String>,
+        drifts: bool,
+    }
+
+    fn start(node: &str) -> Start {
+        Start {
+            pos: 0,
+            trace: 1,
+            node_key: 0,
+            node: node.to_string(),
+        }
+    }
+
+    impl Side for Fake {
+        type Out = u64;
+        fn open(&mut self) -> Result<()> {
+            Ok(())
+        }
+        fn close(&mut self) {}
+        fn files(&self) -> Result<Vec<PathBuf>> {
+            Ok(Vec::new())
+        }
+        fn starts(&mut self, _: usize) -> Result<Vec<Start>> {
+            Ok(vec![start("p")])
+        }
+        fn spread(&mut self, _: usize) -> Result<Vec<Start>> {
+            Ok(["a", "bb", "ccc"].into_iter().map(start).collect())
+        }
+        fn run(&mut self, _: Kind, s: Option<&Start>) -> Result<u64> {
+            let node = s.map(|s| s.node.clone()).unwrap_or_default();
+            let again = self.ran.contains(&node);
+            self.ran.push(node.clone());
+            Ok(node.len() as u64 + u64::from(self.drifts && again))
+        }
+        fn answer(&mut self, _: Kind, out: u64) -> Result<Answer> {
+            Ok(Answer::count(out))
+        }
+    }
+
+    #[test]
+    fn the_spread_workload_takes_its_starts_in_turn_in_whole_passes() {
+        let wl = [w("spread", Kind::ClosureSpread, false, "", "")];
+        let runs = Runs {
+            starts: 1,
+            cold: 0,
+            warm: 5,
+        };
+        let mut side = Fake {
+            ran: Vec::new(),
+            drifts: false,
+        };
+        let (figures, _, _, _) = measure(&mut side, &wl, runs).unwrap();
+        // One untimed pass, then 5 queries rounded up to two whole passes.
+        assert_eq!(side.ran, ["a", "bb", "ccc"].repeat(3));
+        assert_eq!(figures[0].queries, 6);
+        // Each start's count once: 1 + 2 + 3.
+        assert_eq!(figures[0].checksum, 6);
+        let mut drifting = Fake {
+            ran: Vec::new(),
+            drifts: true,
+        };
+        let err = measure(&mut drifting, &wl, runs).unwrap_err().to_string();
+        assert!(err.contains("spread from a"), "{err}");
+    }
+
+    #[test]
+    fn spread_picks_are_distinct_and_even() {
+        assert_eq!(
+            spread_picks(100, 20),
+            (0..100).step_by(5).collect::<Vec<_>>()
+        );
+        // Fewer variables than picks: each once.
+        assert_eq!(spread_picks(3, 20), vec![0, 1, 2]);
+        assert!(spread_picks(0, 20).is_empty());
+    }
+
     #[test]
     fn cold_picks_spread_and_repeat() {
         assert_eq!(cold_picks(100, 4), vec![0, 25, 50, 75]);
