@@ -313,6 +313,15 @@ def query(args):
             n, d = Side.answer(w["kind"], rows)
             acc[i]["rows"] += n
             acc[i]["digest"] = (acc[i]["digest"] + d) & MASK
+    def timed(i, w, s, first, what):
+        """One timed warm run, which must answer as many rows as the first."""
+        t = time.perf_counter()
+        rows = side.run(w["kind"], s)
+        acc[i]["us"].append((time.perf_counter() - t) * 1e6)
+        again, _ = Side.answer(w["kind"], rows, digest=False)
+        if again != first:
+            raise SystemExit(f"{what} answered {again} rows, the first run {first}")
+
     spread = side.spread(args.spread) if any(w["kind"] == "closure-spread" for w in workloads) else []
     for i, w in enumerate(workloads):
         if w["cold"]:
@@ -323,12 +332,7 @@ def query(args):
             passes = -(-args.warm // max(len(spread), 1))
             for _ in range(passes):
                 for s, (first, _) in zip(spread, firsts):
-                    t = time.perf_counter()
-                    rows = side.run(w["kind"], s)
-                    acc[i]["us"].append((time.perf_counter() - t) * 1e6)
-                    again, _ = Side.answer(w["kind"], rows, digest=False)
-                    if again != first:
-                        raise SystemExit(f"{w['name']} from {s['node']}: a pass answered {again} rows, the first run {first}")
+                    timed(i, w, s, first, f"{w['name']} from {s['node']}: a pass")
             for n, d in firsts:
                 acc[i]["rows"] += n
                 acc[i]["digest"] = (acc[i]["digest"] + d) & MASK
@@ -337,12 +341,7 @@ def query(args):
         for s in chosen:
             first, digest = Side.answer(w["kind"], side.run(w["kind"], s))
             for _ in range(args.warm):
-                t = time.perf_counter()
-                rows = side.run(w["kind"], s)
-                acc[i]["us"].append((time.perf_counter() - t) * 1e6)
-                again, _ = Side.answer(w["kind"], rows, digest=False)
-                if again != first:
-                    raise SystemExit(f"{w['name']}: a repetition answered {again} rows, the first run {first}")
+                timed(i, w, s, first, f"{w['name']}: a repetition")
             acc[i]["rows"] += first
             acc[i]["digest"] = (acc[i]["digest"] + digest) & MASK
     side.close()

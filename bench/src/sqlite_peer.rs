@@ -261,6 +261,16 @@ fn reads_edges_whole(line: &str) -> bool {
     }
 }
 
+/// The keys of the traces that hold nodes, in import order.
+fn trace_keys(conn: &Connection) -> Result<Vec<i64>> {
+    let mut st = conn
+        .prepare("SELECT DISTINCT trace FROM nodes ORDER BY trace")
+        .map_err(sqlite_err)?;
+    let rows = st.query_map([], |r| r.get(0)).map_err(sqlite_err)?;
+    rows.collect::<std::result::Result<_, _>>()
+        .map_err(sqlite_err)
+}
+
 impl Side for SqliteSide {
     type Out = Rows;
 
@@ -290,14 +300,7 @@ impl Side for SqliteSide {
 
     fn starts(&mut self, per_trace: usize) -> Result<Vec<Start>> {
         let conn = self.conn()?;
-        let traces: Vec<i64> = {
-            let mut st = conn
-                .prepare("SELECT DISTINCT trace FROM nodes ORDER BY trace")
-                .map_err(sqlite_err)?;
-            let rows = st.query_map([], |r| r.get(0)).map_err(sqlite_err)?;
-            rows.collect::<std::result::Result<_, _>>()
-                .map_err(sqlite_err)?
-        };
+        let traces = trace_keys(conn)?;
         let mut find = conn
             .prepare(
                 "SELECT id, full_node_id FROM nodes WHERE trace = ?1 AND class = 'prediction' ORDER BY id LIMIT ?2",
@@ -324,14 +327,7 @@ impl Side for SqliteSide {
 
     fn spread(&mut self, per_trace: usize) -> Result<Vec<Start>> {
         let conn = self.conn()?;
-        let traces: Vec<i64> = {
-            let mut st = conn
-                .prepare("SELECT DISTINCT trace FROM nodes ORDER BY trace")
-                .map_err(sqlite_err)?;
-            let rows = st.query_map([], |r| r.get(0)).map_err(sqlite_err)?;
-            rows.collect::<std::result::Result<_, _>>()
-                .map_err(sqlite_err)?
-        };
+        let traces = trace_keys(conn)?;
         let mut all = conn
             .prepare("SELECT id, full_node_id FROM nodes WHERE trace = ?1 ORDER BY full_node_id")
             .map_err(sqlite_err)?;
