@@ -971,3 +971,38 @@ fn a_graph_id_that_looks_like_a_trace_id_is_still_found_by_it() {
     assert_eq!(db.trace("#3").unwrap().record().graph_id, "#2");
     assert_eq!(db.trace("#1").unwrap().record().graph_id, GRAPH);
 }
+
+/// The write-ahead log files of the database at `path` that still hold
+/// records, with their sizes.
+fn logs_with_records(path: &std::path::Path) -> Vec<(String, u64)> {
+    std::fs::read_dir(path)
+        .unwrap()
+        .map(|e| e.unwrap())
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".log"))
+        .map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            (name, e.metadata().unwrap().len())
+        })
+        .filter(|(_, len)| *len > 0)
+        .collect()
+}
+
+#[test]
+fn closing_after_imports_leaves_no_log_for_a_reader_to_replay() {
+    // Several sessions of writes, each closed: no log with records is left
+    // for a read-only open to replay (the storage crate's tests cover a
+    // log left by families idle since a flush for the logs' size).
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("logs.db");
+    for round in 0..3 {
+        let db = Database::open(&path).unwrap();
+        let mut doc: Value = serde_json::from_str(SAMPLE).unwrap();
+        doc["graph_id"] = json!(format!("round-{round}"));
+        import(&db, &doc.to_string()).unwrap();
+        drop(db);
+        assert_eq!(logs_with_records(&path), Vec::new(), "after round {round}");
+    }
+    // A reader sees every round.
+    let db = Database::open_read_only(&path).unwrap();
+    assert_eq!(db.traces().unwrap().len(), 3);
+}

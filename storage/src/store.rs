@@ -386,7 +386,17 @@ pub fn base_options() -> Options {
     o.set_stats_persist_period_sec(0);
     // Memtables holding the oldest log are flushed once the logs pass this,
     // so a long import leaves no gigabytes of log to replay at the next open.
+    #[cfg(not(test))]
     o.set_max_total_wal_size(MAX_WAL_BYTES);
+    #[cfg(test)]
+    o.set_max_total_wal_size(tests::MAX_WAL.with(|m| m.get()).unwrap_or(MAX_WAL_BYTES));
+    // Every flush is of all the families with records, and records the
+    // oldest log still needed across all of them. Flushed one by one, a
+    // family that receives nothing after a flush for the logs' size
+    // (attributions, the LLM cache, patterns during an import) kept the
+    // log of that flush alive: every read-only open then read it again
+    // (80 ms after importing 100 traces).
+    o.set_atomic_flush(true);
     o
 }
 
@@ -2233,6 +2243,63 @@ mod tests {
                 ..Common::default()
             },
         }
+    }
+
+    thread_local! {
+        /// The log size past which this thread's stores flush, when set.
+        pub(super) static MAX_WAL: std::cell::Cell<Option<u64>> = const { std::cell::Cell::new(None) };
+    }
+
+    #[test]
+    fn a_log_flushed_for_its_size_is_not_kept_alive_by_idle_families() {
+        // Flushes for the logs' size while the families of attributions,
+        // the LLM cache and patterns receive nothing; then a close.
+        MAX_WAL.with(|m| m.set(Some(64 << 10)));
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db");
+        let store = Store::open(&path, &StoreOptions::default()).unwrap();
+        MAX_WAL.with(|m| m.set(None));
+        for i in 0..40u64 {
+            // Values that do not compress away: the log grows by each.
+            let value: String = (0..2000u64)
+                .map(|j| {
+                    format!(
+                        "{:x}",
+                        (j + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15u64.wrapping_mul(i + 1))
+                    )
+                })
+                .collect();
+            write_trace(&store, &format!("g{i}"), &value);
+            if i == 19 {
+                // One family flushed alone (as ingesting table files
+                // flushes the family they go to): the log it leaves holds
+                // the other families' records and outgrows the limit.
+                store.db.flush_cf(store.cf(cf::VALUES)).unwrap();
+            }
+        }
+        drop(store);
+        let kept: Vec<(String, u64)> = std::fs::read_dir(&path)
+            .unwrap()
+            .map(|e| e.unwrap())
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".log"))
+            .map(|e| {
+                (
+                    e.file_name().to_string_lossy().into_owned(),
+                    e.metadata().unwrap().len(),
+                )
+            })
+            .filter(|(_, len)| *len > 0)
+            .collect();
+        assert_eq!(kept, Vec::new(), "logs a reader would replay");
+        let store = Store::open(
+            &path,
+            &StoreOptions {
+                read_only: true,
+                ..StoreOptions::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(store.read().traces().count(), 40);
     }
 
     fn write_trace(store: &Store, graph_id: &str, value: &str) -> TraceId {
