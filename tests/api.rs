@@ -419,6 +419,45 @@ fn chain(n: usize) -> String {
         .to_string()
 }
 
+/// `levels` levels of `width` variables, each variable written by its own
+/// op from every variable of the level below, and `x:top` written from
+/// the last level: a backward walk from it meets `width` new ops a level.
+fn fan(levels: usize, width: usize) -> String {
+    let var = |i: usize, j: usize| format!("x:{i}_{j}@1");
+    let mut nodes = vec![
+        json!({"name": "top", "class_name": "x", "version": 1, "value": "t", "session_id": "s"}),
+    ];
+    let (mut ops, mut edges) = (Vec::new(), Vec::new());
+    let mut op = |id: String, inputs: Vec<String>, output: String| {
+        for (k, input) in inputs.into_iter().enumerate() {
+            edges.push(
+                json!({"edge_id": format!("{id}-{k}"), "op_id": id, "session_id": "s",
+                              "source_full_node_id": input, "target_full_node_id": output}),
+            );
+        }
+        ops.push(json!({"op_id": id, "op_name": "mix", "category": "update", "session_id": "s"}));
+    };
+    for i in 0..levels {
+        for j in 0..width {
+            nodes.push(json!({"name": format!("{i}_{j}"), "class_name": "x", "version": 1, "value": "v", "session_id": "s"}));
+            if i > 0 {
+                op(
+                    format!("o{i}_{j}"),
+                    (0..width).map(|k| var(i - 1, k)).collect(),
+                    var(i, j),
+                );
+            }
+        }
+    }
+    op(
+        "otop".into(),
+        (0..width).map(|k| var(levels - 1, k)).collect(),
+        "x:top@1".into(),
+    );
+    json!({"graph_id": "fan", "data": {"sessions": [{"session_id": "s"}], "operations": ops, "nodes": nodes, "edges": edges}})
+        .to_string()
+}
+
 #[test]
 fn query_rows_stream_and_the_sink_can_stop_them() {
     let (_dir, db) = db();
@@ -552,6 +591,129 @@ fn lent_rows_are_the_collected_rows() {
             Some(1)
         ))
     );
+}
+
+/// A statement's rows read through `query_batches`, each cell as JSON,
+/// with the number of rows of each batch and whether its second column
+/// was text lent from the trace.
+fn batched_rows(db: &Database, q: &str) -> (Vec<Vec<Value>>, Vec<(usize, bool)>) {
+    let mut rows = Vec::new();
+    let mut batches = Vec::new();
+    db.query_batches(
+        q,
+        &memtrace::Params::new(),
+        &memtrace::Cancel::new(),
+        &mut |b| {
+            assert!(!b.is_empty(), "{q}: an empty batch");
+            for i in 0..b.len() {
+                rows.push(b.row(i).unwrap().iter().map(memtrace::to_json).collect());
+            }
+            let lent = matches!(b.columns().get(1), Some(memtrace::Column::Text(_)));
+            batches.push((b.len(), lent));
+            Ok(true)
+        },
+    )
+    .unwrap();
+    (rows, batches)
+}
+
+#[test]
+fn batched_rows_are_the_collected_rows() {
+    let (_dir, db) = db();
+    import(&db, SAMPLE).unwrap();
+    import(&db, &chain(3000)).unwrap();
+    let ops_of_sample =
+        "TRACE 'llm_output:str:23bdc09b3c7ac90ce55630f1b5ea7181c74a6e2c@1' RETURN ops";
+    for q in [
+        "TRACE v:2999 RETURN nodes",
+        "TRACE v:2999 RETURN ops",
+        "TRACE v:2999 DEPTH 4 RETURN ops",
+        "TRACE v:2999 RETURN ops LIMIT 5",
+        "TRACE v:2999 WHERE op.name = 'step' RETURN ops",
+        "TRACE v:2999 RETURN count",
+        "TRACE v:2999 UNTIL var.name = '2500' RETURN ops",
+        "FORWARD v:0 DEPTH 3 RETURN ops",
+        ops_of_sample,
+        "FIND ops WHERE op.name = 'step' LIMIT 4",
+        "FIND vars GROUP BY var.class RETURN var.class, count(*)",
+        "SHOW TRACES",
+    ] {
+        let collected = db.query(q).unwrap().rows;
+        assert!(!collected.is_empty(), "{q}");
+        let (rows, batches) = batched_rows(&db, q);
+        assert_eq!(rows, collected, "{q}");
+        // A plain ops walk lends each level's ops as one batch; any other
+        // statement gathers owned rows, a thousand and more to a batch.
+        let plain_ops = q.ends_with("RETURN ops") && !q.contains("WHERE") && !q.contains("UNTIL");
+        if plain_ops {
+            assert!(batches.iter().all(|&(_, lent)| lent), "{q}: {batches:?}");
+        } else {
+            assert!(batches.iter().all(|&(_, lent)| !lent), "{q}: {batches:?}");
+            let (last, full) = batches.split_last().unwrap();
+            assert!(full.iter().all(|&(n, _)| n >= 1000), "{q}: {batches:?}");
+            assert!(last.0 >= 1, "{q}");
+        }
+    }
+    // The chain's ops are one to a level: gathered, many levels to a
+    // batch. The fan's levels of 40 ops recorded one after the other are
+    // a batch each.
+    let (_, chain_ops) = batched_rows(&db, "TRACE v:2999 RETURN ops");
+    assert_eq!(chain_ops, [(1024, true), (1024, true), (951, true)]);
+    import(&db, &fan(6, 40)).unwrap();
+    let fan_ops = "TRACE x:top RETURN ops";
+    let (rows, fan_batches) = batched_rows(&db, fan_ops);
+    assert_eq!(rows, db.query(fan_ops).unwrap().rows);
+    let mut sizes = vec![40; 5];
+    sizes.insert(0, 1);
+    assert_eq!(
+        fan_batches,
+        sizes.into_iter().map(|n| (n, true)).collect::<Vec<_>>()
+    );
+    let (nodes, gathered) = batched_rows(&db, "TRACE v:2999 RETURN nodes");
+    assert_eq!(nodes.len(), 2999);
+    assert_eq!(gathered.len(), 3, "{gathered:?}");
+}
+
+#[test]
+fn a_batch_sink_that_wants_no_more_gets_no_more() {
+    let (_dir, db) = db();
+    import(&db, &chain(3000)).unwrap();
+    for q in ["TRACE v:2999 RETURN ops", "TRACE v:2999 RETURN nodes"] {
+        let mut calls = 0;
+        let mut first = None;
+        let cols = db
+            .query_batches(
+                q,
+                &memtrace::Params::new(),
+                &memtrace::Cancel::new(),
+                &mut |b| {
+                    calls += 1;
+                    first = b.str(0, 1).map(str::to_string);
+                    Ok(false)
+                },
+            )
+            .unwrap();
+        assert_eq!(calls, 1, "{q}");
+        assert_eq!(
+            first.as_deref(),
+            Some(if q.ends_with("ops") {
+                "op2999"
+            } else {
+                "v:2998@1"
+            })
+        );
+        assert_eq!(cols[1], if q.ends_with("ops") { "op_id" } else { "node" });
+    }
+    // Errors are the row API's errors.
+    let err = db
+        .query_batches(
+            "TRACE v:nope RETURN ops",
+            &memtrace::Params::new(),
+            &memtrace::Cancel::new(),
+            &mut |_| Ok(true),
+        )
+        .unwrap_err();
+    assert!(err.to_string().contains("v:nope"), "{err}");
 }
 
 #[test]

@@ -88,6 +88,7 @@ def statements(using_key):
         "nodes": nodes,
         "nodes-limit1": nodes + " LIMIT 1",
         "ops": ops,
+        "ops-batches": ops,
         "ops-limit1": ops + " LIMIT 1",
         "match": MATCH,
         "find-group": FIND_GROUP,

@@ -7,7 +7,7 @@
 
 use std::path::PathBuf;
 
-use memtrace::{Cancel, Database, Params, QueryResult};
+use memtrace::{Cancel, Column, Database, Params, QueryResult};
 
 use crate::cold::files_under;
 use crate::error::{CliError, Result};
@@ -141,23 +141,43 @@ impl Side for MemtraceSide {
                 s.trace
             ))
         };
-        let rows = |text: String| -> Result<Out> {
+        let rows = |text: String, batches: bool| -> Result<Out> {
             // Nodes and ops rows: trace, then the node's or op's id.
             let mut keys = keys;
-            db.query_each(&text, &Params::new(), &Cancel::new(), &mut |row| {
-                keys.push(row.get(1).and_then(|c| c.as_str()).unwrap_or(""));
-                Ok(true)
-            })?;
+            let (params, cancel) = (Params::new(), Cancel::new());
+            if batches {
+                // A batch at a time: a level's ops ids lent as one run of
+                // text are copied as one slice.
+                db.query_batches(&text, &params, &cancel, &mut |b| {
+                    let Some(ids) = b.columns().get(1) else {
+                        return Ok(true);
+                    };
+                    match (ids.joined(), ids) {
+                        (Some((run, starts)), _) => keys.push_run(run, starts),
+                        (None, Column::Text(t)) => {
+                            t.iter().for_each(|s| keys.push(s.unwrap_or("")))
+                        }
+                        (None, _) => (0..b.len()).for_each(|i| keys.push(ids.str(i).unwrap_or(""))),
+                    }
+                    Ok(true)
+                })?;
+            } else {
+                db.query_each(&text, &params, &cancel, &mut |row| {
+                    keys.push(row.get(1).and_then(|c| c.as_str()).unwrap_or(""));
+                    Ok(true)
+                })?;
+            }
             Ok(Out::Keys(keys))
         };
         let text = match kind {
             Kind::Open => return Err(CliError::Bench("open is not a query".into())),
             Kind::Closure | Kind::ClosureSpread => trace("RETURN count")?,
             Kind::Depth3 => trace("DEPTH 3 RETURN count")?,
-            Kind::Nodes => return rows(trace("RETURN nodes")?),
-            Kind::NodesLimit1 => return rows(trace("RETURN nodes LIMIT 1")?),
-            Kind::Ops => return rows(trace("RETURN ops")?),
-            Kind::OpsLimit1 => return rows(trace("RETURN ops LIMIT 1")?),
+            Kind::Nodes => return rows(trace("RETURN nodes")?, false),
+            Kind::NodesLimit1 => return rows(trace("RETURN nodes LIMIT 1")?, false),
+            Kind::Ops => return rows(trace("RETURN ops")?, false),
+            Kind::OpsLimit1 => return rows(trace("RETURN ops LIMIT 1")?, false),
+            Kind::OpsBatches => return rows(trace("RETURN ops")?, true),
             Kind::Match => MATCH_QUERY.to_string(),
             Kind::FindGroup => FIND_QUERY.to_string(),
         };
@@ -179,7 +199,7 @@ impl Side for MemtraceSide {
         Ok(match kind {
             Kind::Closure | Kind::ClosureSpread | Kind::Depth3 => Answer::count(count_of(&out, 1)),
             Kind::Match => Answer::count(count_of(&out, 0)),
-            Kind::Nodes | Kind::NodesLimit1 | Kind::Ops | Kind::OpsLimit1 => {
+            Kind::Nodes | Kind::NodesLimit1 | Kind::Ops | Kind::OpsBatches | Kind::OpsLimit1 => {
                 Answer::keys(out.rows.iter().filter_map(|r| col(r, 1)))
             }
             Kind::FindGroup => Answer::groups(

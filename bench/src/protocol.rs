@@ -46,6 +46,10 @@ pub enum Kind {
     NodesLimit1,
     /// The ops of the closure as rows.
     Ops,
+    /// The ops of the closure, read a batch at a time where the side has
+    /// a batch API (memtrace's `query_batches`; the peers read their rows
+    /// as for [`Kind::Ops`]).
+    OpsBatches,
     /// The first row of the closure's ops.
     OpsLimit1,
     /// A two-edge pattern over all traces, counted.
@@ -200,6 +204,13 @@ pub const GROWTH: &[Workload] = &[
         false,
         "TRACE <prediction> RETURN ops (rows: op id, name, kind, depth), cached",
         "ops whose edges end in the recursive CTE (rows: op id, name, kind), repeated",
+    ),
+    w(
+        "closure-ops-batches-warm",
+        Kind::OpsBatches,
+        false,
+        "TRACE <prediction> RETURN ops read in batches (query_batches; each level's ids copied as one slice), cached",
+        "the same ops as closure-ops-warm, repeated",
     ),
     w(
         "closure-ops-limit1-warm",
@@ -389,6 +400,21 @@ impl KeyColumn {
     /// Appends one row's key.
     pub fn push(&mut self, key: &str) {
         self.text.push_str(key);
+        self.ends.push(self.text.len());
+    }
+
+    /// Appends the keys that `run` holds one after the other, the `i`th
+    /// starting at the `i`th of `starts` (offsets into `run`, in order) and
+    /// ending where the next starts, the last at the end of `run`.
+    pub fn push_run(&mut self, run: &str, starts: impl Iterator<Item = usize>) {
+        let base = self.text.len();
+        self.text.push_str(run);
+        let mut starts = starts.peekable();
+        if starts.peek().is_none() {
+            return;
+        }
+        starts.next();
+        self.ends.extend(starts.map(|s| base + s));
         self.ends.push(self.text.len());
     }
 
@@ -715,6 +741,23 @@ mod tests {
         assert_eq!(fnv1a(b""), 0xcbf2_9ce4_8422_2325);
         let g = Answer::groups([(Some("a"), 2), (None, 3)]);
         assert_eq!(g.rows, 5);
+    }
+
+    #[test]
+    fn a_run_of_keys_is_the_same_column_as_its_keys_one_by_one() {
+        let mut one_by_one = KeyColumn::default();
+        for k in ["pre", "a", "", "bcd"] {
+            one_by_one.push(k);
+        }
+        let mut runs = KeyColumn::default();
+        runs.push("pre");
+        runs.push_run("abcd", [0, 1, 1].into_iter());
+        runs.push_run("", std::iter::empty());
+        assert_eq!(
+            runs.iter().collect::<Vec<_>>(),
+            one_by_one.iter().collect::<Vec<_>>()
+        );
+        assert_eq!(Answer::keys(runs.iter()), Answer::keys(one_by_one.iter()));
     }
 
     #[test]

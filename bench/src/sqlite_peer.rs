@@ -137,7 +137,7 @@ SELECT count(DISTINCT n) - 1 FROM anc"
             "{CLOSURE_CTE}\nSELECT nd.full_node_id, nd.class FROM anc JOIN nodes nd ON nd.trace = ?1 AND nd.id = anc.n WHERE anc.n != ?2{}",
             limit(kind)
         ),
-        Kind::Ops | Kind::OpsLimit1 => format!(
+        Kind::Ops | Kind::OpsBatches | Kind::OpsLimit1 => format!(
             "{CLOSURE_CTE}\nSELECT o.op_id, o.name, o.kind FROM ops o WHERE o.trace = ?1 AND o.op_id IN (
   SELECT e.op FROM anc JOIN edges e ON e.trace = ?1 AND e.dst = anc.n){}",
             limit(kind)
@@ -365,7 +365,7 @@ impl Side for SqliteSide {
                     .map_err(sqlite_err)?;
                 Rows::Count(n as u64)
             }
-            Kind::Nodes | Kind::NodesLimit1 | Kind::Ops | Kind::OpsLimit1 => {
+            Kind::Nodes | Kind::NodesLimit1 | Kind::Ops | Kind::OpsBatches | Kind::OpsLimit1 => {
                 let s = need()?;
                 // Each row's first column read in place and kept, as the
                 // memtrace side keeps the id it is lent.

@@ -31,6 +31,7 @@ pub use cache::{CacheStats, TraceState};
 pub use catalog::{OpLabel, TraceCatalog, TraceEdges, TraceOps, VarLabel};
 pub use db::{Call, Database, Definition, Extension, Snapshot, TraceResult};
 pub use error::{EngineError, Result};
+pub use exec::batch::{Batch, BatchSink, Column, TextColumn};
 pub use exec::ctx::lazy;
 pub use exec::run::columns_of;
 pub use exec::subgraph::{GraphEdge, GraphNode, GraphOptions, QueryGraph};

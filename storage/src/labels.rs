@@ -100,6 +100,58 @@ impl<const N: usize> TextTable<N> {
         Some(out)
     }
 
+    /// Where record `id`'s text of kind `k` lies in [`text`](Self::text):
+    /// `[start, end)` byte offsets, on char boundaries; `Some(None)` when
+    /// the record has no such text, `None` past the last record or kind.
+    /// Consecutive records' texts of a kind follow each other, so the
+    /// texts of a run of ids are one slice (see [`run`](Self::run)).
+    #[inline]
+    pub fn range(&self, id: u32, k: usize) -> Option<Option<[u32; 2]>> {
+        let i = id as usize;
+        let b = *self.ends.get(i)?.get(k)?;
+        let a = match i {
+            0 => 0,
+            _ => self.ends.get(i - 1)?[k] & !ABSENT,
+        };
+        Some((a <= b && b as usize <= self.text[k].len()).then_some([a, b]))
+    }
+
+    /// The texts of kind `k` of records `lo..hi`, when each of them has
+    /// one: they follow each other in [`text`](Self::text), so they are
+    /// one slice; the iterator gives where each starts in it (each ends
+    /// where the next starts, the last at the slice's end). `None` when one
+    /// has no such text, or past the last record or kind.
+    pub fn run(
+        &self,
+        k: usize,
+        lo: u32,
+        hi: u32,
+    ) -> Option<(&str, impl Iterator<Item = usize> + '_)> {
+        let ends = self.ends.get(lo as usize..hi as usize)?;
+        let text = self.text.get(k)?;
+        if ends.iter().any(|e| e[k] & ABSENT != 0) {
+            return None;
+        }
+        let first = match lo {
+            0 => 0,
+            _ => self.ends.get(lo as usize - 1)?[k] & !ABSENT,
+        };
+        let last = ends.last().map_or(first, |e| e[k]);
+        let slice = text.get(first as usize..last as usize)?;
+        let inner = ends.get(..ends.len().saturating_sub(1)).unwrap_or(&[]);
+        let starts = std::iter::once(first)
+            .take(ends.len())
+            .chain(inner.iter().map(move |e| e[k]))
+            .map(move |s| (s - first) as usize);
+        Some((slice, starts))
+    }
+
+    /// Every record's text of kind `k`, one after the other (empty past
+    /// the last kind).
+    pub fn text(&self, k: usize) -> &str {
+        self.text.get(k).map_or("", String::as_str)
+    }
+
     /// Bytes held on the heap.
     pub fn bytes(&self) -> usize {
         self.text.iter().map(String::capacity).sum::<usize>() + self.ends.capacity() * 4 * N
@@ -309,6 +361,55 @@ mod tests {
             prop_assert!(t.get(rows.len() as u32).is_none());
             let labels = TraceLabels { vars: TextTable::default(), ops: t };
             prop_assert_eq!(TraceLabels::decode(&labels.encode()).unwrap(), labels);
+        }
+
+        #[test]
+        fn ranges_slice_each_kinds_text_to_the_records_text_and_runs_are_one_slice(
+            rows in texts(), from: usize, to: usize,
+        ) {
+            let t = table(&rows);
+            for (i, r) in rows.iter().enumerate() {
+                for (k, text) in r.iter().enumerate() {
+                    let range = t.range(i as u32, k).unwrap();
+                    let got = range.map(|[a, b]| &t.text(k)[a as usize..b as usize]);
+                    prop_assert_eq!(got, text.as_deref());
+                }
+            }
+            for k in 0..4 {
+                prop_assert_eq!(t.range(rows.len() as u32, k), None);
+            }
+            prop_assert_eq!(t.text(3), "");
+            let (lo, hi) = (from % (rows.len() + 1), to % (rows.len() + 1));
+            let (lo, hi) = (lo.min(hi), lo.max(hi));
+            for k in 0..3 {
+                // The present texts of ids `lo..hi`, in order, are the text
+                // from the first's start to the last's end.
+                let present: Vec<[u32; 2]> =
+                    (lo..hi).filter_map(|i| t.range(i as u32, k).unwrap()).collect();
+                let joined: String = rows[lo..hi].iter().filter_map(|r| r[k].clone()).collect();
+                if let (Some(first), Some(last)) = (present.first(), present.last()) {
+                    prop_assert_eq!(&t.text(k)[first[0] as usize..last[1] as usize], joined);
+                }
+                // A run whose records all have the kind's text is one
+                // slice, split where each starts.
+                let all = rows[lo..hi].iter().all(|r| r[k].is_some());
+                match t.run(k, lo as u32, hi as u32) {
+                    Some((slice, starts)) => {
+                        prop_assert!(all);
+                        let starts: Vec<usize> = starts.collect();
+                        let mut ends: Vec<usize> = starts.iter().skip(1).copied().collect();
+                        ends.push(slice.len());
+                        let split: Vec<&str> =
+                            starts.iter().zip(&ends).map(|(&a, &b)| &slice[a..b]).collect();
+                        let expected: Vec<&str> =
+                            rows[lo..hi].iter().map(|r| r[k].as_deref().unwrap()).collect();
+                        prop_assert_eq!(split, expected);
+                    }
+                    None => prop_assert!(!all),
+                }
+            }
+            prop_assert!(t.run(0, 0, rows.len() as u32 + 1).is_none());
+            prop_assert!(t.run(3, 0, 0).is_none());
         }
 
         #[test]

@@ -1,11 +1,14 @@
 //! The query API of the [`Database`] and its [`Snapshot`]s: parse, plan
 //! and run statements, collecting or streaming their rows.
 
+use std::cell::RefCell;
+
 use memtrace_query::plan::Pred;
 use memtrace_query::{Params, Plan, Statement};
 use memtrace_storage::records::TraceRecord;
 use memtrace_storage::TraceId;
 
+use super::batch::{BatchOut, BatchSink, Gather};
 use super::ctx::TraceCtx;
 use super::row::RecRow;
 use super::run::{qerr, Exec};
@@ -63,6 +66,42 @@ impl Database {
     ) -> Result<Vec<String>> {
         let plan = self.prepare(text, params)?;
         self.snapshot().run_cells(&plan, cancel, sink)?;
+        Ok(Exec::columns(&plan))
+    }
+
+    /// Runs one statement, lending its rows to `sink` many at a time,
+    /// column by column ([`Batch`]): for a reader that takes every row,
+    /// such as one copying a column out, a batch costs one call instead of
+    /// one per row. A plain `RETURN ops` walk (variable starts, no WHILE,
+    /// UNTIL, WHERE or LIMIT, on a trace with stored labels) lends each
+    /// level's ops as one batch whose ids, names and kinds point into the
+    /// trace's labels; every other statement's rows are gathered into
+    /// batches of owned values. The rows, and their order, are those of
+    /// [`query_each`](Self::query_each). `sink` returns `false` to stop
+    /// early. Returns the column names.
+    ///
+    /// ```no_run
+    /// use memtrace_engine::{Cancel, Database, Params};
+    /// let db = Database::open("memtrace.db")?;
+    /// let mut ids = String::new();
+    /// db.query_batches("TRACE prediction:Q1 RETURN ops", &Params::new(), &Cancel::new(), &mut |b| {
+    ///     for row in 0..b.len() {
+    ///         ids.push_str(b.str(row, 1).unwrap_or_default());
+    ///         ids.push('\n');
+    ///     }
+    ///     Ok(true)
+    /// })?;
+    /// # Ok::<(), memtrace_engine::EngineError>(())
+    /// ```
+    pub fn query_batches(
+        &self,
+        text: &str,
+        params: &Params,
+        cancel: &Cancel,
+        sink: &mut BatchSink<'_>,
+    ) -> Result<Vec<String>> {
+        let plan = self.prepare(text, params)?;
+        self.snapshot().run_batches(&plan, cancel, sink)?;
         Ok(Exec::columns(&plan))
     }
 
@@ -130,6 +169,7 @@ impl<'db> Snapshot<'db> {
             snapshot: self,
             cancel,
             capture: None,
+            batches: None,
         }
     }
 
@@ -143,6 +183,22 @@ impl<'db> Snapshot<'db> {
     /// `sink` as cells (see [`Database::query_each`]).
     pub fn run_cells(&self, plan: &Plan, cancel: &Cancel, sink: &mut CellSink<'_>) -> Result<()> {
         self.exec(cancel).run(plan, sink)
+    }
+
+    /// Runs a planned statement on this snapshot, lending its rows to
+    /// `sink` in batches (see [`Database::query_batches`]).
+    pub fn run_batches(
+        &self,
+        plan: &Plan,
+        cancel: &Cancel,
+        sink: &mut BatchSink<'_>,
+    ) -> Result<()> {
+        let gather = RefCell::new(Gather::new(Exec::columns(plan).len(), sink));
+        let mut exec = self.exec(cancel);
+        exec.batches = Some(&gather);
+        exec.run(plan, &mut |row| gather.borrow_mut().row(row))?;
+        gather.borrow_mut().flush()?;
+        Ok(())
     }
 
     /// The failed cases that a planned `FIND cases` returns, in its order,

@@ -7,10 +7,12 @@
 //! (the rows conditions and projections read), `run` (the executor and its
 //! dispatch per statement), the statements `traverse` (TRACE, FORWARD),
 //! `find` (FIND), `matching` (MATCH) and `describe` (DESCRIBE), `api`
-//! (the query API of the database and its snapshots), and `subgraph` (what
-//! a TRACE, FORWARD or MATCH reaches, handed out as a petgraph graph).
+//! (the query API of the database and its snapshots), `batch` (rows handed
+//! out many at a time, column by column), and `subgraph` (what a TRACE,
+//! FORWARD or MATCH reaches, handed out as a petgraph graph).
 
 mod api;
+pub(crate) mod batch;
 mod capture;
 pub(crate) mod ctx;
 mod describe;

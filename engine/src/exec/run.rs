@@ -2,6 +2,7 @@
 //! its dispatch to the statement's runner or extension, and the traces and
 //! start nodes a statement names.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 
 use memtrace_query::{NodeRef, Plan, QueryError, Value};
@@ -9,6 +10,7 @@ use memtrace_storage::keys::IdKind;
 use memtrace_storage::records::TraceRecord;
 use memtrace_storage::{ReadView, TraceId};
 
+use super::batch::BatchOut;
 use super::value::{give, take_row, CellSink, Sink};
 use crate::cache::Head;
 use crate::db::{Call, Database, Snapshot};
@@ -39,6 +41,10 @@ pub(super) struct Exec<'a> {
     /// Set by [`crate::Database::query_graph`]: TRACE, FORWARD and MATCH
     /// put what they reach here instead of making rows.
     pub capture: Option<&'a super::capture::Capture>,
+    /// Set by [`crate::Database::query_batches`]: where a walk that makes
+    /// whole batches sends them (the rows go to the row sink, which
+    /// gathers them into batches for the same place).
+    pub batches: Option<&'a RefCell<dyn BatchOut + 'a>>,
 }
 
 /// A query error as the engine's error.

@@ -143,6 +143,7 @@ impl Database {
             snapshot: &snapshot,
             cancel,
             capture: Some(&capture),
+            batches: None,
         };
         exec.run(&plan, &mut |_| Ok(true))?;
         build(&snapshot, capture.into_traces(), options)

@@ -11,6 +11,7 @@ use memtrace_query::plan::TraversePlan;
 use memtrace_query::{Field, QueryError, Row, Value};
 use memtrace_storage::{TraceId, TraceLabels};
 
+use super::batch::{Batch, Gather};
 use super::ctx::{OpTexts, TraceCtx};
 use super::row::RecRow;
 use super::run::{qerr, Exec, StartNode};
@@ -83,6 +84,42 @@ fn node_row<'t>(
         Cell::Value(Value::from(v.depth)),
         via,
     ])
+}
+
+/// The fewest ops of a level, recorded one after the other, that go out as
+/// a batch of their own (see [`Exec::ops_plain`]): below it, a batch's own
+/// cost is more than looking each op up.
+const RUN_ROWS: usize = 16;
+
+/// Refills `row`, an op row that a sink has had, in place with `op_row`'s
+/// cells: a cell still of the kind it is refilled with is overwritten
+/// without being dropped (a sink may have taken an owned cell, which left
+/// it `Null`). A walk that hands out one op row after another then pays no
+/// drop per row.
+#[inline]
+fn refill_op_row<'t>(
+    row: &mut [Cell<'t>; 5],
+    gid: &'t str,
+    texts: [Option<&'t str>; 3],
+    depth: u32,
+) {
+    #[inline]
+    fn put<'t>(cell: &mut Cell<'t>, text: Option<&'t str>) {
+        match (cell, text) {
+            (Cell::Text(slot), Some(text)) => *slot = text,
+            (cell, text) => *cell = Cell::text(text),
+        }
+    }
+    let [gid_cell, id_cell, name_cell, kind_cell, depth_cell] = row;
+    let [id, name, kind] = texts;
+    put(gid_cell, Some(gid));
+    put(id_cell, Some(id.unwrap_or("")));
+    put(name_cell, name);
+    put(kind_cell, kind);
+    match depth_cell {
+        Cell::Value(Value::Int(slot)) => *slot = i64::from(depth),
+        cell => *cell = Cell::Value(Value::from(depth)),
+    }
 }
 
 /// The `RETURN ops` row of an op at its least depth: trace, op id, name,
@@ -280,6 +317,45 @@ impl<'a> Exec<'a> {
         let gid = t.graph_id();
         let mut wanted = true;
         let texts = t.op_reader()?;
+        if let (Some(out), OpTexts::Labels(table), None, None) =
+            (self.batches, texts, &p.filter, p.limit)
+        {
+            // Batches wanted, and every op of each level is a row. A wide
+            // level of ops recorded one after the other is a batch of its
+            // own, lending a run of the labels at no cost per row. The
+            // other levels' ops are kept with their depths and go out
+            // several levels to a batch, each looked up then (a trace
+            // walked one op a level would otherwise pay a batch per row).
+            let mut run = Batch::ops(gid, table);
+            let mut rest = Batch::ops(gid, table);
+            let (mut kept, mut depths): (Vec<u32>, Vec<u32>) = (Vec::new(), Vec::new());
+            let mut send_kept = |kept: &mut Vec<u32>, depths: &mut Vec<u32>| -> Result<bool> {
+                if kept.is_empty() {
+                    return Ok(true);
+                }
+                rest.set_ops(kept, depths);
+                kept.clear();
+                depths.clear();
+                out.borrow_mut().batch(&rest)
+            };
+            g.walk_new_ops(var_starts, dir, p.max_depth, self.cancel, |depth, fresh| {
+                if fresh.len() >= RUN_ROWS && run.set_ops_run(fresh, depth) {
+                    wanted = send_kept(&mut kept, &mut depths)? && out.borrow_mut().batch(&run)?;
+                } else {
+                    kept.extend_from_slice(fresh);
+                    depths.resize(kept.len(), depth);
+                    if kept.len() >= Gather::ROWS {
+                        wanted = send_kept(&mut kept, &mut depths)?;
+                    }
+                }
+                Ok(wanted)
+            })?;
+            if wanted {
+                wanted = send_kept(&mut kept, &mut depths)?;
+            }
+            return Ok(wanted);
+        }
+        let mut row = op_row(gid, [None; 3], 0);
         g.walk_new_ops(var_starts, dir, p.max_depth, self.cancel, |depth, fresh| {
             for &o in fresh.iter() {
                 if let Some(f) = &p.filter {
@@ -291,7 +367,8 @@ impl<'a> Exec<'a> {
                         continue;
                     }
                 }
-                if !emit(&mut op_row(gid, texts.get(o)?, depth))? {
+                refill_op_row(&mut row, gid, texts.get(o)?, depth);
+                if !emit(&mut row)? {
                     wanted = false;
                     return Ok(false);
                 }
