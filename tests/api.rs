@@ -626,6 +626,11 @@ fn batched_rows_are_the_collected_rows() {
         "TRACE 'llm_output:str:23bdc09b3c7ac90ce55630f1b5ea7181c74a6e2c@1' RETURN ops";
     for q in [
         "TRACE v:2999 RETURN nodes",
+        "TRACE v:2999 DEPTH 2..1500 RETURN nodes",
+        "TRACE v:2999 RETURN nodes LIMIT 5",
+        "FORWARD v:0 DEPTH 3 RETURN nodes",
+        "TRACE v:2999 WHERE var.name CONTAINS '9' RETURN nodes",
+        "TRACE 'llm_output:str:23bdc09b3c7ac90ce55630f1b5ea7181c74a6e2c@1' RETURN nodes",
         "TRACE v:2999 RETURN ops",
         "TRACE v:2999 DEPTH 4 RETURN ops",
         "TRACE v:2999 RETURN ops LIMIT 5",
@@ -642,10 +647,13 @@ fn batched_rows_are_the_collected_rows() {
         assert!(!collected.is_empty(), "{q}");
         let (rows, batches) = batched_rows(&db, q);
         assert_eq!(rows, collected, "{q}");
-        // A plain ops walk lends each level's ops as one batch; any other
-        // statement gathers owned rows, a thousand and more to a batch.
-        let plain_ops = q.ends_with("RETURN ops") && !q.contains("WHERE") && !q.contains("UNTIL");
-        if plain_ops {
+        // A plain walk's ops and nodes are lent from the trace's labels;
+        // any other statement gathers owned rows, a thousand and more to a
+        // batch.
+        let plain = (q.ends_with("RETURN ops") || q.ends_with("RETURN nodes"))
+            && !q.contains("WHERE")
+            && !q.contains("UNTIL");
+        if plain {
             assert!(batches.iter().all(|&(_, lent)| lent), "{q}: {batches:?}");
         } else {
             assert!(batches.iter().all(|&(_, lent)| !lent), "{q}: {batches:?}");
@@ -669,9 +677,14 @@ fn batched_rows_are_the_collected_rows() {
         fan_batches,
         sizes.into_iter().map(|n| (n, true)).collect::<Vec<_>>()
     );
-    let (nodes, gathered) = batched_rows(&db, "TRACE v:2999 RETURN nodes");
+    let (nodes, batches) = batched_rows(&db, "TRACE v:2999 RETURN nodes");
     assert_eq!(nodes.len(), 2999);
-    assert_eq!(gathered.len(), 3, "{gathered:?}");
+    assert_eq!(batches, [(1024, true), (1024, true), (951, true)]);
+    let fan_nodes = "TRACE x:top DEPTH 3 RETURN nodes";
+    assert_eq!(
+        batched_rows(&db, fan_nodes).0,
+        db.query(fan_nodes).unwrap().rows
+    );
 }
 
 #[test]

@@ -86,6 +86,7 @@ def statements(using_key):
         "closure-spread": cte + "\nSELECT count(*) - 1 FROM anc",
         "depth3": DEPTH3,
         "nodes": nodes,
+        "nodes-batches": nodes,
         "nodes-limit1": nodes + " LIMIT 1",
         "ops": ops,
         "ops-batches": ops,

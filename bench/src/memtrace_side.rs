@@ -146,8 +146,9 @@ impl Side for MemtraceSide {
             let mut keys = keys;
             let (params, cancel) = (Params::new(), Cancel::new());
             if batches {
-                // A batch at a time: a level's ops ids lent as one run of
-                // text are copied as one slice.
+                // A batch at a time, only its id column read: ids lent as
+                // one run of text (a level's ops recorded one after the
+                // other) are copied as one slice, others one by one.
                 db.query_batches(&text, &params, &cancel, &mut |b| {
                     let Some(ids) = b.columns().get(1) else {
                         return Ok(true);
@@ -178,6 +179,7 @@ impl Side for MemtraceSide {
             Kind::Ops => return rows(trace("RETURN ops")?, false),
             Kind::OpsLimit1 => return rows(trace("RETURN ops LIMIT 1")?, false),
             Kind::OpsBatches => return rows(trace("RETURN ops")?, true),
+            Kind::NodesBatches => return rows(trace("RETURN nodes")?, true),
             Kind::Match => MATCH_QUERY.to_string(),
             Kind::FindGroup => FIND_QUERY.to_string(),
         };
@@ -199,9 +201,12 @@ impl Side for MemtraceSide {
         Ok(match kind {
             Kind::Closure | Kind::ClosureSpread | Kind::Depth3 => Answer::count(count_of(&out, 1)),
             Kind::Match => Answer::count(count_of(&out, 0)),
-            Kind::Nodes | Kind::NodesLimit1 | Kind::Ops | Kind::OpsBatches | Kind::OpsLimit1 => {
-                Answer::keys(out.rows.iter().filter_map(|r| col(r, 1)))
-            }
+            Kind::Nodes
+            | Kind::NodesBatches
+            | Kind::NodesLimit1
+            | Kind::Ops
+            | Kind::OpsBatches
+            | Kind::OpsLimit1 => Answer::keys(out.rows.iter().filter_map(|r| col(r, 1))),
             Kind::FindGroup => Answer::groups(
                 out.rows
                     .iter()

@@ -44,11 +44,14 @@ pub enum Kind {
     Nodes,
     /// The first row of the closure's nodes.
     NodesLimit1,
+    /// The closure's nodes, read a batch at a time where the side has a
+    /// batch API (memtrace's `query_batches`; the peers read their rows as
+    /// for [`Kind::Nodes`]).
+    NodesBatches,
     /// The ops of the closure as rows.
     Ops,
-    /// The ops of the closure, read a batch at a time where the side has
-    /// a batch API (memtrace's `query_batches`; the peers read their rows
-    /// as for [`Kind::Ops`]).
+    /// The ops of the closure, read a batch at a time (as
+    /// [`Kind::NodesBatches`] reads the nodes).
     OpsBatches,
     /// The first row of the closure's ops.
     OpsLimit1,
@@ -190,6 +193,13 @@ pub const GROWTH: &[Workload] = &[
         false,
         "TRACE <prediction> RETURN nodes, cached",
         "recursive CTE joined to nodes, repeated",
+    ),
+    w(
+        "closure-nodes-batches-warm",
+        Kind::NodesBatches,
+        false,
+        "TRACE <prediction> RETURN nodes read in batches (query_batches; only the id column read), cached",
+        "the same nodes as closure-nodes-warm, repeated",
     ),
     w(
         "closure-nodes-limit1-warm",

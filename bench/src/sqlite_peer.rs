@@ -133,7 +133,7 @@ pub fn sql(kind: Kind) -> Option<String> {
   SELECT ?2, 0 UNION SELECT e.src, anc.d + 1 FROM anc JOIN edges e ON e.trace = ?1 AND e.dst = anc.n WHERE anc.d < 3)
 SELECT count(DISTINCT n) - 1 FROM anc"
             .to_string(),
-        Kind::Nodes | Kind::NodesLimit1 => format!(
+        Kind::Nodes | Kind::NodesBatches | Kind::NodesLimit1 => format!(
             "{CLOSURE_CTE}\nSELECT nd.full_node_id, nd.class FROM anc JOIN nodes nd ON nd.trace = ?1 AND nd.id = anc.n WHERE anc.n != ?2{}",
             limit(kind)
         ),
@@ -365,7 +365,12 @@ impl Side for SqliteSide {
                     .map_err(sqlite_err)?;
                 Rows::Count(n as u64)
             }
-            Kind::Nodes | Kind::NodesLimit1 | Kind::Ops | Kind::OpsBatches | Kind::OpsLimit1 => {
+            Kind::Nodes
+            | Kind::NodesBatches
+            | Kind::NodesLimit1
+            | Kind::Ops
+            | Kind::OpsBatches
+            | Kind::OpsLimit1 => {
                 let s = need()?;
                 // Each row's first column read in place and kept, as the
                 // memtrace side keeps the id it is lent.

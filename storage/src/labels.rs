@@ -100,50 +100,33 @@ impl<const N: usize> TextTable<N> {
         Some(out)
     }
 
-    /// Where record `id`'s text of kind `k` lies in [`text`](Self::text):
-    /// `[start, end)` byte offsets, on char boundaries; `Some(None)` when
-    /// the record has no such text, `None` past the last record or kind.
-    /// Consecutive records' texts of a kind follow each other, so the
-    /// texts of a run of ids are one slice (see [`run`](Self::run)).
-    #[inline]
-    pub fn range(&self, id: u32, k: usize) -> Option<Option<[u32; 2]>> {
-        let i = id as usize;
-        let b = *self.ends.get(i)?.get(k)?;
-        let a = match i {
-            0 => 0,
-            _ => self.ends.get(i - 1)?[k] & !ABSENT,
-        };
-        Some((a <= b && b as usize <= self.text[k].len()).then_some([a, b]))
+    /// One kind of text of the table, read record by record or as runs
+    /// (see [`TextKind`]); `None` past the last kind.
+    pub fn kind(&self, k: usize) -> Option<TextKind<'_>> {
+        Some(TextKind {
+            text: self.text.get(k)?,
+            ends: self.ends.as_flattened(),
+            stride: N,
+            kind: k,
+        })
     }
 
-    /// The texts of kind `k` of records `lo..hi`, when each of them has
-    /// one: they follow each other in [`text`](Self::text), so they are
-    /// one slice; the iterator gives where each starts in it (each ends
-    /// where the next starts, the last at the slice's end). `None` when one
-    /// has no such text, or past the last record or kind.
+    /// Where record `id`'s text of kind `k` lies (see
+    /// [`TextKind::range`]); `None` past the last record or kind.
+    #[inline]
+    pub fn range(&self, id: u32, k: usize) -> Option<Option<[u32; 2]>> {
+        self.kind(k)?.range(id)
+    }
+
+    /// The texts of kind `k` of records `lo..hi` as one slice (see
+    /// [`TextKind::run`]); `None` past the last kind.
     pub fn run(
         &self,
         k: usize,
         lo: u32,
         hi: u32,
     ) -> Option<(&str, impl Iterator<Item = usize> + '_)> {
-        let ends = self.ends.get(lo as usize..hi as usize)?;
-        let text = self.text.get(k)?;
-        if ends.iter().any(|e| e[k] & ABSENT != 0) {
-            return None;
-        }
-        let first = match lo {
-            0 => 0,
-            _ => self.ends.get(lo as usize - 1)?[k] & !ABSENT,
-        };
-        let last = ends.last().map_or(first, |e| e[k]);
-        let slice = text.get(first as usize..last as usize)?;
-        let inner = ends.get(..ends.len().saturating_sub(1)).unwrap_or(&[]);
-        let starts = std::iter::once(first)
-            .take(ends.len())
-            .chain(inner.iter().map(move |e| e[k]))
-            .map(move |s| (s - first) as usize);
-        Some((slice, starts))
+        self.kind(k)?.run(lo, hi)
     }
 
     /// Every record's text of kind `k`, one after the other (empty past
@@ -287,6 +270,102 @@ impl<'b> Reader<'b> {
     }
 }
 
+/// One kind of text of a [`TextTable`] (the ids, or the names, ...), for a
+/// table of any number of kinds: the kind's texts, one after the other,
+/// and where each record's ends. Consecutive records' texts follow each
+/// other, so the texts of a run of records are one slice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TextKind<'a> {
+    /// Every record's text of this kind, one after the other.
+    text: &'a str,
+    /// The table's ends, every kind, record after record: record `i`'s end
+    /// of this kind is `ends[i * stride + kind]`.
+    ends: &'a [u32],
+    stride: usize,
+    kind: usize,
+}
+
+impl<'a> TextKind<'a> {
+    /// How many records.
+    pub fn len(&self) -> usize {
+        self.ends.len() / self.stride.max(1)
+    }
+
+    /// Whether there are no records.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Every record's text of this kind, one after the other (what
+    /// [`range`](Self::range) and [`run`](Self::run) index).
+    pub fn text(&self) -> &'a str {
+        self.text
+    }
+
+    /// Record `i`'s stored end of this kind.
+    #[inline]
+    fn end(&self, i: usize) -> Option<u32> {
+        self.ends
+            .get(i.checked_mul(self.stride)?.checked_add(self.kind)?)
+            .copied()
+    }
+
+    /// Where record `id`'s text lies in [`text`](Self::text): `[start,
+    /// end)` byte offsets, on char boundaries; `Some(None)` when the
+    /// record has no such text, `None` past the last record.
+    #[inline]
+    pub fn range(&self, id: u32) -> Option<Option<[u32; 2]>> {
+        let i = id as usize;
+        let b = self.end(i)?;
+        let a = match i {
+            0 => 0,
+            _ => self.end(i - 1)? & !ABSENT,
+        };
+        // An absent text's end has `ABSENT` set, which puts it past any
+        // text.
+        Some((a <= b && b as usize <= self.text.len()).then_some([a, b]))
+    }
+
+    /// Record `id`'s text: `Some(None)` when it has none, `None` past the
+    /// last record.
+    pub fn get(&self, id: u32) -> Option<Option<&'a str>> {
+        Some(
+            self.range(id)?
+                .and_then(|[a, b]| self.text.get(a as usize..b as usize)),
+        )
+    }
+
+    /// The texts of records `lo..hi`, when each of them has one: they
+    /// follow each other, so they are one slice; the iterator gives where
+    /// each starts in it (each ends where the next starts, the last at the
+    /// slice's end). `None` when one has none, or past the last record.
+    pub fn run(&self, lo: u32, hi: u32) -> Option<(&'a str, impl Iterator<Item = usize> + 'a)> {
+        let (lo, hi) = (lo as usize, hi as usize);
+        if hi > self.len() || lo > hi {
+            return None;
+        }
+        let this = *self;
+        let mut ends = (lo..hi).map(move |i| this.end(i).unwrap_or(ABSENT));
+        if ends.any(|e| e & ABSENT != 0) {
+            return None;
+        }
+        let first = match lo {
+            0 => 0,
+            _ => self.end(lo - 1)? & !ABSENT,
+        };
+        let last = match hi.checked_sub(1) {
+            Some(l) if l >= lo => self.end(l)?,
+            _ => first,
+        };
+        let slice = self.text.get(first as usize..last as usize)?;
+        let starts = (lo..hi).map(move |i| match i {
+            _ if i == lo => 0,
+            _ => (this.end(i - 1).unwrap_or(first) - first) as usize,
+        });
+        Some((slice, starts))
+    }
+}
+
 /// A trace's labels: per variable its full node id and category, per op
 /// its id, name and kind (`category`), by local id.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -373,6 +452,10 @@ mod tests {
                     let range = t.range(i as u32, k).unwrap();
                     let got = range.map(|[a, b]| &t.text(k)[a as usize..b as usize]);
                     prop_assert_eq!(got, text.as_deref());
+                    let kind = t.kind(k).unwrap();
+                    prop_assert_eq!(kind.get(i as u32), Some(text.as_deref()));
+                    prop_assert_eq!(kind.len(), rows.len());
+                    prop_assert_eq!(kind.text(), t.text(k));
                 }
             }
             for k in 0..4 {
@@ -409,6 +492,8 @@ mod tests {
                 }
             }
             prop_assert!(t.run(0, 0, rows.len() as u32 + 1).is_none());
+            prop_assert!(t.kind(3).is_none());
+            prop_assert_eq!(t.kind(0).unwrap().get(rows.len() as u32), None);
             prop_assert!(t.run(3, 0, 0).is_none());
         }
 

@@ -72,13 +72,15 @@ impl Database {
     /// Runs one statement, lending its rows to `sink` many at a time,
     /// column by column ([`Batch`]): for a reader that takes every row,
     /// such as one copying a column out, a batch costs one call instead of
-    /// one per row. A plain `RETURN ops` walk (variable starts, no WHILE,
-    /// UNTIL, WHERE or LIMIT, on a trace with stored labels) lends each
-    /// level's ops as one batch whose ids, names and kinds point into the
-    /// trace's labels; every other statement's rows are gathered into
-    /// batches of owned values. The rows, and their order, are those of
-    /// [`query_each`](Self::query_each). `sink` returns `false` to stop
-    /// early. Returns the column names.
+    /// one per row, and a text is looked up only when its column is read.
+    /// The nodes and ops of a plain walk (variable starts, no WHILE, UNTIL,
+    /// WHERE or LIMIT, on a trace with stored labels) are lent from the
+    /// trace's labels: a wide level of ops recorded one after the other is
+    /// a batch of its own, lent at no cost per row; narrower levels and the
+    /// nodes go out a thousand and more to a batch. Every other
+    /// statement's rows are gathered into batches of owned values. The
+    /// rows, and their order, are those of [`query_each`](Self::query_each).
+    /// `sink` returns `false` to stop early. Returns the column names.
     ///
     /// ```no_run
     /// use memtrace_engine::{Cancel, Database, Params};

@@ -1,11 +1,11 @@
 //! Rows handed out many at a time, column by column ([`Batch`]): what
 //! [`Database::query_batches`](crate::Database::query_batches) lends its
-//! sink. A walk that returns ops lends each level's ops as one batch whose
-//! text columns point into the trace's stored labels; every other
-//! statement's rows are gathered into batches of owned values.
+//! sink. A walk that returns nodes or ops lends batches whose text columns
+//! point into the trace's stored labels, each text looked up when read;
+//! every other statement's rows are gathered into batches of owned values.
 
 use memtrace_query::Value;
-use memtrace_storage::TextTable;
+use memtrace_storage::{TextKind, TextTable, TraceLabels};
 
 use super::value::Cell;
 use crate::error::Result;
@@ -72,24 +72,26 @@ impl Column<'_> {
 /// up when read.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TextColumn<'a> {
-    /// The labels, and which of their kinds of text.
-    table: &'a TextTable<3>,
-    kind: usize,
+    /// The labels' texts of this column's kind.
+    kind: TextKind<'a>,
     /// The rows: records `run.0..run.0 + run.1` of `table`, when a run;
     /// else `records`.
     run: Option<(u32, u32)>,
     records: Vec<u32>,
     /// The place of a row whose record has no text of this kind, or is
-    /// past the labels (`None`: `NULL`).
+    /// past the labels (`None`: `NULL`). A row of [`NO_RECORD`] is `NULL`.
     absent: Option<[u32; 2]>,
 }
 
+/// The record of a [`TextColumn`] row that has none (a node reached by an
+/// edge without an op): its text is `NULL`.
+pub(super) const NO_RECORD: u32 = u32::MAX;
+
 impl<'a> TextColumn<'a> {
-    /// An empty column of `table`'s texts of kind `kind`, a row without
-    /// such a text having the text `""` when `empty`, else `NULL`.
-    fn new(table: &'a TextTable<3>, kind: usize, empty: bool) -> Self {
+    /// An empty column of texts of `kind`, a row whose record has no such
+    /// text having the text `""` when `empty`, else `NULL`.
+    fn new(kind: TextKind<'a>, empty: bool) -> Self {
         TextColumn {
-            table,
             kind,
             run: None,
             records: Vec::new(),
@@ -125,19 +127,22 @@ impl<'a> TextColumn<'a> {
     /// Where record `id`'s text lies in the labels' text of this kind.
     #[inline]
     fn place(&self, id: u32) -> Option<[u32; 2]> {
-        self.table.range(id, self.kind).flatten().or(self.absent)
+        if id == NO_RECORD {
+            return None;
+        }
+        self.kind.range(id).flatten().or(self.absent)
     }
 
     /// Row `row`'s text (`None` for `NULL` and past the last row).
     pub fn str(&self, row: usize) -> Option<&'a str> {
         let [a, b] = self.place(self.record(row)?)?;
-        self.table.text(self.kind).get(a as usize..b as usize)
+        self.kind.text().get(a as usize..b as usize)
     }
 
     /// Every row's text in order (`None` for `NULL`): what
     /// [`str`](Self::str) gives for each row.
     pub fn iter(&self) -> impl Iterator<Item = Option<&'a str>> + use<'_, 'a> {
-        let text = self.table.text(self.kind);
+        let text = self.kind.text();
         let (run, records) = match self.run {
             Some((lo, n)) => (lo..lo + n, &[][..]),
             None => (0..0, self.records.as_slice()),
@@ -155,7 +160,7 @@ impl<'a> TextColumn<'a> {
     /// slice. `None` otherwise; an empty column gives `""`.
     pub fn joined(&self) -> Option<(&'a str, impl Iterator<Item = usize> + use<'_, 'a>)> {
         if let Some((lo, n)) = self.run {
-            let (run, starts) = self.table.run(self.kind, lo, lo + n)?;
+            let (run, starts) = self.kind.run(lo, lo + n)?;
             return Some((run, Starts::Run(starts)));
         }
         let first = match self.records.first() {
@@ -170,10 +175,7 @@ impl<'a> TextColumn<'a> {
             }
             at = b;
         }
-        let run = self
-            .table
-            .text(self.kind)
-            .get(first as usize..at as usize)?;
+        let run = self.kind.text().get(first as usize..at as usize)?;
         let starts = self
             .records
             .iter()
@@ -262,7 +264,10 @@ impl<'a> Batch<'a> {
     /// kinds lent from `ops`, then their depth.
     pub(super) fn ops(gid: &'a str, ops: &'a TextTable<3>) -> Batch<'a> {
         // An op's id is `""` when it has none, as in an op row.
-        let text = |k| Column::Text(TextColumn::new(ops, k, k == 0));
+        let text = |k| match ops.kind(k) {
+            Some(kind) => Column::Text(TextColumn::new(kind, k == 0)),
+            None => Column::Same(Cell::Value(Value::Null)),
+        };
         Batch {
             len: 0,
             columns: vec![
@@ -273,6 +278,46 @@ impl<'a> Batch<'a> {
                 Column::Same(Cell::Value(Value::Int(0))),
             ],
         }
+    }
+
+    /// A `RETURN nodes` batch: the graph id, then the nodes' full ids and
+    /// categories lent from `labels`, their depths, and the ids of the ops
+    /// that reached them.
+    pub(super) fn nodes(gid: &'a str, labels: &'a TraceLabels) -> Batch<'a> {
+        // As in a node row: a node without an id has `""`, an op without
+        // an id `""`, and a node reached by an edge without an op `NULL`.
+        let text = |kind: Option<TextKind<'a>>, empty| match kind {
+            Some(kind) => Column::Text(TextColumn::new(kind, empty)),
+            None => Column::Same(Cell::Value(Value::Null)),
+        };
+        Batch {
+            len: 0,
+            columns: vec![
+                Column::Same(Cell::Text(gid)),
+                text(labels.vars.kind(0), true),
+                text(labels.vars.kind(1), false),
+                Column::Ints(Vec::new()),
+                text(labels.ops.kind(0), true),
+            ],
+        }
+    }
+
+    /// Makes a [`nodes`](Self::nodes) batch the rows of `nodes`, node
+    /// `nodes[i]` at depth `depths[i]` reached by op `via[i]` (or
+    /// [`NO_RECORD`]).
+    pub(super) fn set_nodes(&mut self, nodes: &[u32], depths: &[u32], via: &[u32]) {
+        for (k, column) in self.columns.iter_mut().enumerate() {
+            match column {
+                Column::Text(t) if k == 4 => t.set_records(via),
+                Column::Text(t) => t.set_records(nodes),
+                Column::Ints(ints) => {
+                    ints.clear();
+                    ints.extend(depths.iter().map(|&d| i64::from(d)));
+                }
+                _ => {}
+            }
+        }
+        self.len = nodes.len();
     }
 
     /// Makes an [`ops`](Self::ops) batch the rows of `ops`, all at
@@ -287,7 +332,7 @@ impl<'a> Batch<'a> {
             return false;
         };
         let in_labels = self.columns.iter().any(|c| match c {
-            Column::Text(t) => (hi as usize) < t.table.len(),
+            Column::Text(t) => (hi as usize) < t.kind.len(),
             _ => false,
         });
         if hi.wrapping_sub(lo).wrapping_add(1) != n || !in_labels {
@@ -490,6 +535,44 @@ mod tests {
         assert!(g.flush().unwrap());
         drop(g);
         assert_eq!(order, [Some("row".to_string()), Some("op-a".to_string())]);
+    }
+
+    #[test]
+    fn a_nodes_batch_lends_ids_and_categories_and_the_op_that_reached_each() {
+        let mut labels = TraceLabels::default();
+        assert!(labels.vars.push([Some("v:a@1"), Some("query")]));
+        assert!(labels.vars.push([Some("v:b@1"), None]));
+        assert!(labels.ops.push([Some("op-1"), Some("n"), Some("k")]));
+        let mut b = Batch::nodes("g", &labels);
+        b.set_nodes(&[1, 0, 9], &[1, 2, 3], &[0, NO_RECORD, 5]);
+        let rows: Vec<Vec<Value>> = (0..b.len()).map(|i| b.row(i).unwrap()).collect();
+        let text = |s: &str| Value::Str(s.into());
+        assert_eq!(
+            rows,
+            [
+                vec![
+                    text("g"),
+                    text("v:b@1"),
+                    Value::Null,
+                    Value::Int(1),
+                    text("op-1")
+                ],
+                // Reached by an edge without an op: no via.
+                vec![
+                    text("g"),
+                    text("v:a@1"),
+                    text("query"),
+                    Value::Int(2),
+                    Value::Null
+                ],
+                // A node and an op past the labels: empty ids, no category.
+                vec![text("g"), text(""), Value::Null, Value::Int(3), text("")],
+            ]
+        );
+        b.set_nodes(&[0], &[4], &[0]);
+        assert_eq!(b.len(), 1);
+        assert_eq!(b.str(0, 1), Some("v:a@1"));
+        assert_eq!(b.columns()[3], Column::Ints(vec![4]));
     }
 
     #[test]

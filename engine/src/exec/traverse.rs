@@ -11,7 +11,7 @@ use memtrace_query::plan::TraversePlan;
 use memtrace_query::{Field, QueryError, Row, Value};
 use memtrace_storage::{TraceId, TraceLabels};
 
-use super::batch::{Batch, Gather};
+use super::batch::{Batch, BatchOut, Gather, NO_RECORD};
 use super::ctx::{OpTexts, TraceCtx};
 use super::row::RecRow;
 use super::run::{qerr, Exec, StartNode};
@@ -56,40 +56,75 @@ fn node_row<'t>(
     g: &TraceGraph,
     v: &Visit,
 ) -> Result<[Cell<'t>; 5]> {
+    let mut row = std::array::from_fn(|_| Cell::Value(Value::Null));
+    refill_node_row(&mut row, t, texts, g, v)?;
+    Ok(row)
+}
+
+/// Refills `row`, a node row that a sink has had, in place with
+/// [`node_row`]'s cells, as [`refill_op_row`] does an op row.
+#[inline]
+fn refill_node_row<'t>(
+    row: &mut [Cell<'t>; 5],
+    t: &'t TraceCtx<'_>,
+    texts: RowTexts<'t, '_>,
+    g: &TraceGraph,
+    v: &Visit,
+) -> Result<()> {
+    let [gid_cell, id_cell, category_cell, depth_cell, via_cell] = row;
     let via = match g.op(v.edge) {
-        Some(o) => Cell::Text(texts.ops.get(o)?[0].unwrap_or("")),
-        None => Cell::Value(Value::Null),
+        Some(o) => Some(texts.ops.get(o)?[0].unwrap_or("")),
+        None => None,
     };
-    let labels = texts.labels;
-    let (node_id, category) = match labels {
-        Some(l) => match l.vars.get(v.node) {
-            Some([id, category]) => (Cell::Text(id.unwrap_or("")), Cell::text(category)),
-            None => (Cell::Text(""), Cell::Value(Value::Null)),
-        },
+    put_text(via_cell, via);
+    match texts.labels {
+        Some(l) => {
+            let [id, category] = l.vars.get(v.node).unwrap_or([None; 2]);
+            put_text(id_cell, Some(id.unwrap_or("")));
+            put_text(category_cell, category);
+        }
         None => match t.catalog()?.label(v.node) {
-            Some(l) => (
+            Some(l) => {
                 match l.node_id {
-                    Cow::Borrowed(s) => Cell::Text(s),
-                    Cow::Owned(s) => Cell::Value(Value::Str(s)),
-                },
-                Cell::text(l.category),
-            ),
-            None => (Cell::Text(""), Cell::Value(Value::Null)),
+                    Cow::Borrowed(s) => put_text(id_cell, Some(s)),
+                    Cow::Owned(s) => *id_cell = Cell::Value(Value::Str(s)),
+                }
+                put_text(category_cell, l.category);
+            }
+            None => {
+                put_text(id_cell, Some(""));
+                put_text(category_cell, None);
+            }
         },
-    };
-    Ok([
-        Cell::Text(t.graph_id()),
-        node_id,
-        category,
-        Cell::Value(Value::from(v.depth)),
-        via,
-    ])
+    }
+    put_text(gid_cell, Some(t.graph_id()));
+    put_int(depth_cell, v.depth);
+    Ok(())
 }
 
 /// The fewest ops of a level, recorded one after the other, that go out as
 /// a batch of their own (see [`Exec::ops_plain`]): below it, a batch's own
 /// cost is more than looking each op up.
 const RUN_ROWS: usize = 16;
+
+/// Sets `cell` to lent `text`, or `NULL` when there is none, without
+/// dropping it when it is lent text already (see [`refill_op_row`]).
+#[inline]
+fn put_text<'t>(cell: &mut Cell<'t>, text: Option<&'t str>) {
+    match (cell, text) {
+        (Cell::Text(slot), Some(text)) => *slot = text,
+        (cell, text) => *cell = Cell::text(text),
+    }
+}
+
+/// Sets `cell` to the integer `n`, without dropping it when it holds one.
+#[inline]
+fn put_int(cell: &mut Cell<'_>, n: u32) {
+    match cell {
+        Cell::Value(Value::Int(slot)) => *slot = i64::from(n),
+        cell => *cell = Cell::Value(Value::from(n)),
+    }
+}
 
 /// Refills `row`, an op row that a sink has had, in place with `op_row`'s
 /// cells: a cell still of the kind it is refilled with is overwritten
@@ -103,23 +138,13 @@ fn refill_op_row<'t>(
     texts: [Option<&'t str>; 3],
     depth: u32,
 ) {
-    #[inline]
-    fn put<'t>(cell: &mut Cell<'t>, text: Option<&'t str>) {
-        match (cell, text) {
-            (Cell::Text(slot), Some(text)) => *slot = text,
-            (cell, text) => *cell = Cell::text(text),
-        }
-    }
     let [gid_cell, id_cell, name_cell, kind_cell, depth_cell] = row;
     let [id, name, kind] = texts;
-    put(gid_cell, Some(gid));
-    put(id_cell, Some(id.unwrap_or("")));
-    put(name_cell, name);
-    put(kind_cell, kind);
-    match depth_cell {
-        Cell::Value(Value::Int(slot)) => *slot = i64::from(depth),
-        cell => *cell = Cell::Value(Value::from(depth)),
-    }
+    put_text(gid_cell, Some(gid));
+    put_text(id_cell, Some(id.unwrap_or("")));
+    put_text(name_cell, name);
+    put_text(kind_cell, kind);
+    put_int(depth_cell, depth);
 }
 
 /// The `RETURN ops` row of an op at its least depth: trace, op id, name,
@@ -261,8 +286,16 @@ impl<'a> Exec<'a> {
         }
         let expand = |_: u32, _: u32, _: u32| Admit::Expand;
         let texts = RowTexts::of(t)?;
+        if let (Some(out), Some(labels), None, None) =
+            (self.batches, texts.labels, &p.filter, p.limit)
+        {
+            return self
+                .nodes_batches(p, t, g, dir, &var_starts, labels, out)
+                .map(Some);
+        }
         let mut failure: Option<EngineError> = None;
         let mut wanted = true;
+        let mut row: [Cell<'_>; 5] = std::array::from_fn(|_| Cell::Value(Value::Null));
         let mut row_of = |v: Visit| -> Result<bool> {
             if v.depth < p.min_depth {
                 return Ok(true);
@@ -272,7 +305,8 @@ impl<'a> Exec<'a> {
                     return Ok(true);
                 }
             }
-            emit(&mut node_row(t, texts, g, &v)?)
+            refill_node_row(&mut row, t, texts, g, &v)?;
+            emit(&mut row)
         };
         g.walk_while(
             &var_starts,
@@ -297,6 +331,57 @@ impl<'a> Exec<'a> {
             Some(e) => Err(e),
             None => Ok(Some(wanted)),
         }
+    }
+
+    /// `RETURN nodes` of a plain walk, in batches: the visits are kept (the
+    /// node, its depth, the op that reached it) and go out a thousand and
+    /// more at a time, their texts lent from the trace's labels. Returns
+    /// false when the sink wants no more rows.
+    #[allow(clippy::too_many_arguments)]
+    fn nodes_batches(
+        &self,
+        p: &TraversePlan,
+        t: &TraceCtx<'_>,
+        g: &TraceGraph,
+        dir: Direction,
+        var_starts: &[u32],
+        labels: &TraceLabels,
+        out: &RefCell<dyn BatchOut + '_>,
+    ) -> Result<bool> {
+        let mut batch = Batch::nodes(t.graph_id(), labels);
+        let (mut nodes, mut depths, mut via) = (Vec::new(), Vec::new(), Vec::new());
+        let mut send = |nodes: &mut Vec<u32>, depths: &mut Vec<u32>, via: &mut Vec<u32>| {
+            batch.set_nodes(nodes, depths, via);
+            nodes.clear();
+            depths.clear();
+            via.clear();
+            out.borrow_mut().batch(&batch)
+        };
+        let (mut wanted, mut failure) = (true, None);
+        let expand = |_: u32, _: u32, _: u32| Admit::Expand;
+        g.walk_while(var_starts, 0, dir, p.max_depth, self.cancel, expand, |v| {
+            if v.depth < p.min_depth {
+                return true;
+            }
+            nodes.push(v.node);
+            depths.push(v.depth);
+            via.push(g.op(v.edge).unwrap_or(NO_RECORD));
+            if nodes.len() < Gather::ROWS {
+                return true;
+            }
+            match send(&mut nodes, &mut depths, &mut via) {
+                Ok(go_on) => wanted = go_on,
+                Err(e) => failure = Some(e),
+            }
+            wanted && failure.is_none()
+        })?;
+        if let Some(e) = failure {
+            return Err(e);
+        }
+        if wanted && !nodes.is_empty() {
+            wanted = send(&mut nodes, &mut depths, &mut via)?;
+        }
+        Ok(wanted)
     }
 
     /// `RETURN ops` of a plain walk, level by level: an op's least depth is
