@@ -787,9 +787,13 @@ impl<F: FnMut(u32, &mut Vec<u32>) -> Result<bool>> Levels for NewOps<F> {
 /// they are set in the bitmap `bits` and read back in order, which is
 /// linear; otherwise they are sorted. `bits` is all clear before and after.
 fn sort_distinct(ids: &mut Vec<u32>, bits: &mut [u64]) {
-    let (Some(&lo), Some(&hi)) = (ids.iter().min(), ids.iter().max()) else {
+    if ids.is_empty() {
         return;
-    };
+    }
+    // Both bounds in one pass.
+    let (lo, hi) = ids
+        .iter()
+        .fold((u32::MAX, 0), |(lo, hi), &i| (lo.min(i), hi.max(i)));
     if (hi - lo) as usize + 1 == ids.len() {
         // Distinct ids as many as their span: every id of it, once.
         ids.clear();
