@@ -14,6 +14,7 @@ mod peer;
 mod protocol;
 mod sqlite_peer;
 mod suite;
+mod walk_split;
 
 use std::process::ExitCode;
 
@@ -28,7 +29,7 @@ use crate::error::Result;
 #[command(
     name = "memtrace-bench",
     version,
-    after_help = "Examples:\n  cargo run --release -p memtrace-bench -- import --variables 100000 --edges 200000\n  cargo run --release -p memtrace-bench -- suite\n  cargo run --release -p memtrace-bench -- attribution --traces 2 --runs 5"
+    after_help = "Examples:\n  cargo run --release -p memtrace-bench -- import --variables 100000 --edges 200000\n  cargo run --release -p memtrace-bench -- suite\n  cargo run --release -p memtrace-bench -- attribution --traces 2 --runs 5\n  cargo run --release -p memtrace-bench -- walk-split --db <a growth database kept by suite --keep>"
 )]
 struct Cli {
     /// Which benchmark.
@@ -91,6 +92,10 @@ enum BenchCommand {
     /// The built-in failure-pattern library over a generated set, cold and warm, beside the
     /// same questions in SQLite.
     Patterns(crate::pattern_bench::PatternBenchArgs),
+    /// Where the time of `RETURN ops` goes beside `RETURN count`: the count query, the count's
+    /// and the ops' walks alone, and the ops read by batches and by rows, taking turns in
+    /// rounds; least and median times beside the count query's.
+    WalkSplit(crate::walk_split::WalkSplitArgs),
     /// One measured step of the pattern benchmark (internal).
     #[command(hide = true)]
     PatternStep(crate::pattern_bench::PatternStepArgs),
@@ -119,6 +124,7 @@ fn run(cmd: BenchCommand) -> Result<ExitCode> {
         BenchCommand::Llm(a) => llm_bench::run(&a),
         BenchCommand::Patterns(a) => pattern_bench::run(&a),
         BenchCommand::Attribution(a) => attr_bench::run(&a),
+        BenchCommand::WalkSplit(a) => walk_split::run(&a),
         BenchCommand::PatternStep(a) => {
             let r = pattern_bench::step(&a)?;
             println!("{}", serde_json::to_string(&r)?);

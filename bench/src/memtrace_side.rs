@@ -40,6 +40,11 @@ impl MemtraceSide {
         }
     }
 
+    /// The open database.
+    pub(crate) fn database(&self) -> Result<&Database> {
+        self.db()
+    }
+
     fn db(&self) -> Result<&Database> {
         self.db
             .as_ref()

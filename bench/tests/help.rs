@@ -15,7 +15,14 @@ fn help_lists_every_benchmark_with_examples() {
     let out = bench(&["--help"]);
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
-    for sub in ["import", "suite", "llm", "attribution", "patterns"] {
+    for sub in [
+        "import",
+        "suite",
+        "llm",
+        "attribution",
+        "patterns",
+        "walk-split",
+    ] {
         assert!(text.contains(sub), "{sub} missing from --help:\n{text}");
     }
     assert!(text.contains("Examples"), "{text}");

@@ -1,0 +1,229 @@
+//! Where the time of `RETURN ops` goes, beside `RETURN count` from the same
+//! start, measured in turn in the same process: the count query, the
+//! count's walk alone, the ops walk alone (each level's new ops found, no
+//! row made), and the ops read by batches and by rows as the suite reads
+//! them (each id kept). Workloads take turns round after round, so that a
+//! machine whose speed drifts slows each of them alike; each round reports
+//! the least and the median time of its runs and both beside the count
+//! query's.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use clap::Args;
+use memtrace::{Cancel, Direction};
+
+use crate::error::{CliError, Result};
+use crate::memtrace_side::MemtraceSide;
+use crate::protocol::{Kind, Side, Start};
+
+/// Arguments of `walk-split`.
+#[derive(Debug, Args)]
+pub struct WalkSplitArgs {
+    /// The database (made by `suite --keep`, or any memtrace database).
+    #[arg(long)]
+    pub db: PathBuf,
+    /// Timed runs of each workload per round.
+    #[arg(long, default_value_t = 200)]
+    pub runs: usize,
+    /// Rounds, the workloads taking turns in each.
+    #[arg(long, default_value_t = 3)]
+    pub rounds: usize,
+}
+
+/// The workloads, in the order each round runs them.
+const WORKLOADS: [&str; 5] = [
+    "count query",
+    "count walk",
+    "ops walk",
+    "ops by batches",
+    "ops by rows",
+];
+
+/// Microseconds since `t`.
+fn micros(t: Instant) -> f64 {
+    t.elapsed().as_secs_f64() * 1e6
+}
+
+/// Least and median of `times` (microseconds, sorted in place).
+fn min_median(times: &mut [f64]) -> (f64, f64) {
+    times.sort_by(f64::total_cmp);
+    let min = times.first().copied().unwrap_or(0.0);
+    let median = times.get(times.len() / 2).copied().unwrap_or(0.0);
+    (min, median)
+}
+
+/// What `walk-split` measured.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Split {
+    /// The start's full node id.
+    pub start: String,
+    /// Its trace's id.
+    pub trace: i64,
+    /// Nodes of the closure (the count and its walk agree on it).
+    pub nodes: u64,
+    /// Ops of the closure (every ops workload agrees on it).
+    pub ops: u64,
+    /// Per round, per workload of [`WORKLOADS`]: the least and the median
+    /// time of its runs, in microseconds.
+    pub rounds: Vec<Vec<(f64, f64)>>,
+}
+
+/// Measures the workloads on the database at `db`, from the first
+/// `prediction` variable of its first trace that has one.
+pub fn measure(db: &Path, runs: usize, rounds: usize) -> Result<Split> {
+    if runs == 0 || rounds == 0 {
+        return Err(CliError::Usage(
+            "--runs and --rounds must be at least 1".into(),
+        ));
+    }
+    if !db.is_dir() {
+        return Err(CliError::Usage(format!(
+            "{}: no database there",
+            db.display()
+        )));
+    }
+    let mut side = MemtraceSide::new(db.to_path_buf());
+    side.open()?;
+    let start: Start = side.starts(1)?.into_iter().next().ok_or_else(|| {
+        CliError::Bench(format!(
+            "{}: no trace holds a `prediction` variable to start from",
+            db.display()
+        ))
+    })?;
+    let handle = side.database()?;
+    let trace = u32::try_from(start.trace)
+        .map_err(|_| CliError::Bench(format!("trace id {} out of range", start.trace)))?;
+    let var = handle
+        .trace_by_id(trace)?
+        .variables()?
+        .into_iter()
+        .find(|v| v.full_node_id == start.node)
+        .map(|v| v.id)
+        .ok_or_else(|| CliError::Bench(format!("{} not found in its trace", start.node)))?;
+    let graph = handle.snapshot().graph(trace)?;
+    let cancel = Cancel::new();
+    let count_walk = || graph.reach_count(&[var], Direction::Backward, 1, None, &cancel);
+    let ops_walk = || -> Result<u64> {
+        let mut ops = 0u64;
+        graph.walk_new_ops(&[var], Direction::Backward, None, &cancel, |_, fresh| {
+            ops += fresh.len() as u64;
+            Ok(true)
+        })?;
+        Ok(ops)
+    };
+    // One run of workload `w`: its count of nodes or ops, and the time it
+    // took in microseconds (a query's answer is summarised untimed, as the
+    // suite does).
+    let mut once = |w: usize| -> Result<(u64, f64)> {
+        let t = Instant::now();
+        let kind = match w {
+            0 => Kind::Closure,
+            1 => return Ok((count_walk()?, micros(t))),
+            2 => return Ok((ops_walk()?, micros(t))),
+            3 => Kind::OpsBatches,
+            _ => Kind::Ops,
+        };
+        let out = side.run(kind, Some(&start))?;
+        let took = micros(t);
+        Ok((side.answer(kind, out)?.rows, took))
+    };
+    // The answers agree before anything is timed.
+    let answers: Vec<u64> = (0..WORKLOADS.len())
+        .map(|w| Ok(once(w)?.0))
+        .collect::<Result<_>>()?;
+    if answers[0] != answers[1] || answers[2..].iter().any(|&n| n != answers[2]) {
+        return Err(CliError::Bench(format!(
+            "the workloads disagree: {answers:?} (nodes twice, then ops three times)"
+        )));
+    }
+    let mut measured = Vec::with_capacity(rounds);
+    for _ in 0..rounds {
+        let mut figures = Vec::with_capacity(WORKLOADS.len());
+        for w in 0..WORKLOADS.len() {
+            let mut times = (0..runs)
+                .map(|_| Ok(once(w)?.1))
+                .collect::<Result<Vec<f64>>>()?;
+            figures.push(min_median(&mut times));
+        }
+        measured.push(figures);
+    }
+    Ok(Split {
+        nodes: answers[0],
+        ops: answers[2],
+        start: start.node,
+        trace: start.trace,
+        rounds: measured,
+    })
+}
+
+/// Runs `walk-split` and prints its table.
+pub fn run(a: &WalkSplitArgs) -> Result<std::process::ExitCode> {
+    let split = measure(&a.db, a.runs, a.rounds)?;
+    println!(
+        "walk split: {} in trace #{}, backward closure of {} nodes and {} ops; {} rounds of {} runs per workload",
+        split.start, split.trace, split.nodes, split.ops, a.rounds, a.runs
+    );
+    println!(
+        "{:<7} {:<15} {:>12} {:>8} {:>12} {:>8}",
+        "round", "workload", "least us", "x count", "median us", "x count"
+    );
+    for (round, figures) in (1..).zip(&split.rounds) {
+        let (count_min, count_median) = figures.first().copied().unwrap_or((1.0, 1.0));
+        for (name, (min, median)) in WORKLOADS.iter().zip(figures) {
+            println!(
+                "{round:<7} {name:<15} {min:>12.1} {:>7.2}x {median:>12.1} {:>7.2}x",
+                min / count_min,
+                median / count_median
+            );
+        }
+    }
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn least_and_median_of_runs() {
+        let mut t = [5.0, 1.0, 3.0, 2.0, 4.0];
+        assert_eq!(min_median(&mut t), (1.0, 3.0));
+        let mut one = [7.5];
+        assert_eq!(min_median(&mut one), (7.5, 7.5));
+        assert_eq!(min_median(&mut []), (0.0, 0.0));
+    }
+
+    #[test]
+    fn every_workload_of_a_growth_trace_agrees_and_is_timed() {
+        let dir = tempfile::tempdir().unwrap();
+        let set = dir.path().join("set");
+        crate::growth::write_set(&set, 300, 1).unwrap();
+        let path = dir.path().join("db");
+        let db = memtrace::Database::open(&path).unwrap();
+        let file = set.join("growth-300.json");
+        for report in db.import_paths(&[file], &memtrace::ImportOptions::default(), &mut |_| {}) {
+            report.result.unwrap();
+        }
+        drop(db);
+        let split = measure(&path, 2, 2).unwrap();
+        assert_eq!(split.nodes, 300);
+        assert!(split.ops > 0 && split.ops <= split.nodes, "{split:?}");
+        assert_eq!(split.rounds.len(), 2);
+        for figures in &split.rounds {
+            assert_eq!(figures.len(), WORKLOADS.len());
+            assert!(figures
+                .iter()
+                .all(|&(min, median)| min > 0.0 && min <= median));
+        }
+    }
+
+    #[test]
+    fn no_runs_or_no_database_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(matches!(measure(dir.path(), 0, 1), Err(CliError::Usage(_))));
+        let missing = dir.path().join("nothing");
+        let err = measure(&missing, 1, 1).unwrap_err().to_string();
+        assert!(err.contains("no database"), "{err}");
+    }
+}
