@@ -21,6 +21,9 @@ pub struct TextTable<const N: usize> {
     /// [`decode`](Self::decode) keep that so. Presence lives in the ends
     /// themselves so that a lookup reads one place, not two.
     ends: Vec<[u32; N]>,
+    /// How many records have no text of each kind: a run of a kind that
+    /// every record has is cut without looking for absent ones.
+    absent: [u32; N],
 }
 
 /// The bit of a stored end that marks its text absent; texts are shorter
@@ -32,6 +35,7 @@ impl<const N: usize> Default for TextTable<N> {
         TextTable {
             text: std::array::from_fn(|_| String::new()),
             ends: Vec::new(),
+            absent: [0; N],
         }
     }
 }
@@ -57,6 +61,7 @@ impl<const N: usize> TextTable<N> {
         }
         for (k, t) in texts.iter().enumerate() {
             self.text[k].push_str(t.unwrap_or(""));
+            self.absent[k] += u32::from(t.is_none());
         }
         self.ends.push(end);
         true
@@ -108,6 +113,7 @@ impl<const N: usize> TextTable<N> {
             ends: self.ends.as_flattened(),
             stride: N,
             kind: k,
+            complete: self.absent.get(k) == Some(&0),
         })
     }
 
@@ -212,14 +218,16 @@ impl<const N: usize> TextTable<N> {
             ends.push(end);
         }
         let has = r.take(count)?;
+        let mut absent = [0u32; N];
         for (end, &has) in ends.iter_mut().zip(has) {
             for (k, e) in end.iter_mut().enumerate() {
                 if has & (1 << k) == 0 {
                     *e |= ABSENT;
+                    absent[k] += 1;
                 }
             }
         }
-        Ok((TextTable { text, ends }, r.0))
+        Ok((TextTable { text, ends, absent }, r.0))
     }
 }
 
@@ -283,6 +291,8 @@ pub struct TextKind<'a> {
     ends: &'a [u32],
     stride: usize,
     kind: usize,
+    /// Whether every record has a text of this kind.
+    complete: bool,
 }
 
 impl<'a> TextKind<'a> {
@@ -344,9 +354,19 @@ impl<'a> TextKind<'a> {
         if hi > self.len() || lo > hi {
             return None;
         }
-        let this = *self;
-        let mut ends = (lo..hi).map(move |i| this.end(i).unwrap_or(ABSENT));
-        if ends.any(|e| e & ABSENT != 0) {
+        // This kind's ends of records `from..to`, every `stride`th entry
+        // of the table's.
+        let of = |from: usize, to: usize| -> Option<_> {
+            let flat = match to.checked_sub(1) {
+                Some(last) if last >= from => self
+                    .ends
+                    .get(from * self.stride + self.kind..last * self.stride + self.kind + 1)?,
+                _ => &[],
+            };
+            Some(flat.iter().step_by(self.stride.max(1)))
+        };
+        // A kind every record has needs no look for absent texts.
+        if !self.complete && of(lo, hi)?.any(|e| e & ABSENT != 0) {
             return None;
         }
         let first = match lo {
@@ -358,10 +378,10 @@ impl<'a> TextKind<'a> {
             _ => first,
         };
         let slice = self.text.get(first as usize..last as usize)?;
-        let starts = (lo..hi).map(move |i| match i {
-            _ if i == lo => 0,
-            _ => (this.end(i - 1).unwrap_or(first) - first) as usize,
-        });
+        // Each record after the first starts where the one before ends.
+        let starts = std::iter::once(0).take(usize::from(hi > lo)).chain(
+            of(lo, hi.saturating_sub(1).max(lo))?.map(move |&e| e.saturating_sub(first) as usize),
+        );
         Some((slice, starts))
     }
 }
