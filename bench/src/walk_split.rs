@@ -91,17 +91,18 @@ pub fn measure(db: &Path, runs: usize, rounds: usize) -> Result<Split> {
             db.display()
         ))
     })?;
-    let handle = side.database()?;
     let trace = u32::try_from(start.trace)
         .map_err(|_| CliError::Bench(format!("trace id {} out of range", start.trace)))?;
-    let var = handle
-        .trace_by_id(trace)?
-        .variables()?
-        .into_iter()
-        .find(|v| v.full_node_id == start.node)
-        .map(|v| v.id)
-        .ok_or_else(|| CliError::Bench(format!("{} not found in its trace", start.node)))?;
-    let graph = handle.snapshot().graph(trace)?;
+    // The start's variable and the trace's graph (shared, so the snapshot
+    // that found them can go before the timed runs borrow the side).
+    let (var, graph) = {
+        let snapshot = side.database()?.snapshot();
+        let var = snapshot
+            .catalog(trace)?
+            .var_by_node_id(&start.node)
+            .ok_or_else(|| CliError::Bench(format!("{} not found in its trace", start.node)))?;
+        (var, snapshot.graph(trace)?)
+    };
     let cancel = Cancel::new();
     let count_walk = || graph.reach_count(&[var], Direction::Backward, 1, None, &cancel);
     let ops_walk = || -> Result<u64> {
