@@ -29,6 +29,11 @@ pub struct WalkSplitArgs {
     /// Rounds, the workloads taking turns in each.
     #[arg(long, default_value_t = 3)]
     pub rounds: usize,
+    /// Print only how each workload compares with the count query across
+    /// the rounds, not every round (with `--runs 1`, runs of every
+    /// workload in turn, each compared with the count query's beside it).
+    #[arg(long)]
+    pub summary: bool,
 }
 
 /// The workloads, in the order each round runs them.
@@ -51,6 +56,48 @@ fn min_median(times: &mut [f64]) -> (f64, f64) {
     let min = times.first().copied().unwrap_or(0.0);
     let median = times.get(times.len() / 2).copied().unwrap_or(0.0);
     (min, median)
+}
+
+/// How a workload's least time of a round compares with the count
+/// query's least of the same round, across the rounds: the ratios' tenth,
+/// fiftieth and ninetieth percentiles (nearest rank) and how many rounds
+/// were within twice the count.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Spread {
+    /// Tenth percentile of the ratios.
+    pub p10: f64,
+    /// Their median.
+    pub median: f64,
+    /// Ninetieth percentile.
+    pub p90: f64,
+    /// Rounds whose ratio was at most 2.
+    pub within_2x: usize,
+}
+
+/// The [`Spread`] of each workload over `rounds` (each round's figures in
+/// the order of [`WORKLOADS`], the count query's first). Empty when there
+/// are no rounds.
+pub fn spread(rounds: &[Vec<(f64, f64)>]) -> Vec<Spread> {
+    let workloads = rounds.first().map_or(0, Vec::len);
+    (0..workloads)
+        .map(|w| {
+            let mut ratios: Vec<f64> = rounds
+                .iter()
+                .filter_map(|r| Some(r.get(w)?.0 / r.first()?.0))
+                .collect();
+            ratios.sort_by(f64::total_cmp);
+            let rank = |q: f64| {
+                let i = (q * ratios.len() as f64).ceil() as usize;
+                ratios.get(i.saturating_sub(1)).copied().unwrap_or(0.0)
+            };
+            Spread {
+                p10: rank(0.1),
+                median: rank(0.5),
+                p90: rank(0.9),
+                within_2x: ratios.iter().filter(|&&x| x <= 2.0).count(),
+            }
+        })
+        .collect()
 }
 
 /// What `walk-split` measured.
@@ -165,11 +212,13 @@ pub fn run(a: &WalkSplitArgs) -> Result<std::process::ExitCode> {
         "walk split: {} in trace #{}, backward closure of {} nodes and {} ops; {} rounds of {} runs per workload",
         split.start, split.trace, split.nodes, split.ops, a.rounds, a.runs
     );
-    println!(
-        "{:<7} {:<15} {:>12} {:>8} {:>12} {:>8}",
-        "round", "workload", "least us", "x count", "median us", "x count"
-    );
-    for (round, figures) in (1..).zip(&split.rounds) {
+    if !a.summary {
+        println!(
+            "{:<7} {:<15} {:>12} {:>8} {:>12} {:>8}",
+            "round", "workload", "least us", "x count", "median us", "x count"
+        );
+    }
+    for (round, figures) in (1..).zip(&split.rounds).filter(|_| !a.summary) {
         let (count_min, count_median) = figures.first().copied().unwrap_or((1.0, 1.0));
         for (name, (min, median)) in WORKLOADS.iter().zip(figures) {
             println!(
@@ -178,6 +227,24 @@ pub fn run(a: &WalkSplitArgs) -> Result<std::process::ExitCode> {
                 median / count_median
             );
         }
+    }
+    println!(
+        "across the {} rounds, each round's least beside the count query's least of the same round:",
+        split.rounds.len()
+    );
+    println!(
+        "{:<15} {:>8} {:>8} {:>8} {:>14}",
+        "workload", "p10", "median", "p90", "within 2x"
+    );
+    for (name, s) in WORKLOADS.iter().zip(spread(&split.rounds)) {
+        println!(
+            "{name:<15} {:>7.2}x {:>7.2}x {:>7.2}x {:>7} of {}",
+            s.p10,
+            s.median,
+            s.p90,
+            s.within_2x,
+            split.rounds.len()
+        );
     }
     Ok(std::process::ExitCode::SUCCESS)
 }
@@ -193,6 +260,39 @@ mod tests {
         let mut one = [7.5];
         assert_eq!(min_median(&mut one), (7.5, 7.5));
         assert_eq!(min_median(&mut []), (0.0, 0.0));
+    }
+
+    #[test]
+    fn the_spread_compares_each_round_with_its_own_count() {
+        // Ten rounds: the count takes 1, 2, ... 10 us; the other workload
+        // 1.5x, 2.5x, ... 10.5x the count of its round.
+        let rounds: Vec<Vec<(f64, f64)>> = (1..=10)
+            .map(|r| {
+                let count = f64::from(r);
+                vec![(count, count), (count * (f64::from(r) + 0.5), 99.0)]
+            })
+            .collect();
+        let s = spread(&rounds);
+        assert_eq!(s.len(), 2);
+        assert_eq!(
+            s[0],
+            Spread {
+                p10: 1.0,
+                median: 1.0,
+                p90: 1.0,
+                within_2x: 10
+            }
+        );
+        assert_eq!(
+            s[1],
+            Spread {
+                p10: 1.5,
+                median: 5.5,
+                p90: 9.5,
+                within_2x: 1
+            }
+        );
+        assert!(spread(&[]).is_empty());
     }
 
     #[test]
