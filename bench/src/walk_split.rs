@@ -217,15 +217,15 @@ pub fn run(a: &WalkSplitArgs) -> Result<std::process::ExitCode> {
             "{:<7} {:<15} {:>12} {:>8} {:>12} {:>8}",
             "round", "workload", "least us", "x count", "median us", "x count"
         );
-    }
-    for (round, figures) in (1..).zip(&split.rounds).filter(|_| !a.summary) {
-        let (count_min, count_median) = figures.first().copied().unwrap_or((1.0, 1.0));
-        for (name, (min, median)) in WORKLOADS.iter().zip(figures) {
-            println!(
-                "{round:<7} {name:<15} {min:>12.1} {:>7.2}x {median:>12.1} {:>7.2}x",
-                min / count_min,
-                median / count_median
-            );
+        for (round, figures) in (1..).zip(&split.rounds) {
+            let (count_min, count_median) = figures.first().copied().unwrap_or((1.0, 1.0));
+            for (name, (min, median)) in WORKLOADS.iter().zip(figures) {
+                println!(
+                    "{round:<7} {name:<15} {min:>12.1} {:>7.2}x {median:>12.1} {:>7.2}x",
+                    min / count_min,
+                    median / count_median
+                );
+            }
         }
     }
     println!(
