@@ -423,6 +423,15 @@ fn chain(n: usize) -> String {
 /// op from every variable of the level below, and `x:top` written from
 /// the last level: a backward walk from it meets `width` new ops a level.
 fn fan(levels: usize, width: usize) -> String {
+    layers(&vec![width; levels])
+}
+
+/// A level of `widths[i]` variables for each `i`, each variable above the
+/// first level written by its own op from every variable of the level
+/// below (the ops recorded level by level), and `x:top` written from the
+/// last level: a backward walk from it meets level `i`'s `widths[i]` ops
+/// together, one after the other.
+fn layers(widths: &[usize]) -> String {
     let var = |i: usize, j: usize| format!("x:{i}_{j}@1");
     let mut nodes = vec![
         json!({"name": "top", "class_name": "x", "version": 1, "value": "t", "session_id": "s"}),
@@ -437,21 +446,24 @@ fn fan(levels: usize, width: usize) -> String {
         }
         ops.push(json!({"op_id": id, "op_name": "mix", "category": "update", "session_id": "s"}));
     };
-    for i in 0..levels {
+    for (i, &width) in widths.iter().enumerate() {
         for j in 0..width {
             nodes.push(json!({"name": format!("{i}_{j}"), "class_name": "x", "version": 1, "value": "v", "session_id": "s"}));
             if i > 0 {
                 op(
                     format!("o{i}_{j}"),
-                    (0..width).map(|k| var(i - 1, k)).collect(),
+                    (0..widths[i - 1]).map(|k| var(i - 1, k)).collect(),
                     var(i, j),
                 );
             }
         }
     }
+    let last = widths.len().saturating_sub(1);
     op(
         "otop".into(),
-        (0..width).map(|k| var(levels - 1, k)).collect(),
+        (0..widths.get(last).copied().unwrap_or(0))
+            .map(|k| var(last, k))
+            .collect(),
         "x:top@1".into(),
     );
     json!({"graph_id": "fan", "data": {"sessions": [{"session_id": "s"}], "operations": ops, "nodes": nodes, "edges": edges}})
@@ -685,6 +697,37 @@ fn batched_rows_are_the_collected_rows() {
         batched_rows(&db, fan_nodes).0,
         db.query(fan_nodes).unwrap().rows
     );
+}
+
+#[test]
+fn a_walk_of_more_ops_than_it_holds_hands_out_every_level_in_order() {
+    // Levels of 40 ops recorded one after the other (a batch each) between
+    // levels of one op (gathered), 16,811 ops in all: more than a walk
+    // finds before it hands them out.
+    let (_dir, db) = db();
+    let widths: Vec<usize> = (0..821).map(|i| if i % 2 == 0 { 40 } else { 1 }).collect();
+    import(&db, &layers(&widths)).unwrap();
+    let q = "TRACE x:top RETURN ops";
+    let collected = db.query(q).unwrap().rows;
+    assert_eq!(collected.len(), widths[1..].iter().sum::<usize>() + 1);
+    let (rows, batches) = batched_rows(&db, q);
+    assert_eq!(rows, collected);
+    assert!(batches.iter().all(|&(_, lent)| lent), "{batches:?}");
+    let runs = batches.iter().filter(|&&(n, _)| n == 40).count();
+    assert_eq!(runs, widths[1..].iter().filter(|&&w| w == 40).count());
+    // A sink that stops at its first batch gets no second.
+    let mut calls = 0;
+    db.query_batches(
+        q,
+        &memtrace::Params::new(),
+        &memtrace::Cancel::new(),
+        &mut |_| {
+            calls += 1;
+            Ok(false)
+        },
+    )
+    .unwrap();
+    assert_eq!(calls, 1);
 }
 
 #[test]

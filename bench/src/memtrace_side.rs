@@ -159,7 +159,7 @@ impl Side for MemtraceSide {
                         return Ok(true);
                     };
                     match (ids.joined(), ids) {
-                        (Some((run, starts)), _) => keys.push_run(run, starts),
+                        (Some(run), _) => keys.push_run(run.text(), run.ends()),
                         (None, Column::Text(t)) => {
                             t.iter().for_each(|s| keys.push(s.unwrap_or("")))
                         }

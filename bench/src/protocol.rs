@@ -414,18 +414,12 @@ impl KeyColumn {
     }
 
     /// Appends the keys that `run` holds one after the other, the `i`th
-    /// starting at the `i`th of `starts` (offsets into `run`, in order) and
-    /// ending where the next starts, the last at the end of `run`.
-    pub fn push_run(&mut self, run: &str, starts: impl Iterator<Item = usize>) {
+    /// ending at the `i`th of `ends` (offsets into `run`, in order) and
+    /// starting where the one before ends, the first at the start of `run`.
+    pub fn push_run(&mut self, run: &str, ends: impl Iterator<Item = usize>) {
         let base = self.text.len();
         self.text.push_str(run);
-        let mut starts = starts.peekable();
-        if starts.peek().is_none() {
-            return;
-        }
-        starts.next();
-        self.ends.extend(starts.map(|s| base + s));
-        self.ends.push(self.text.len());
+        self.ends.extend(ends.map(|e| base + e));
     }
 
     /// The keys, in order.
@@ -761,7 +755,7 @@ mod tests {
         }
         let mut runs = KeyColumn::default();
         runs.push("pre");
-        runs.push_run("abcd", [0, 1, 1].into_iter());
+        runs.push_run("abcd", [1, 1, 4].into_iter());
         runs.push_run("", std::iter::empty());
         assert_eq!(
             runs.iter().collect::<Vec<_>>(),

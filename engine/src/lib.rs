@@ -49,6 +49,7 @@ pub use memtrace_query::{
 };
 pub use memtrace_storage::records::{Counts, TraceRecord, ValueRef, VarRecord};
 pub use memtrace_storage::store::BULK_BYTES;
+pub use memtrace_storage::TextRun;
 pub use memtrace_storage::{LocalId, StorageError, TraceId};
 pub use model::{Case, Edge, LogEntry, Node, Operation, Session, Stats, TraceInfo, Variable};
 pub use parse::json_kind;

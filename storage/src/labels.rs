@@ -21,6 +21,11 @@ pub struct TextTable<const N: usize> {
     /// [`decode`](Self::decode) keep that so. Presence lives in the ends
     /// themselves so that a lookup reads one place, not two.
     ends: Vec<[u32; N]>,
+    /// The ends of the first kind (the ids) again, one after the other: a
+    /// reader that copies a run of ids reads where each ends as one slice
+    /// (see [`TextRun`]), where `ends` would have it pick every `N`th
+    /// number; a row, which wants every kind of one record, reads `ends`.
+    lead: Vec<u32>,
     /// How many records have no text of each kind: a run of a kind that
     /// every record has is cut without looking for absent ones.
     absent: [u32; N],
@@ -35,6 +40,7 @@ impl<const N: usize> Default for TextTable<N> {
         TextTable {
             text: std::array::from_fn(|_| String::new()),
             ends: Vec::new(),
+            lead: Vec::new(),
             absent: [0; N],
         }
     }
@@ -64,6 +70,9 @@ impl<const N: usize> TextTable<N> {
             self.absent[k] += u32::from(t.is_none());
         }
         self.ends.push(end);
+        if let Some(&first) = end.first() {
+            self.lead.push(first);
+        }
         true
     }
 
@@ -108,11 +117,15 @@ impl<const N: usize> TextTable<N> {
     /// One kind of text of the table, read record by record or as runs
     /// (see [`TextKind`]); `None` past the last kind.
     pub fn kind(&self, k: usize) -> Option<TextKind<'_>> {
+        let (ends, stride, kind) = match k {
+            0 => (self.lead.as_slice(), 1, 0),
+            _ => (self.ends.as_flattened(), N, k),
+        };
         Some(TextKind {
             text: self.text.get(k)?,
-            ends: self.ends.as_flattened(),
-            stride: N,
-            kind: k,
+            ends,
+            stride,
+            kind,
             complete: self.absent.get(k) == Some(&0),
         })
     }
@@ -124,14 +137,9 @@ impl<const N: usize> TextTable<N> {
         self.kind(k)?.range(id)
     }
 
-    /// The texts of kind `k` of records `lo..hi` as one slice (see
+    /// The texts of kind `k` of records `lo..hi` as one run (see
     /// [`TextKind::run`]); `None` past the last kind.
-    pub fn run(
-        &self,
-        k: usize,
-        lo: u32,
-        hi: u32,
-    ) -> Option<(&str, impl Iterator<Item = usize> + '_)> {
+    pub fn run(&self, k: usize, lo: u32, hi: u32) -> Option<TextRun<'_>> {
         self.kind(k)?.run(lo, hi)
     }
 
@@ -143,7 +151,9 @@ impl<const N: usize> TextTable<N> {
 
     /// Bytes held on the heap.
     pub fn bytes(&self) -> usize {
-        self.text.iter().map(String::capacity).sum::<usize>() + self.ends.capacity() * 4 * N
+        self.text.iter().map(String::capacity).sum::<usize>()
+            + self.ends.capacity() * 4 * N
+            + self.lead.capacity() * 4
     }
 
     /// Frees what the table holds beyond its texts.
@@ -152,6 +162,7 @@ impl<const N: usize> TextTable<N> {
             t.shrink_to_fit();
         }
         self.ends.shrink_to_fit();
+        self.lead.shrink_to_fit();
     }
 
     /// Appends the table's encoding: the record count, each kind's text
@@ -227,7 +238,16 @@ impl<const N: usize> TextTable<N> {
                 }
             }
         }
-        Ok((TextTable { text, ends, absent }, r.0))
+        let lead = ends.iter().filter_map(|end| end.first().copied()).collect();
+        Ok((
+            TextTable {
+                text,
+                ends,
+                lead,
+                absent,
+            },
+            r.0,
+        ))
     }
 }
 
@@ -286,8 +306,9 @@ impl<'b> Reader<'b> {
 pub struct TextKind<'a> {
     /// Every record's text of this kind, one after the other.
     text: &'a str,
-    /// The table's ends, every kind, record after record: record `i`'s end
-    /// of this kind is `ends[i * stride + kind]`.
+    /// Where the records' texts end, record `i`'s at `ends[i * stride +
+    /// kind]`: the first kind's ends one after the other (`stride` 1), the
+    /// others' the table's ends, every kind record after record.
     ends: &'a [u32],
     stride: usize,
     kind: usize,
@@ -345,44 +366,85 @@ impl<'a> TextKind<'a> {
         )
     }
 
-    /// The texts of records `lo..hi`, when each of them has one: they
-    /// follow each other, so they are one slice; the iterator gives where
-    /// each starts in it (each ends where the next starts, the last at the
-    /// slice's end). `None` when one has none, or past the last record.
-    pub fn run(&self, lo: u32, hi: u32) -> Option<(&'a str, impl Iterator<Item = usize> + 'a)> {
-        let (lo, hi) = (lo as usize, hi as usize);
-        if hi > self.len() || lo > hi {
+    /// The texts of records `lo..hi` as one [`TextRun`], when this is the
+    /// table's first kind (the ids, whose ends lie one after the other)
+    /// and each of the records has a text of it. `None` otherwise, or past
+    /// the last record.
+    pub fn run(&self, lo: u32, hi: u32) -> Option<TextRun<'a>> {
+        if self.stride != 1 {
             return None;
         }
-        // This kind's ends of records `from..to`, every `stride`th entry
-        // of the table's.
-        let of = |from: usize, to: usize| -> Option<_> {
-            let flat = match to.checked_sub(1) {
-                Some(last) if last >= from => self
-                    .ends
-                    .get(from * self.stride + self.kind..last * self.stride + self.kind + 1)?,
-                _ => &[],
-            };
-            Some(flat.iter().step_by(self.stride.max(1)))
-        };
+        let (lo, hi) = (lo as usize, hi as usize);
+        let ends = self.ends.get(lo..hi)?;
         // A kind every record has needs no look for absent texts.
-        if !self.complete && of(lo, hi)?.any(|e| e & ABSENT != 0) {
+        if !self.complete && ends.iter().any(|e| e & ABSENT != 0) {
             return None;
         }
         let first = match lo {
             0 => 0,
             _ => self.end(lo - 1)? & !ABSENT,
         };
-        let last = match hi.checked_sub(1) {
-            Some(l) if l >= lo => self.end(l)?,
-            _ => first,
+        let last = ends.last().copied().unwrap_or(first);
+        Some(TextRun {
+            text: self.text.get(first as usize..last as usize)?,
+            ends,
+            first,
+        })
+    }
+}
+
+/// The texts of a run of records, of one kind, one after the other: one
+/// slice, and where each record's text ends in it. A reader that keeps
+/// the texts copies the slice and the ends, with no lookup per record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TextRun<'a> {
+    /// The records' texts.
+    text: &'a str,
+    /// Where each record's text ends in the kind's whole text: none before
+    /// `first` or before the one above it, none with [`ABSENT`] set.
+    ends: &'a [u32],
+    /// Where `text` starts in the kind's whole text.
+    first: u32,
+}
+
+impl<'a> TextRun<'a> {
+    /// The records' texts, one after the other.
+    pub fn text(&self) -> &'a str {
+        self.text
+    }
+
+    /// How many records.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// Whether the run has no records.
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// Where each record's text ends in [`text`](Self::text), in order:
+    /// the first starts at 0, each other where the one before ends, and
+    /// the last ends at the text's end. A slice mapped, so that a reader
+    /// extending its own list of ends with them is one pass the compiler
+    /// can vectorize.
+    #[inline]
+    pub fn ends(&self) -> impl ExactSizeIterator<Item = usize> + 'a {
+        let first = self.first;
+        // No end is before `first` (see `ends`): nothing wraps.
+        self.ends
+            .iter()
+            .map(move |&e| e.wrapping_sub(first) as usize)
+    }
+
+    /// Record `i` of the run's texts (`None` past the last).
+    pub fn get(&self, i: usize) -> Option<&'a str> {
+        let b = self.ends.get(i)?.checked_sub(self.first)?;
+        let a = match i {
+            0 => 0,
+            _ => self.ends.get(i - 1)?.checked_sub(self.first)?,
         };
-        let slice = self.text.get(first as usize..last as usize)?;
-        // Each record after the first starts where the one before ends.
-        let starts = std::iter::once(0).take(usize::from(hi > lo)).chain(
-            of(lo, hi.saturating_sub(1).max(lo))?.map(move |&e| e.saturating_sub(first) as usize),
-        );
-        Some((slice, starts))
+        self.text.get(a as usize..b as usize)
     }
 }
 
@@ -496,17 +558,27 @@ mod tests {
                 // A run whose records all have the kind's text is one
                 // slice, split where each starts.
                 let all = rows[lo..hi].iter().all(|r| r[k].is_some());
+                // Of the first kind (the ids), a run whose records all
+                // have text is one slice, split where each ends; the other
+                // kinds give none.
+                let all = all && k == 0;
                 match t.run(k, lo as u32, hi as u32) {
-                    Some((slice, starts)) => {
+                    Some(run) => {
                         prop_assert!(all);
-                        let starts: Vec<usize> = starts.collect();
-                        let mut ends: Vec<usize> = starts.iter().skip(1).copied().collect();
-                        ends.push(slice.len());
+                        let ends: Vec<usize> = run.ends().collect();
+                        prop_assert_eq!(ends.len(), run.len());
+                        prop_assert_eq!(run.is_empty(), lo == hi);
+                        prop_assert_eq!(ends.last().copied().unwrap_or(0), run.text().len());
+                        let starts = std::iter::once(0).chain(ends.iter().copied());
                         let split: Vec<&str> =
-                            starts.iter().zip(&ends).map(|(&a, &b)| &slice[a..b]).collect();
+                            starts.zip(&ends).map(|(a, &b)| &run.text()[a..b]).collect();
                         let expected: Vec<&str> =
                             rows[lo..hi].iter().map(|r| r[k].as_deref().unwrap()).collect();
-                        prop_assert_eq!(split, expected);
+                        let one_by_one: Vec<&str> =
+                            (0..run.len()).filter_map(|i| run.get(i)).collect();
+                        prop_assert_eq!(&split, &expected);
+                        prop_assert_eq!(one_by_one, expected);
+                        prop_assert_eq!(run.get(run.len()), None);
                     }
                     None => prop_assert!(!all),
                 }

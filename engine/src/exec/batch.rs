@@ -5,7 +5,7 @@
 //! every other statement's rows are gathered into batches of owned values.
 
 use memtrace_query::Value;
-use memtrace_storage::{TextKind, TextTable, TraceLabels};
+use memtrace_storage::{TextKind, TextRun, TextTable, TraceLabels};
 
 use super::value::Cell;
 use crate::error::Result;
@@ -54,9 +54,9 @@ impl Column<'_> {
         }
     }
 
-    /// A text column's texts as one slice (see [`TextColumn::joined`]);
+    /// A text column's texts as one run (see [`TextColumn::joined`]);
     /// `None` for any other column.
-    pub fn joined(&self) -> Option<(&str, impl Iterator<Item = usize> + '_)> {
+    pub fn joined(&self) -> Option<TextRun<'_>> {
         match self {
             Column::Text(t) => t.joined(),
             _ => None,
@@ -67,7 +67,7 @@ impl Column<'_> {
 /// A column of text lent from a trace's labels, one text or `NULL` a row.
 /// The rows of a run of records (the ops of a level recorded one after the
 /// other) are the run itself: making the column costs nothing per row, and
-/// their texts, which follow each other in the labels, are one slice
+/// their ids, which follow each other in the labels, are one slice
 /// ([`joined`](Self::joined)). Other rows are their records, each looked
 /// up when read.
 #[derive(Debug, Clone, PartialEq)]
@@ -153,34 +153,29 @@ impl<'a> TextColumn<'a> {
         })
     }
 
-    /// The column's texts as one slice, with where each row's text starts
-    /// in it (it ends where the next starts, the last at the slice's end):
-    /// when every row has text and each starts where the one before ends,
-    /// as a run's do. A reader that copies the column then copies one
-    /// slice. `None` otherwise; an empty column gives `""`.
-    pub fn joined(&self) -> Option<(&'a str, impl Iterator<Item = usize> + use<'_, 'a>)> {
-        if let Some((lo, n)) = self.run {
-            let (run, starts) = self.kind.run(lo, lo + n)?;
-            return Some((run, Starts::Run(starts)));
-        }
-        let first = match self.records.first() {
-            None => 0,
-            Some(&id) => self.place(id)?[0],
-        };
-        let mut at = first;
-        for &id in &self.records {
-            let [a, b] = self.place(id)?;
-            if a != at {
-                return None;
+    /// The column's texts as one run of the labels (one slice, and where
+    /// each row's text ends in it), when the column holds ids (the labels'
+    /// first kind) and its rows are consecutive records that each have
+    /// one, as a level's run of ops is: a reader that copies the column
+    /// then copies one slice and one list of ends. `None` otherwise (then
+    /// read the rows one by one); an empty column of ids gives an empty
+    /// run.
+    pub fn joined(&self) -> Option<TextRun<'a>> {
+        let (lo, n) = match self.run {
+            Some(run) => run,
+            None => {
+                let consecutive = self
+                    .records
+                    .windows(2)
+                    .all(|w| w[0].checked_add(1) == Some(w[1]));
+                if !consecutive {
+                    return None;
+                }
+                let lo = self.records.first().copied().unwrap_or(0);
+                (lo, u32::try_from(self.records.len()).ok()?)
             }
-            at = b;
-        }
-        let run = self.kind.text().get(first as usize..at as usize)?;
-        let starts = self
-            .records
-            .iter()
-            .map(move |&id| self.place(id).map_or(0, |[a, _]| (a - first) as usize));
-        Some((run, Starts::Records(starts)))
+        };
+        self.kind.run(lo, lo.checked_add(n)?)
     }
 
     /// Makes the column the texts of records `lo..lo + n` of the labels,
@@ -195,25 +190,6 @@ impl<'a> TextColumn<'a> {
         self.run = None;
         self.records.clear();
         self.records.extend_from_slice(ids);
-    }
-}
-
-/// Where the texts of a [`TextColumn::joined`] start: read from the
-/// labels for a run, from each row's record otherwise.
-enum Starts<R, L> {
-    Run(R),
-    Records(L),
-}
-
-impl<R: Iterator<Item = usize>, L: Iterator<Item = usize>> Iterator for Starts<R, L> {
-    type Item = usize;
-
-    #[inline]
-    fn next(&mut self) -> Option<usize> {
-        match self {
-            Starts::Run(r) => r.next(),
-            Starts::Records(l) => l.next(),
-        }
     }
 }
 
@@ -320,32 +296,28 @@ impl<'a> Batch<'a> {
         self.len = nodes.len();
     }
 
-    /// Makes an [`ops`](Self::ops) batch the rows of `ops`, all at
-    /// `depth`, when they are a run of the labels' records (sorted, each
-    /// one more than the one before): the rows cost nothing each. False,
-    /// and the batch unchanged, otherwise.
-    pub(super) fn set_ops_run(&mut self, ops: &[u32], depth: u32) -> bool {
-        let (Some(&lo), Some(&hi)) = (ops.first(), ops.last()) else {
-            return false;
-        };
-        let Ok(n) = u32::try_from(ops.len()) else {
-            return false;
-        };
+    /// Makes an [`ops`](Self::ops) batch the rows of the `n` ops from
+    /// `first` (see [`ops_run`]), all at `depth`, when the labels hold
+    /// them: the rows cost nothing each. False, and the batch unchanged,
+    /// otherwise.
+    pub(super) fn set_ops_run(&mut self, first: u32, n: u32, depth: u32) -> bool {
         let in_labels = self.columns.iter().any(|c| match c {
-            Column::Text(t) => (hi as usize) < t.kind.len(),
+            Column::Text(t) => first
+                .checked_add(n)
+                .is_some_and(|end| end as usize <= t.kind.len()),
             _ => false,
         });
-        if hi.wrapping_sub(lo).wrapping_add(1) != n || !in_labels {
+        if n == 0 || !in_labels {
             return false;
         }
         for (k, column) in self.columns.iter_mut().enumerate() {
             match column {
-                Column::Text(t) => t.set_run(lo, n),
+                Column::Text(t) => t.set_run(first, n),
                 at if k == 4 => *at = Column::Same(Cell::Value(Value::from(depth))),
                 _ => {}
             }
         }
-        self.len = ops.len();
+        self.len = n as usize;
         true
     }
 
@@ -369,6 +341,15 @@ impl<'a> Batch<'a> {
         }
         self.len = ops.len();
     }
+}
+
+/// `ops` (distinct, in order) as a run of records, `(first, count)`, when
+/// they are every id from the first to the last (a level's new ops often
+/// are: recorded one after the other); `None` otherwise, and for no ops.
+pub(super) fn ops_run(ops: &[u32]) -> Option<(u32, u32)> {
+    let (&first, &last) = (ops.first()?, ops.last()?);
+    let n = u32::try_from(ops.len()).ok()?;
+    (last.wrapping_sub(first).wrapping_add(1) == n).then_some((first, n))
 }
 
 /// Where an executor that hands out batches sends them: its rows, gathered
@@ -521,7 +502,7 @@ mod tests {
         assert!(table.push([Some("op-a"), Some("name"), None]));
         assert!(table.push([Some("op-b"), None, Some("kind")]));
         let mut ops = Batch::ops("g", &table);
-        assert!(ops.set_ops_run(&[0, 1], 2));
+        assert!(ops.set_ops_run(0, 2, 2));
         let mut g = Gather::new(5, &mut sink);
         let mut row = [
             Cell::Text("g"),
@@ -583,7 +564,9 @@ mod tests {
         }
         let mut b = Batch::ops("g1", &table);
         // Past the labels: not a run, looked up one by one.
-        assert!(!b.set_ops_run(&[0, 1, 2, 7], 3));
+        assert!(!b.set_ops_run(0, 8, 3));
+        assert!(!b.set_ops_run(u32::MAX, 2, 3));
+        assert!(!b.set_ops_run(0, 0, 3));
         assert!(b.is_empty());
         b.set_ops(&[0, 1, 2, 7], &[3; 4]);
         assert_eq!(b.len(), 4);
@@ -604,14 +587,17 @@ mod tests {
         assert!(b.columns()[1].joined().is_none());
         let looked_up: Vec<_> = (0..3).map(|i| b.row(i).unwrap()).collect();
         // The same ops as a run: the same rows.
-        assert!(b.set_ops_run(&[0, 1, 2], 3));
+        assert!(b.set_ops_run(0, 3, 3));
         assert_eq!(
             (0..3).map(|i| b.row(i).unwrap()).collect::<Vec<_>>(),
             looked_up
         );
         assert!(b.row(3).is_none() && b.str(3, 1).is_none());
-        let (run, starts) = b.columns()[1].joined().unwrap();
-        assert_eq!((run, starts.collect::<Vec<_>>()), ("abbccc", vec![0, 1, 3]));
+        let run = b.columns()[1].joined().unwrap();
+        assert_eq!(
+            (run.text(), run.ends().collect::<Vec<_>>()),
+            ("abbccc", vec![1, 3, 6])
+        );
         let Column::Text(names) = &b.columns()[2] else {
             panic!("names are not text")
         };
@@ -619,12 +605,14 @@ mod tests {
             names.iter().collect::<Vec<_>>(),
             [Some("n0"), None, Some("n2")]
         );
-        // Names skip op 1's absent name: not one run.
+        // Names are looked up one by one: only ids are lent as a run.
         assert!(b.columns()[2].joined().is_none());
         assert!(b.columns()[0].joined().is_none());
-        // Ops with a gap are no run; looked up, the ids are still one
-        // slice when each follows the one before.
-        assert!(!b.set_ops_run(&[0, 2], 1));
+        // Ops with a gap are no run; looked up, the ids are still one run
+        // when each op follows the one before.
+        assert_eq!(ops_run(&[0, 2]), None);
+        assert_eq!(ops_run(&[]), None);
+        assert_eq!(ops_run(&[4, 5, 6]), Some((4, 3)));
         b.set_ops(&[0, 2], &[1, 1]);
         assert!(b.columns()[1].joined().is_none());
         assert_eq!((b.str(0, 1), b.str(1, 1)), (Some("a"), Some("ccc")));
@@ -632,8 +620,15 @@ mod tests {
         assert_eq!(b.str(2, 1), None);
         assert_eq!(b.row(0).unwrap()[4], Value::Int(1));
         b.set_ops(&[1, 2], &[1, 2]);
-        let (run, starts) = b.columns()[1].joined().unwrap();
-        assert_eq!((run, starts.collect::<Vec<_>>()), ("bbccc", vec![0, 2]));
+        let run = b.columns()[1].joined().unwrap();
+        assert_eq!(
+            (run.text(), run.ends().collect::<Vec<_>>()),
+            ("bbccc", vec![2, 5])
+        );
+        // No rows: an empty run.
+        b.set_ops(&[], &[]);
+        let run = b.columns()[1].joined().unwrap();
+        assert_eq!((run.text(), run.len()), ("", 0));
         for k in 1..4 {
             let Column::Text(t) = &b.columns()[k] else {
                 panic!("column {k} is not text")
@@ -643,7 +638,7 @@ mod tests {
             assert_eq!(t.len(), b.len());
         }
         // Rows looked up after a run, each at its depth.
-        assert!(b.set_ops_run(&[0, 1], 4));
+        assert!(b.set_ops_run(0, 2, 4));
         assert_eq!(b.columns()[4], Column::Same(Cell::Value(Value::Int(4))));
         b.set_ops(&[0, 1, 2], &[4, 4, 5]);
         let rows: Vec<(Option<&str>, Value)> = (0..b.len())

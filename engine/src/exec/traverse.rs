@@ -11,7 +11,7 @@ use memtrace_query::plan::TraversePlan;
 use memtrace_query::{Field, QueryError, Row, Value};
 use memtrace_storage::{TraceId, TraceLabels};
 
-use super::batch::{Batch, BatchOut, Gather, NO_RECORD};
+use super::batch::{ops_run, Batch, BatchOut, Gather, NO_RECORD};
 use super::ctx::{OpTexts, TraceCtx};
 use super::row::RecRow;
 use super::run::{qerr, Exec, StartNode};
@@ -106,6 +106,117 @@ fn refill_node_row<'t>(
 /// a batch of their own (see [`Exec::ops_plain`]): below it, a batch's own
 /// cost is more than looking each op up.
 const RUN_ROWS: usize = 16;
+
+/// How many ops a `RETURN ops` walk that hands out batches finds before it
+/// hands them out. Handing each level out as soon as it is walked made the
+/// reader copy its rows between two levels of the walk, and each evicted
+/// what the other had in the processor's cache; holding the levels (a
+/// few numbers each) and handing them out together keeps the two apart,
+/// while a sink that stops early still stops the walk within this many
+/// ops.
+const HAND_OUT_OPS: usize = 1 << 14;
+
+/// One level of a `RETURN ops` walk held before it is handed out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Held {
+    /// The `n` ops from `first`, a run of the labels' records.
+    Run { depth: u32, first: u32, n: u32 },
+    /// The next `n` ops of [`HeldLevels::lone`].
+    Lone { depth: u32, n: usize },
+}
+
+/// The levels of a `RETURN ops` walk found and not yet handed out, and the
+/// scratch of handing them out.
+#[derive(Debug, Default)]
+struct HeldLevels {
+    /// Each level, in the order walked.
+    levels: Vec<Held>,
+    /// The ops of the levels that are no run, one level after the other.
+    lone: Vec<u32>,
+    /// How many ops the levels hold.
+    ops: usize,
+    /// Ops gathered for a batch looked up one by one, and their depths.
+    kept: Vec<u32>,
+    depths: Vec<u32>,
+}
+
+impl HeldLevels {
+    /// Holds level `depth`'s new ops `fresh` (distinct, in order): as a
+    /// run when there are at least [`RUN_ROWS`] of them, one after the
+    /// other.
+    fn push(&mut self, depth: u32, fresh: &[u32]) {
+        match ops_run(fresh) {
+            Some((first, n)) if fresh.len() >= RUN_ROWS => {
+                self.levels.push(Held::Run { depth, first, n });
+            }
+            _ => {
+                self.lone.extend_from_slice(fresh);
+                self.levels.push(Held::Lone {
+                    depth,
+                    n: fresh.len(),
+                });
+            }
+        }
+        self.ops += fresh.len();
+    }
+
+    /// Hands the levels held to `out`, in the order walked, and forgets
+    /// them: a run the labels hold as `run`, a batch of its own; other ops
+    /// gathered in `rest`, several levels to a batch, each op looked up.
+    /// False once `out` wants no more.
+    fn hand_out(
+        &mut self,
+        run: &mut Batch<'_>,
+        rest: &mut Batch<'_>,
+        out: &RefCell<dyn BatchOut + '_>,
+    ) -> Result<bool> {
+        let HeldLevels {
+            levels,
+            lone,
+            ops,
+            kept,
+            depths,
+        } = self;
+        let mut send_kept = |kept: &mut Vec<u32>, depths: &mut Vec<u32>| {
+            if kept.is_empty() {
+                return Ok(true);
+            }
+            rest.set_ops(kept, depths);
+            kept.clear();
+            depths.clear();
+            out.borrow_mut().batch(rest)
+        };
+        let mut lone_ops = lone.iter().copied();
+        let mut wanted = true;
+        for level in levels.iter() {
+            wanted = match *level {
+                Held::Run { depth, first, n } if run.set_ops_run(first, n, depth) => {
+                    send_kept(kept, depths)? && out.borrow_mut().batch(run)?
+                }
+                Held::Run { depth, first, n } => {
+                    kept.extend(first..first.saturating_add(n));
+                    depths.resize(kept.len(), depth);
+                    kept.len() < Gather::ROWS || send_kept(kept, depths)?
+                }
+                Held::Lone { depth, n } => {
+                    kept.extend(lone_ops.by_ref().take(n));
+                    depths.resize(kept.len(), depth);
+                    kept.len() < Gather::ROWS || send_kept(kept, depths)?
+                }
+            };
+            if !wanted {
+                break;
+            }
+        }
+        if wanted {
+            wanted = send_kept(kept, depths)?;
+        }
+        levels.clear();
+        lone.clear();
+        *ops = 0;
+        Ok(wanted)
+    }
+}
 
 /// Sets `cell` to lent `text`, or `NULL` when there is none, without
 /// dropping it when it is lent text already (see [`refill_op_row`]).
@@ -411,32 +522,20 @@ impl<'a> Exec<'a> {
             // other levels' ops are kept with their depths and go out
             // several levels to a batch, each looked up then (a trace
             // walked one op a level would otherwise pay a batch per row).
+            // Levels are held and handed out [`HAND_OUT_OPS`] ops at a
+            // time, not each as it is walked.
             let mut run = Batch::ops(gid, table);
             let mut rest = Batch::ops(gid, table);
-            let (mut kept, mut depths): (Vec<u32>, Vec<u32>) = (Vec::new(), Vec::new());
-            let mut send_kept = |kept: &mut Vec<u32>, depths: &mut Vec<u32>| -> Result<bool> {
-                if kept.is_empty() {
-                    return Ok(true);
-                }
-                rest.set_ops(kept, depths);
-                kept.clear();
-                depths.clear();
-                out.borrow_mut().batch(&rest)
-            };
+            let mut held = HeldLevels::default();
             g.walk_new_ops(var_starts, dir, p.max_depth, self.cancel, |depth, fresh| {
-                if fresh.len() >= RUN_ROWS && run.set_ops_run(fresh, depth) {
-                    wanted = send_kept(&mut kept, &mut depths)? && out.borrow_mut().batch(&run)?;
-                } else {
-                    kept.extend_from_slice(fresh);
-                    depths.resize(kept.len(), depth);
-                    if kept.len() >= Gather::ROWS {
-                        wanted = send_kept(&mut kept, &mut depths)?;
-                    }
+                held.push(depth, fresh);
+                if held.ops >= HAND_OUT_OPS {
+                    wanted = held.hand_out(&mut run, &mut rest, out)?;
                 }
                 Ok(wanted)
             })?;
             if wanted {
-                wanted = send_kept(&mut kept, &mut depths)?;
+                wanted = held.hand_out(&mut run, &mut rest, out)?;
             }
             return Ok(wanted);
         }
@@ -853,7 +952,104 @@ impl<'a> Exec<'a> {
 
 #[cfg(test)]
 mod tests {
+    use std::cell::RefCell;
+
+    use memtrace_query::Value;
+    use memtrace_storage::TextTable;
+
+    use super::HeldLevels;
+    use crate::exec::batch::{Batch, Gather};
     use crate::Database;
+
+    /// Hands out what `held` holds over a table of ops `op0`, `op1`, ...
+    /// (`ops` of them) to a sink that wants `wanted` batches: the batches
+    /// it got, each as its rows' ids and depths, and what the hand-out
+    /// answered.
+    fn handed_out(
+        held: &mut HeldLevels,
+        ops: usize,
+        wanted: usize,
+    ) -> (Vec<Vec<(String, Value)>>, bool) {
+        let mut table = TextTable::<3>::default();
+        for i in 0..ops {
+            assert!(table.push([Some(&format!("op{i}")), Some("n"), Some("k")]));
+        }
+        let mut got = Vec::new();
+        let mut sink = |b: &Batch<'_>| {
+            got.push(
+                (0..b.len())
+                    .map(|i| {
+                        let row = b.row(i).unwrap();
+                        (b.str(i, 1).unwrap_or("").to_string(), row[4].clone())
+                    })
+                    .collect::<Vec<_>>(),
+            );
+            Ok(got.len() < wanted)
+        };
+        let out = RefCell::new(Gather::new(5, &mut sink));
+        let (mut run, mut rest) = (Batch::ops("g", &table), Batch::ops("g", &table));
+        let answer = held.hand_out(&mut run, &mut rest, &out).unwrap();
+        drop(out);
+        (got, answer)
+    }
+
+    fn ids(batch: &[(String, Value)]) -> Vec<&str> {
+        batch.iter().map(|(id, _)| id.as_str()).collect()
+    }
+
+    #[test]
+    fn held_levels_go_out_in_the_order_walked_runs_as_batches_of_their_own() {
+        let mut held = HeldLevels::default();
+        held.push(1, &[40]);
+        held.push(2, &(0..20).collect::<Vec<u32>>());
+        // Too few for a run, and a gap: looked up one by one, gathered.
+        held.push(3, &[20, 21]);
+        held.push(4, &[22, 30, 31]);
+        // A run past the labels (30 ops): looked up, ids empty.
+        held.push(5, &(25..45).collect::<Vec<u32>>());
+        assert_eq!(held.ops, 1 + 20 + 2 + 3 + 20);
+        let (got, answer) = handed_out(&mut held, 30, usize::MAX);
+        assert!(answer);
+        assert_eq!(got.len(), 3, "{got:?}");
+        // Op 40 is past the labels: its id is empty.
+        assert_eq!(ids(&got[0]), [""]);
+        assert_eq!(got[0][0].1, Value::Int(1));
+        let run: Vec<String> = (0..20).map(|i| format!("op{i}")).collect();
+        assert_eq!(ids(&got[1]), run);
+        assert!(got[1].iter().all(|(_, d)| *d == Value::Int(2)));
+        let rest = &got[2];
+        assert_eq!(ids(&rest[..5]), ["op20", "op21", "op22", "", ""]);
+        let depths: Vec<&Value> = rest.iter().map(|(_, d)| d).collect();
+        assert_eq!(
+            depths[..6],
+            [
+                &Value::Int(3),
+                &Value::Int(3),
+                &Value::Int(4),
+                &Value::Int(4),
+                &Value::Int(4),
+                &Value::Int(5)
+            ]
+        );
+        assert_eq!(rest.len(), 2 + 3 + 20);
+        assert_eq!(ids(&rest[5..10]), ["op25", "op26", "op27", "op28", "op29"]);
+        assert!(rest[10..].iter().all(|(id, _)| id.is_empty()));
+        // Handed out, the levels are forgotten.
+        assert_eq!((held.levels.len(), held.lone.len(), held.ops), (0, 0, 0));
+        assert_eq!(handed_out(&mut held, 30, usize::MAX), (Vec::new(), true));
+    }
+
+    #[test]
+    fn a_sink_that_wants_no_more_stops_the_hand_out() {
+        let mut held = HeldLevels::default();
+        held.push(1, &(0..16).collect::<Vec<u32>>());
+        held.push(2, &(16..32).collect::<Vec<u32>>());
+        held.push(3, &[40]);
+        let (got, answer) = handed_out(&mut held, 50, 1);
+        assert!(!answer);
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].len(), 16);
+    }
 
     /// A database of one trace: variables `v:<name>` at their versions,
     /// ops of kind `k`, and edges (id, op, source, target), whose ends are
