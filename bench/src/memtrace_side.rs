@@ -71,6 +71,16 @@ fn quote(s: &str) -> String {
     s.replace('\'', "''")
 }
 
+/// The traversal from `start` in its trace, `tail` its clauses after the
+/// start (`RETURN ops`, `DEPTH 3 RETURN count`, ...).
+pub(crate) fn traversal(start: &Start, tail: &str) -> String {
+    format!(
+        "TRACE '{}' IN TRACE '#{}' {tail}",
+        quote(&start.node),
+        start.trace
+    )
+}
+
 impl Side for MemtraceSide {
     type Out = Out;
 
@@ -140,11 +150,7 @@ impl Side for MemtraceSide {
         let db = self.db()?;
         let trace = |tail: &str| -> Result<String> {
             let s = start.ok_or_else(|| CliError::Bench("a traversal needs a start".into()))?;
-            Ok(format!(
-                "TRACE '{}' IN TRACE '#{}' {tail}",
-                quote(&s.node),
-                s.trace
-            ))
+            Ok(traversal(s, tail))
         };
         let rows = |text: String, batches: bool| -> Result<Out> {
             // Nodes and ops rows: trace, then the node's or op's id.
@@ -219,5 +225,24 @@ impl Side for MemtraceSide {
             ),
             Kind::Open => Answer::default(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_traversal_quotes_its_start() {
+        let start = Start {
+            pos: 0,
+            trace: 7,
+            node_key: 0,
+            node: "prediction:it's@1".into(),
+        };
+        assert_eq!(
+            traversal(&start, "RETURN ops"),
+            "TRACE 'prediction:it''s@1' IN TRACE '#7' RETURN ops"
+        );
     }
 }

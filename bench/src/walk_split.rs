@@ -1,20 +1,22 @@
 //! Where the time of `RETURN ops` goes, beside `RETURN count` from the same
 //! start, measured in turn in the same process: the count query, the
 //! count's walk alone, the ops walk alone (each level's new ops found, no
-//! row made), and the ops read by batches and by rows as the suite reads
-//! them (each id kept). Workloads take turns round after round, so that a
-//! machine whose speed drifts slows each of them alike; each round reports
-//! the least and the median time of its runs and both beside the count
-//! query's.
+//! row made), the ops read by batches and by rows as the suite reads them
+//! (each id kept), and the ops by rows with each id only looked at (its
+//! length taken, nothing copied), which parts what the rows cost the
+//! engine from what keeping them costs the caller. Workloads take turns
+//! round after round, so that a machine whose speed drifts slows each of
+//! them alike; each round reports the least and the median time of its
+//! runs and both beside the count query's.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use clap::Args;
-use memtrace::{Cancel, Direction};
+use memtrace::{Cancel, Direction, Params};
 
 use crate::error::{CliError, Result};
-use crate::memtrace_side::MemtraceSide;
+use crate::memtrace_side::{traversal, MemtraceSide};
 use crate::protocol::{Kind, Side, Start};
 
 /// Arguments of `walk-split`.
@@ -37,11 +39,12 @@ pub struct WalkSplitArgs {
 }
 
 /// The workloads, in the order each round runs them.
-const WORKLOADS: [&str; 5] = [
+const WORKLOADS: [&str; 6] = [
     "count query",
     "count walk",
     "ops walk",
     "ops by batches",
+    "ops rows unkept",
     "ops by rows",
 ];
 
@@ -160,6 +163,20 @@ pub fn measure(db: &Path, runs: usize, rounds: usize) -> Result<Split> {
         })?;
         Ok(ops)
     };
+    let ops_query = traversal(&start, "RETURN ops");
+    // `RETURN ops` by rows, each row's id looked at (its length summed)
+    // and nothing kept: the rows' cost without the caller's copying.
+    let rows_unkept = |side: &MemtraceSide| -> Result<u64> {
+        let (mut rows, mut bytes) = (0u64, 0usize);
+        side.database()?
+            .query_each(&ops_query, &Params::new(), &cancel, &mut |row| {
+                rows += 1;
+                bytes += row.get(1).and_then(|c| c.as_str()).map_or(0, str::len);
+                Ok(true)
+            })?;
+        std::hint::black_box(bytes);
+        Ok(rows)
+    };
     // One run of workload `w`: its count of nodes or ops, and the time it
     // took in microseconds (a query's answer is summarised untimed, as the
     // suite does).
@@ -170,6 +187,7 @@ pub fn measure(db: &Path, runs: usize, rounds: usize) -> Result<Split> {
             1 => return Ok((count_walk()?, micros(t))),
             2 => return Ok((ops_walk()?, micros(t))),
             3 => Kind::OpsBatches,
+            4 => return Ok((rows_unkept(&side)?, micros(t))),
             _ => Kind::Ops,
         };
         let out = side.run(kind, Some(&start))?;
@@ -182,7 +200,7 @@ pub fn measure(db: &Path, runs: usize, rounds: usize) -> Result<Split> {
         .collect::<Result<_>>()?;
     if answers[0] != answers[1] || answers[2..].iter().any(|&n| n != answers[2]) {
         return Err(CliError::Bench(format!(
-            "the workloads disagree: {answers:?} (nodes twice, then ops three times)"
+            "the workloads disagree: {answers:?} (nodes twice, then ops four times)"
         )));
     }
     let mut measured = Vec::with_capacity(rounds);
