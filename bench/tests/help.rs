@@ -110,8 +110,9 @@ fn walk_split_compares_every_workload_with_the_count_across_rounds() {
     assert!(out.status.success(), "{out:?}");
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("closure of 49 nodes and 49 ops"), "{text}");
-    // Five workloads in each of the three rounds, then their spread.
+    // Six workloads in each of the three rounds, then their spread.
     assert_eq!(text.matches("ops by rows").count(), 4, "{text}");
+    assert_eq!(text.matches("ops rows unkept").count(), 4, "{text}");
     assert!(text.contains("across the 3 rounds"), "{text}");
     assert!(text.contains("count query"), "{text}");
     assert!(
