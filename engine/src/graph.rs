@@ -419,7 +419,7 @@ impl TraceGraph {
             min_depth,
             count: 0,
         };
-        self.walk_rows(dir, false, starts, max_depth, cancel, &mut count)?;
+        self.walk_rows(dir, starts, max_depth, cancel, &mut count)?;
         Ok(count.count)
     }
 
@@ -441,7 +441,7 @@ impl TraceGraph {
             walked: Vec::new(),
             level,
         };
-        self.walk_rows(dir, false, starts, max_depth, cancel, &mut gather)
+        self.walk_rows(dir, starts, max_depth, cancel, &mut gather)
     }
 
     /// The ops a [`walk_levels`](Self::walk_levels) crosses, each once, at
@@ -458,46 +458,37 @@ impl TraceGraph {
         cancel: &Cancel,
         level: impl FnMut(u32, &mut Vec<u32>) -> Result<bool>,
     ) -> Result<()> {
-        let words = (self.adj.ops as usize).div_ceil(64);
-        let mut fresh = NewOps {
-            seen: vec![0; words],
-            order: vec![0; words],
-            slots: Vec::new(),
-            held: 0,
-            fresh: Vec::new(),
-            level,
+        let (_, _, far) = self.csr(dir);
+        let row_ops = self.row_ops(dir)?;
+        let rows = OpRows {
+            rows: &row_ops.rows,
+            more: &row_ops.more,
+            far,
         };
-        self.walk_rows(dir, true, starts, max_depth, cancel, &mut fresh)
+        op_levels(
+            &rows,
+            self.adj.vars,
+            self.adj.ops,
+            starts,
+            max_depth,
+            cancel,
+            level,
+        )
     }
 
     /// The level loop over this graph's rows in `dir`, their entries being
-    /// the edges or (`ops`) the edges' ops.
+    /// the edges.
     fn walk_rows<L: Levels>(
         &self,
         dir: Direction,
-        ops: bool,
         starts: &[u32],
         max_depth: Option<u32>,
         cancel: &Cancel,
         visit: &mut L,
     ) -> Result<()> {
         let (off, edges, far) = self.csr(dir);
-        let vars = self.adj.vars;
-        match (ops, dir) {
-            (false, _) => {
-                let mut rows = CsrRows { off, edges, far };
-                levels(&mut rows, vars, starts, max_depth, cancel, visit)
-            }
-            (true, dir) => {
-                let row_ops = self.row_ops(dir)?;
-                let mut rows = OpRows {
-                    rows: &row_ops.rows,
-                    more: &row_ops.more,
-                    far,
-                };
-                levels(&mut rows, vars, starts, max_depth, cancel, visit)
-            }
-        }
+        let mut rows = CsrRows { off, edges, far };
+        levels(&mut rows, self.adj.vars, starts, max_depth, cancel, visit)
     }
 
     /// Breadth-first walk from `starts` (at depth `start_depth`; they are
@@ -660,28 +651,24 @@ struct OpRows<'g> {
     far: &'g [u32],
 }
 
-impl Rows for OpRows<'_> {
-    fn prepare(&mut self, _: &[u32]) -> Result<()> {
-        Ok(())
+impl OpRows<'_> {
+    /// Variable `v`'s op code (see [`RowOps`]) and its row's far ends; an
+    /// unknown variable has no op and no far ends.
+    #[inline]
+    fn code_row(&self, v: u32) -> (u32, &[u32]) {
+        let v = v as usize;
+        let (Some(&[a, code]), Some(&[b, _])) = (self.rows.get(v), self.rows.get(v + 1)) else {
+            return (NO_OP, &[]);
+        };
+        (code, self.far.get(a as usize..b as usize).unwrap_or(&[]))
     }
 
+    /// The ops of a row whose code has [`MANY_OPS`] set.
     #[inline]
-    fn row(&self, v: u32) -> (&[u32], &[u32]) {
-        let v = v as usize;
-        let (Some([a, code]), Some([b, _])) = (self.rows.get(v), self.rows.get(v + 1)) else {
-            return (&[], &[]);
-        };
-        let far = self.far.get(*a as usize..*b as usize).unwrap_or(&[]);
-        let ops: &[u32] = if *code & MANY_OPS == 0 {
-            std::slice::from_ref(code)
-        } else if *code == NO_OP {
-            &[]
-        } else {
-            let at = (*code & !MANY_OPS) as usize;
-            let n = self.more.get(at).map_or(0, |&n| n as usize);
-            self.more.get(at + 1..at + 1 + n).unwrap_or(&[])
-        };
-        (ops, far)
+    fn several(&self, code: u32) -> &[u32] {
+        let at = (code & !MANY_OPS) as usize;
+        let n = self.more.get(at).map_or(0, |&n| n as usize);
+        self.more.get(at + 1..at + 1 + n).unwrap_or(&[])
     }
 }
 
@@ -733,51 +720,6 @@ impl<F: FnMut(u32, &[u32]) -> Result<bool>> Levels for Gather<F> {
         let go_on = (self.level)(depth, &self.walked)?;
         self.walked.clear();
         Ok(go_on)
-    }
-}
-
-/// Keeps each op the first time a row holds it, and hands each level's
-/// new ops, in id order, to a callback.
-struct NewOps<F> {
-    /// Ops seen, a bit each.
-    seen: Vec<u64>,
-    /// Scratch for ordering a level's ops: a bit each, all clear between
-    /// levels.
-    order: Vec<u64>,
-    /// The level's new ops so far are `slots[..held]`: every op is written
-    /// to `slots[held]` and kept by moving `held` past it when new, without
-    /// a branch (see [`levels`]).
-    slots: Vec<u32>,
-    held: usize,
-    /// The level's new ops, as the callback gets them.
-    fresh: Vec<u32>,
-    level: F,
-}
-
-impl<F: FnMut(u32, &mut Vec<u32>) -> Result<bool>> Levels for NewOps<F> {
-    const ROWS: bool = true;
-
-    #[inline]
-    fn row(&mut self, ops: &[u32]) {
-        room(&mut self.slots, self.held + ops.len());
-        for &o in ops {
-            let (w, bit) = (o as usize / 64, 1u64 << (o % 64));
-            if let (Some(word), Some(slot)) = (self.seen.get_mut(w), self.slots.get_mut(self.held))
-            {
-                *slot = o;
-                self.held += usize::from(*word & bit == 0);
-                *word |= bit;
-            }
-        }
-    }
-
-    fn level(&mut self, depth: u32, _: usize) -> Result<bool> {
-        self.fresh.clear();
-        self.fresh
-            .extend_from_slice(self.slots.get(..self.held).unwrap_or(&[]));
-        self.held = 0;
-        sort_distinct(&mut self.fresh, &mut self.order);
-        (self.level)(depth, &mut self.fresh)
     }
 }
 
@@ -860,18 +802,93 @@ fn levels<R: Rows, L: Levels>(
             if L::ROWS {
                 visit.row(entries);
             }
-            room(&mut next, held + far.len());
-            for &other in far {
-                let (w, bit) = (other as usize / 64, 1u64 << (other % 64));
-                if let (Some(word), Some(slot)) = (seen.get_mut(w), next.get_mut(held)) {
-                    *slot = other;
-                    held += usize::from(*word & bit == 0);
-                    *word |= bit;
-                }
-            }
+            held = keep_unseen(&mut seen, far, &mut next, held);
         }
         depth += 1;
         if !visit.level(depth, held)? {
+            return Ok(());
+        }
+        nodes.clear();
+        nodes.extend_from_slice(next.get(..held).unwrap_or(&[]));
+    }
+    Ok(())
+}
+
+/// Keeps those of `ids` not yet `seen`, marking them: each is written to
+/// `out[held]` and kept by moving `held` past it when new, without a
+/// branch (see [`levels`]). Returns the new `held`. Ids past `seen` are
+/// left out.
+#[inline(always)]
+fn keep_unseen(seen: &mut [u64], ids: &[u32], out: &mut Vec<u32>, mut held: usize) -> usize {
+    room(out, held + ids.len());
+    for &id in ids {
+        let (w, bit) = (id as usize / 64, 1u64 << (id % 64));
+        if let (Some(word), Some(slot)) = (seen.get_mut(w), out.get_mut(held)) {
+            *slot = id;
+            held += usize::from(*word & bit == 0);
+            *word |= bit;
+        }
+    }
+    held
+}
+
+/// The level loop of [`levels`] over rows of ops, of a graph of `vars`
+/// variables and `ops` ops: after each level, `level(depth, new_ops)`
+/// gets the ops that the level's expanded rows hold and no row before
+/// held, in id order (it may reorder or empty them); it answers false to
+/// stop. A row of one op, the most common, has its op kept without a
+/// loop over a list of one, and the walk's state (the ops seen, a level's
+/// new ones) is held in locals of this loop, not in a [`Levels`] that
+/// [`levels`] would hand each row to: the ops walk takes about a tenth
+/// less time so (BENCHMARKS.md, "The ops walk on a loop of its own").
+#[allow(clippy::too_many_arguments)]
+fn op_levels(
+    rows: &OpRows<'_>,
+    vars: u32,
+    ops: u32,
+    starts: &[u32],
+    max_depth: Option<u32>,
+    cancel: &Cancel,
+    mut level: impl FnMut(u32, &mut Vec<u32>) -> Result<bool>,
+) -> Result<()> {
+    cancel.check()?;
+    let (mut seen, mut nodes) = seed(vars, starts)?;
+    // Ops seen, a bit each; `order` is scratch for ordering a level's new
+    // ops, all clear between levels.
+    let words = (ops as usize).div_ceil(64);
+    let (mut ops_seen, mut order) = (vec![0u64; words], vec![0u64; words]);
+    // A level's new ops are `new_ops[..ops_held]` and its next nodes
+    // `next[..held]`, each kept as `keep_unseen` keeps them; the new ops
+    // go to `level` sorted, in `fresh`.
+    let (mut new_ops, mut fresh, mut next) = (Vec::new(), Vec::new(), Vec::new());
+    let mut depth = 0u32;
+    while !nodes.is_empty() && max_depth.is_none_or(|m| depth < m) {
+        cancel.check()?;
+        let (mut held, mut ops_held) = (0usize, 0usize);
+        // Room for a new op per node; a row of several ops makes more.
+        room(&mut new_ops, nodes.len());
+        for &node in &nodes {
+            let (code, far) = rows.code_row(node);
+            if code & MANY_OPS == 0 {
+                if ops_held >= new_ops.len() {
+                    room(&mut new_ops, ops_held + 1);
+                }
+                let (w, bit) = (code as usize / 64, 1u64 << (code % 64));
+                if let (Some(word), Some(slot)) = (ops_seen.get_mut(w), new_ops.get_mut(ops_held)) {
+                    *slot = code;
+                    ops_held += usize::from(*word & bit == 0);
+                    *word |= bit;
+                }
+            } else if code != NO_OP {
+                ops_held = keep_unseen(&mut ops_seen, rows.several(code), &mut new_ops, ops_held);
+            }
+            held = keep_unseen(&mut seen, far, &mut next, held);
+        }
+        depth += 1;
+        fresh.clear();
+        fresh.extend_from_slice(new_ops.get(..ops_held).unwrap_or(&[]));
+        sort_distinct(&mut fresh, &mut order);
+        if !level(depth, &mut fresh)? {
             return Ok(());
         }
         nodes.clear();
@@ -1095,11 +1112,12 @@ mod tests {
             more: &rows.more,
             far: &g.in_far,
         };
-        assert_eq!(r.row(0), (&[][..], &[][..]));
-        assert_eq!(r.row(2), (&[0][..], &[0, 1][..]));
-        assert_eq!(r.row(3), (&[1, 2][..], &[0, 1][..]));
+        assert_eq!(r.code_row(0), (NO_OP, &[][..]));
+        assert_eq!(r.code_row(2), (0, &[0, 1][..]));
+        assert_eq!(r.code_row(3), (MANY_OPS, &[0, 1][..]));
+        assert_eq!(r.several(MANY_OPS), &[1, 2][..]);
         // An unknown variable has an empty row.
-        assert_eq!(r.row(9), (&[][..], &[][..]));
+        assert_eq!(r.code_row(9), (NO_OP, &[][..]));
     }
 
     #[test]
