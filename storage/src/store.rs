@@ -342,6 +342,9 @@ pub struct Store {
     /// read at open and lowered before a commit stores a head, so that a
     /// database from before heads pays no read for them.
     heads_from: AtomicU32,
+    /// A writer's entry among the databases this process writes; declared
+    /// after `db`, so that it goes only once the lock has.
+    _writer: Option<WriterMark>,
 }
 
 impl Drop for Store {
@@ -400,27 +403,76 @@ pub fn base_options() -> Options {
     o
 }
 
+/// The databases this process has open to write, by canonical folder.
+///
+/// RocksDB's lock is a POSIX record lock on the folder's `LOCK` file, and
+/// closing any descriptor of that file releases every such lock the
+/// process holds on it. So [`lock_held`] asks the kernel about other
+/// processes through a descriptor of its own only when this process holds
+/// no lock there, which this list tells; and a writer of this process
+/// opens (taking the lock) while holding the list, so that no descriptor
+/// opened by `lock_held` can be closed in between.
+static WRITING: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// The list of [`WRITING`], locked (a panic elsewhere while it was held
+/// left it whole: each change is one push or one removal).
+fn writing() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
+    WRITING
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// How [`WRITING`] names the database at `path`.
+fn writing_key(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// A writer's entry in [`WRITING`], removed when the store that holds it
+/// is dropped (after its database, whose lock goes first).
+#[derive(Debug)]
+struct WriterMark(PathBuf);
+
+impl Drop for WriterMark {
+    fn drop(&mut self) {
+        let mut list = writing();
+        if let Some(at) = list.iter().position(|p| *p == self.0) {
+            list.swap_remove(at);
+        }
+    }
+}
+
 /// Whether a process (this one included) holds the lock of the database at
-/// `path`, that is, has it open to write. Read from the kernel's table of
-/// file locks, by the lock file's inode, so that no descriptor of the lock
-/// file is opened here (closing one would release a lock this process
-/// holds). Where that table cannot be read, a writer is assumed.
+/// `path`, that is, has it open to write: this process when [`WRITING`]
+/// lists it, another when the kernel reports a lock on its `LOCK` file
+/// that would keep this process from writing (`F_GETLK`). Where that
+/// cannot be asked, a writer is assumed. Reading the kernel's whole table
+/// of locks (`/proc/locks`) instead cost 6 to 14 ms on its first read in a
+/// process, and every command is a fresh process (BENCHMARKS.md, "Opening
+/// without reading the kernel's table of locks").
 fn lock_held(path: &Path) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    let Ok(meta) = std::fs::metadata(path.join("LOCK")) else {
-        // Never opened to write: nothing can hold it.
-        return false;
-    };
-    let Ok(locks) = std::fs::read_to_string("/proc/locks") else {
+    use std::os::fd::AsRawFd;
+    let list = writing();
+    if list.contains(&writing_key(path)) {
         return true;
+    }
+    // No lock of this process is on the file, and none is taken while the
+    // list is held: the descriptor opened here may be closed.
+    let file = match std::fs::File::open(path.join("LOCK")) {
+        Ok(f) => f,
+        // Never opened to write: nothing can hold it.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return false,
+        Err(_) => return true,
     };
-    let inode = meta.ino().to_string();
-    // Each line: "1: POSIX  ADVISORY  WRITE <pid> <major>:<minor>:<inode> <start> <end>".
-    locks.lines().any(|line| {
-        line.split_whitespace()
-            .filter_map(|f| f.rsplit_once(':'))
-            .any(|(dev, ino)| dev.contains(':') && ino == inode)
-    })
+    // SAFETY: `flock` is plain data, for which all zeroes is a valid value.
+    let mut query: libc::flock = unsafe { std::mem::zeroed() };
+    query.l_type = libc::F_WRLCK as libc::c_short;
+    query.l_whence = libc::SEEK_SET as libc::c_short;
+    // SAFETY: the descriptor is open for the call, and `query` is a valid
+    // `flock` that F_GETLK reads and overwrites.
+    let asked = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GETLK, &mut query) };
+    drop(file);
+    drop(list);
+    asked != 0 || query.l_type != libc::F_UNLCK as libc::c_short
 }
 
 /// The table files a store keeps open at most (RocksDB's table cache).
@@ -659,6 +711,10 @@ impl Store {
             db_opts.set_max_open_files(-1);
         }
         let cache = Cache::new_lru_cache(BLOCK_CACHE_BYTES);
+        // A writer takes the lock with the list of writers held (see
+        // `WRITING`); declared before `db`, it is released after `db` on
+        // every early return.
+        let writers = (!opts.read_only).then(writing);
         let db = {
             let present = DB::list_cf(&db_opts, path)?;
             if !present.iter().any(|c| c == cf::META) {
@@ -816,6 +872,11 @@ impl Store {
             read_only: opts.read_only,
             hash_ids_possible: AtomicBool::new(hash_ids_possible),
             heads_from: AtomicU32::new(heads_from),
+            _writer: writers.map(|mut list| {
+                let key = writing_key(path);
+                list.push(key.clone());
+                WriterMark(key)
+            }),
         };
         if !store.read_only {
             store.clear_unfinished_ingests()?;
@@ -3220,6 +3281,73 @@ mod tests {
         ));
         drop(writer);
         assert!(!lock_held(&path));
+    }
+
+    /// The other process of
+    /// `a_writer_in_another_process_is_seen_and_keeps_its_lock`: opens the
+    /// database at `MEMTRACE_TEST_HOLD` to write, creates the file at
+    /// `MEMTRACE_TEST_READY`, and holds the database until its standard
+    /// input closes. Without those variables (a plain `--ignored` run) it
+    /// does nothing.
+    #[test]
+    #[ignore = "run by another test, in a process of its own"]
+    fn hold_a_database_open_to_write() {
+        use std::io::Read;
+        let (Some(path), Some(ready)) = (
+            std::env::var_os("MEMTRACE_TEST_HOLD"),
+            std::env::var_os("MEMTRACE_TEST_READY"),
+        ) else {
+            return;
+        };
+        let _writer = Store::open(Path::new(&path), &StoreOptions::default()).unwrap();
+        std::fs::write(ready, b"").unwrap();
+        let _ = std::io::stdin().read_to_end(&mut Vec::new());
+    }
+
+    #[test]
+    fn a_writer_in_another_process_is_seen_and_keeps_its_lock() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db");
+        drop(Store::open(&path, &StoreOptions::default()).unwrap());
+        assert!(!lock_held(&path), "closed: no lock");
+        let ready = dir.path().join("ready");
+        let mut other = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "store::tests::hold_a_database_open_to_write",
+                "--ignored",
+                "--test-threads=1",
+            ])
+            .env("MEMTRACE_TEST_HOLD", &path)
+            .env("MEMTRACE_TEST_READY", &ready)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let waited = std::time::Instant::now();
+        while !ready.exists() {
+            assert!(
+                waited.elapsed() < std::time::Duration::from_secs(60),
+                "the other process did not open the database"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(lock_held(&path), "the other process's lock is seen");
+        // Asking released nothing: a writer here is still refused.
+        assert!(lock_held(&path));
+        assert!(matches!(
+            Store::open(&path, &StoreOptions::default()),
+            Err(StorageError::InUse(_))
+        ));
+        let reader = StoreOptions {
+            read_only: true,
+            ..StoreOptions::default()
+        };
+        assert!(Store::open(&path, &reader).unwrap().is_read_only());
+        drop(other.stdin.take());
+        assert!(other.wait().unwrap().success());
+        assert!(!lock_held(&path), "the other process closed it");
     }
 
     #[test]
