@@ -496,6 +496,73 @@ fn query_rows_stream_and_the_sink_can_stop_them() {
     assert_eq!(limited.rows.len(), 7);
 }
 
+/// Variables whose full node ids read alike: `message:D1` of version 1
+/// has the class `message`, `message:D1` of version 2 has none (its name
+/// holds the colon), and `:x` has an empty class; ops read from an edge.
+fn alike() -> String {
+    let nodes = [
+        json!({"name": "D1", "class_name": "message", "version": 1, "value": "a", "session_id": "s", "category": "msg"}),
+        json!({"name": "message:D1", "class_name": null, "version": 2, "value": "b", "session_id": "s"}),
+        json!({"name": ":x@y", "class_name": "", "version": 10, "value": "c", "session_id": "s", "category": ""}),
+    ];
+    let ops = [
+        json!({"op_id": "w1", "op_name": "write", "category": "update", "session_id": "s"}),
+        json!({"op_id": "w2", "op_name": null, "category": null, "session_id": "s"}),
+    ];
+    let edges = [
+        json!({"edge_id": "e1", "op_id": "w1", "session_id": "s",
+               "source_full_node_id": "message:D1@1", "target_full_node_id": "message:D1@2"}),
+        json!({"edge_id": "e2", "op_id": "w2", "session_id": "s",
+               "source_full_node_id": "message:D1@2", "target_full_node_id": ":x@y@10"}),
+    ];
+    json!({"graph_id": "alike", "data": {"sessions": [{"session_id": "s"}], "operations": ops, "nodes": nodes, "edges": edges}})
+        .to_string()
+}
+
+#[test]
+fn fields_read_without_records_tell_apart_ids_that_read_alike() {
+    let (dir, db) = db();
+    import(&db, &alike()).unwrap();
+    // Read back after reopening, so nothing comes from the import's memory.
+    drop(db);
+    let db = Database::open_existing(dir.path().join("api.db")).unwrap();
+    let rows = |q: &str| db.query(q).unwrap().rows;
+    assert_eq!(
+        rows("FIND vars RETURN var.name, var.class, var.version, var.full_name, var.node_id, var.category"),
+        [
+            json!(["D1", "message", 1, "message:D1", "message:D1@1", "msg"]),
+            json!(["message:D1", null, 2, "message:D1", "message:D1@2", null]),
+            json!([":x@y", "", 10, ":x@y", ":x@y@10", ""]),
+        ]
+        .map(|r| r.as_array().unwrap().clone())
+    );
+    // A label is the class as recorded, never the text before a colon.
+    assert_eq!(
+        rows("MATCH (v:message) RETURN v, v.name"),
+        [[json!("alike"), json!("message:D1@1"), json!("D1")]]
+    );
+    assert_eq!(
+        rows("MATCH (a)-[e]->(b) WHERE b.class IS NULL RETURN a.name, e.kind, e.op_name, e.op, b.version"),
+        [[json!("alike"), json!("D1"), json!("update"), json!("write"), json!("w1"), json!(2)]]
+    );
+    assert_eq!(
+        rows("MATCH (a)-[e]->(b:message) RETURN count(*)"),
+        [[json!(0)]],
+        "no edge ends at the classed message:D1"
+    );
+    assert_eq!(
+        rows("FIND ops RETURN op.id, op.name, op.kind"),
+        [
+            [json!("w1"), json!("write"), json!("update")],
+            [json!("w2"), Value::Null, Value::Null],
+        ]
+    );
+    assert_eq!(
+        rows("MATCH (a)-[e:update]->(b) RETURN b.name"),
+        [[json!("alike"), json!("message:D1")]]
+    );
+}
+
 #[test]
 fn a_large_file_read_again_is_the_same_content_and_other_content_is_refused() {
     let (dir, db) = db();

@@ -227,6 +227,33 @@ proptest! {
         let mut out = Vec::new();
         db.trace(doc["graph_id"].as_str().unwrap()).unwrap().export(ExportFormat::Smartcomment, &mut out).unwrap();
         let back: Value = serde_json::from_slice(&out).unwrap();
-        prop_assert_eq!(back, doc);
+        prop_assert_eq!(&back, &doc);
+        // Queries read names, classes, versions and kinds from the trace's
+        // labels, not its records: the same texts, names with `:` and `@`
+        // and empty classes included.
+        let rows = db
+            .query("FIND vars RETURN var.name, var.class, var.version, var.full_name, var.node_id, var.category")
+            .unwrap()
+            .rows;
+        let want: Vec<Vec<Value>> = doc["data"]["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| {
+                ["name", "class_name", "version", "full_name", "full_node_id", "category"]
+                    .iter()
+                    .map(|k| n[*k].clone())
+                    .collect()
+            })
+            .collect();
+        prop_assert_eq!(rows, want);
+        let rows = db.query("FIND ops RETURN op.id, op.name, op.kind").unwrap().rows;
+        let want: Vec<Vec<Value>> = doc["data"]["operations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| vec![o["op_id"].clone(), o["op_name"].clone(), o["category"].clone()])
+            .collect();
+        prop_assert_eq!(rows, want);
     }
 }

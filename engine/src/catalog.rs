@@ -550,6 +550,18 @@ mod tests {
             assert_eq!(category, v.category.as_deref());
         }
         assert_eq!(stored.ops.len(), counts.ops as usize);
+        for (i, v) in c.variables().iter().enumerate() {
+            let t = stored.var(i as u32).expect("classes stored at import");
+            assert_eq!(
+                (t.name, t.class, t.version, t.full_name),
+                (
+                    v.name.as_str(),
+                    v.class_name.as_deref(),
+                    v.version,
+                    v.full_name().as_str()
+                )
+            );
+        }
         // Labels that do not match the trace's counts are damaged data.
         let fewer = Counts {
             variables: counts.variables - 1,

@@ -448,45 +448,179 @@ impl<'a> TextRun<'a> {
     }
 }
 
-/// A trace's labels: per variable its full node id and category, per op
-/// its id, name and kind (`category`), by local id.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// A trace's labels: per variable its full node id, category and class,
+/// per op its id, name and kind (`category`), by local id.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TraceLabels {
     /// Full node id (`class:name@version`), category.
     pub vars: TextTable<2>,
     /// Op id, name, kind.
     pub ops: TextTable<3>,
+    /// Each variable's class (`class_name` as recorded), with which its
+    /// name, class and version are read from its full node id (see
+    /// [`var`](Self::var)); `None` for labels stored before classes were.
+    pub classes: Option<TextTable<1>>,
 }
 
-/// The first bytes of a stored [`TraceLabels`] value.
-const MAGIC: &[u8; 4] = b"MTL1";
+impl Default for TraceLabels {
+    /// No records yet, classes kept.
+    fn default() -> Self {
+        TraceLabels {
+            vars: TextTable::default(),
+            ops: TextTable::default(),
+            classes: Some(TextTable::default()),
+        }
+    }
+}
+
+/// The first bytes of a stored [`TraceLabels`] value with classes.
+const MAGIC: &[u8; 4] = b"MTL2";
+
+/// The first bytes of a stored [`TraceLabels`] value without classes (as
+/// stored before classes were).
+const MAGIC_NO_CLASSES: &[u8; 4] = b"MTL1";
+
+/// A variable's label fields, read from its full node id and its class
+/// (see [`TraceLabels::var`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VarText<'a> {
+    /// `class:name@version` (`name@version` without a class).
+    pub node_id: &'a str,
+    /// `node_id` without `@version`.
+    pub full_name: &'a str,
+    /// The name.
+    pub name: &'a str,
+    /// The class as recorded (possibly empty).
+    pub class: Option<&'a str>,
+    /// The version.
+    pub version: u32,
+    /// The category.
+    pub category: Option<&'a str>,
+}
+
+impl<'a> VarText<'a> {
+    /// Splits a full node id by its class: `None` when the id is not
+    /// `class:name@version` (or `name@version` for no or an empty class)
+    /// with a version that prints back as written.
+    pub fn split(
+        node_id: &'a str,
+        class: Option<&'a str>,
+        category: Option<&'a str>,
+    ) -> Option<Self> {
+        let at = node_id.rfind('@')?;
+        let (full_name, version) = (&node_id[..at], &node_id[at + 1..]);
+        let parsed: u32 = version.parse().ok()?;
+        // `parse` takes a leading `+` and zeros, which no id is written with.
+        if version.starts_with('+') || (version.len() > 1 && version.starts_with('0')) {
+            return None;
+        }
+        let name = match class.filter(|c| !c.is_empty()) {
+            Some(c) => full_name.strip_prefix(c)?.strip_prefix(':')?,
+            None => full_name,
+        };
+        Some(VarText {
+            node_id,
+            full_name,
+            name,
+            class,
+            version: parsed,
+            category,
+        })
+    }
+}
 
 impl TraceLabels {
+    /// Appends a variable's label (full node id, made in `scratch`,
+    /// category and, when kept, class); `false` (and nothing appended)
+    /// when a kind's texts would reach 2 GiB.
+    pub fn push_variable(&mut self, v: &VarRecord, scratch: &mut String) -> bool {
+        if let Some(c) = &self.classes {
+            // A class is part of its full node id, so its texts stay
+            // shorter than the ids': checked first, nothing to undo.
+            if c.text(0).len() + v.class_name.as_deref().map_or(0, str::len) >= ABSENT as usize {
+                return false;
+            }
+        }
+        if !self.vars.push_variable(v, scratch) {
+            return false;
+        }
+        if let Some(c) = &mut self.classes {
+            c.push([v.class_name.as_deref()]);
+        }
+        true
+    }
+
+    /// Variable `v`'s full node id split into name, class and version, with
+    /// its category; `None` past the last variable, for labels without
+    /// classes, or for an id its class does not split (never so for labels
+    /// made by [`push_variable`](Self::push_variable)).
+    pub fn var(&self, v: u32) -> Option<VarText<'_>> {
+        let [class] = self.classes.as_ref()?.get(v)?;
+        let [id, category] = self.vars.get(v)?;
+        VarText::split(id?, class, category)
+    }
+
+    /// Frees what the tables hold beyond their texts.
+    pub fn shrink_to_fit(&mut self) {
+        self.vars.shrink_to_fit();
+        self.ops.shrink_to_fit();
+        if let Some(c) = &mut self.classes {
+            c.shrink_to_fit();
+        }
+    }
+
     /// The stored form.
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(16 + self.bytes());
-        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(match self.classes {
+            Some(_) => MAGIC,
+            None => MAGIC_NO_CLASSES,
+        });
         self.vars.encode(&mut out);
         self.ops.encode(&mut out);
+        if let Some(c) = &self.classes {
+            c.encode(&mut out);
+        }
         out
     }
 
-    /// Reads what [`encode`](Self::encode) wrote; anything else is an error.
+    /// Reads what [`encode`](Self::encode) wrote (or labels stored before
+    /// classes were); anything else is an error.
     pub fn decode(bytes: &[u8]) -> Result<TraceLabels, StorageError> {
-        let rest = bytes
-            .strip_prefix(MAGIC)
-            .ok_or_else(|| damaged("not a labels value"))?;
+        let (with_classes, rest) = match (
+            bytes.strip_prefix(MAGIC),
+            bytes.strip_prefix(MAGIC_NO_CLASSES),
+        ) {
+            (Some(rest), _) => (true, rest),
+            (None, Some(rest)) => (false, rest),
+            (None, None) => return Err(damaged("not a labels value")),
+        };
         let (vars, rest) = TextTable::decode(rest)?;
-        let (ops, rest) = TextTable::decode(rest)?;
+        let (ops, mut rest) = TextTable::decode(rest)?;
+        let classes = match with_classes {
+            true => {
+                let (c, after) = TextTable::<1>::decode(rest)?;
+                if c.len() != vars.len() {
+                    return Err(damaged(format!(
+                        "{} classes for {} variables",
+                        c.len(),
+                        vars.len()
+                    )));
+                }
+                rest = after;
+                Some(c)
+            }
+            false => None,
+        };
         if !rest.is_empty() {
             return Err(damaged(format!("{} bytes after the tables", rest.len())));
         }
-        Ok(TraceLabels { vars, ops })
+        Ok(TraceLabels { vars, ops, classes })
     }
 
     /// Bytes held on the heap.
     pub fn bytes(&self) -> usize {
-        self.vars.bytes() + self.ops.bytes()
+        self.vars.bytes() + self.ops.bytes() + self.classes.as_ref().map_or(0, TextTable::bytes)
     }
 }
 
@@ -520,7 +654,7 @@ mod tests {
                 }
             }
             prop_assert!(t.get(rows.len() as u32).is_none());
-            let labels = TraceLabels { vars: TextTable::default(), ops: t };
+            let labels = TraceLabels { vars: TextTable::default(), ops: t, classes: None };
             prop_assert_eq!(TraceLabels::decode(&labels.encode()).unwrap(), labels);
         }
 
@@ -591,7 +725,7 @@ mod tests {
 
         #[test]
         fn damaged_values_are_errors_not_panics(rows in texts(), cut: usize, at: usize, byte: u8) {
-            let labels = TraceLabels { vars: TextTable::default(), ops: table(&rows) };
+            let labels = TraceLabels { vars: TextTable::default(), ops: table(&rows), classes: None };
             let bytes = labels.encode();
             let _ = TraceLabels::decode(&bytes[..cut % (bytes.len() + 1)]);
             let mut changed = bytes.clone();
@@ -663,6 +797,96 @@ mod tests {
         assert!(rest.is_empty());
         assert_eq!(back, t);
         assert_eq!(back.get(1), Some([None, Some("")]));
+    }
+
+    fn var(name: &str, class: Option<&str>, version: u32, category: Option<&str>) -> VarRecord {
+        VarRecord {
+            name: name.into(),
+            class_name: class.map(str::to_string),
+            version,
+            value: None,
+            comment: None,
+            category: category.map(str::to_string),
+            session_id: None,
+            session: None,
+            node_id: None,
+            common: crate::records::Common::default(),
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn a_variables_fields_read_from_its_label_are_its_records(
+            vars in proptest::collection::vec(
+                ("[a-z:@]{0,5}", proptest::option::of("[a-z:@]{0,4}"), any::<u32>(),
+                 proptest::option::of("[a-z]{0,3}")),
+                0..12,
+            ),
+        ) {
+            let records: Vec<VarRecord> = vars
+                .iter()
+                .map(|(n, c, v, k)| var(n, c.as_deref(), *v, k.as_deref()))
+                .collect();
+            let mut labels = TraceLabels::default();
+            let mut scratch = String::new();
+            for r in &records {
+                prop_assert!(labels.push_variable(r, &mut scratch));
+            }
+            let back = TraceLabels::decode(&labels.encode()).unwrap();
+            prop_assert_eq!(&back, &labels);
+            for (i, r) in records.iter().enumerate() {
+                let t = back.var(i as u32).unwrap();
+                prop_assert_eq!(t.node_id, r.full_node_id());
+                prop_assert_eq!(t.full_name, r.full_name());
+                prop_assert_eq!(t.name, r.name.as_str());
+                prop_assert_eq!(t.class, r.class_name.as_deref());
+                prop_assert_eq!(t.version, r.version);
+                prop_assert_eq!(t.category, r.category.as_deref());
+            }
+            prop_assert!(back.var(records.len() as u32).is_none());
+        }
+    }
+
+    #[test]
+    fn labels_stored_before_classes_read_without_them() {
+        let mut old = TraceLabels {
+            classes: None,
+            ..TraceLabels::default()
+        };
+        assert!(old.push_variable(&var("D1", Some("message"), 1, None), &mut String::new()));
+        let bytes = old.encode();
+        assert_eq!(&bytes[..4], b"MTL1");
+        let back = TraceLabels::decode(&bytes).unwrap();
+        assert_eq!(back.classes, None);
+        assert_eq!(back.vars.get(0), Some([Some("message:D1@1"), None]));
+        // Without its class, `message:D1@1` does not say its name.
+        assert_eq!(back.var(0), None);
+    }
+
+    #[test]
+    fn classes_that_do_not_fit_the_ids_are_refused_or_not_read() {
+        let mut labels = TraceLabels::default();
+        assert!(labels.push_variable(&var("a", Some("c"), 1, None), &mut String::new()));
+        labels.classes = Some(TextTable::default());
+        let err = TraceLabels::decode(&labels.encode()).unwrap_err();
+        assert!(
+            err.to_string().contains("0 classes for 1 variables"),
+            "{err}"
+        );
+        // A class the id does not start with, or a version not as written,
+        // splits nothing.
+        assert_eq!(VarText::split("c:a@1", Some("d"), None), None);
+        assert_eq!(VarText::split("c:a@01", Some("c"), None), None);
+        assert_eq!(VarText::split("c:a@+1", Some("c"), None), None);
+        assert_eq!(VarText::split("c:a", Some("c"), None), None);
+        assert_eq!(
+            VarText::split("c:a@1", Some("c"), None).map(|t| t.name),
+            Some("a")
+        );
+        assert_eq!(
+            VarText::split("c:a@0", Some(""), None).map(|t| t.name),
+            Some("c:a")
+        );
     }
 
     #[test]

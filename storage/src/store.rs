@@ -26,14 +26,16 @@ use crate::records::{
 use crate::values::{decode_value, encode_value, hex, value_ref, PreparedValue};
 
 /// The schema version this build writes and reads.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// The oldest schema version this build opens. Version 1 kept adjacency as
 /// two index entries per edge ([`cf::ADJ_OUT`], [`cf::ADJ_IN`]); version 2
-/// keeps it as one value per trace ([`cf::ADJACENCY`]). Traces stored under
-/// version 1 are still read through their index entries; opening such a
-/// database records version 2, since traces imported from then on have no
-/// index entries for an older build to read.
+/// keeps it as one value per trace ([`cf::ADJACENCY`]); version 3 adds each
+/// variable's class to a trace's labels ([`TraceLabels`]), so that a query
+/// reads names, classes and versions without the variables' records.
+/// Traces stored under an older version are still read as it stored them;
+/// opening such a database records the current version, since traces
+/// imported from then on are stored in a form an older build cannot read.
 pub const OLDEST_SCHEMA_VERSION: u32 = 1;
 
 const META_SCHEMA: &[u8] = b"schema_version";
@@ -1551,7 +1553,7 @@ impl<'s> TraceWriter<'s> {
         let t = self.trace;
         self.put_record(cf::VARIABLES, keys::record_key(t, local), "variable", v)?;
         if let Some(labels) = self.labels.as_mut() {
-            if !labels.vars.push_variable(v, &mut self.label_scratch) {
+            if !labels.push_variable(v, &mut self.label_scratch) {
                 self.labels = None;
             }
         }
@@ -1694,8 +1696,7 @@ impl<'s> TraceWriter<'s> {
             store.heads_from.store(t, Ordering::SeqCst);
         }
         if let Some(mut labels) = self.labels.take() {
-            labels.vars.shrink_to_fit();
-            labels.ops.shrink_to_fit();
+            labels.shrink_to_fit();
             self.put(cf::ADJACENCY, keys::labels_key(t), labels.encode());
         }
         self.put_pending_values()?;
@@ -3418,7 +3419,7 @@ mod tests {
     }
 
     #[test]
-    fn a_version_1_database_opens_and_is_recorded_as_version_2() {
+    fn a_version_1_database_opens_and_is_recorded_as_the_current_version() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("db");
         let t = {

@@ -7,7 +7,7 @@ use std::sync::{Arc, OnceLock};
 
 use memtrace_query::{Field, Value};
 use memtrace_storage::records::{Counts, TraceRecord};
-use memtrace_storage::{LocalId, ReadView, TextTable, TraceId, TraceLabels};
+use memtrace_storage::{LocalId, ReadView, TextTable, TraceId, TraceLabels, VarText};
 
 use super::value::meta_path;
 use crate::cache::TraceState;
@@ -177,10 +177,40 @@ impl<'a> TraceCtx<'a> {
 
     /// An op's id, lent (empty for an op the trace does not hold).
     pub(super) fn op_id_str(&self, o: u32) -> Result<&str> {
-        Ok(self.ops()?.label(o).map_or("", |l| l.id))
+        Ok(self.op_texts(o)?[0].unwrap_or(""))
+    }
+
+    /// How many variables the trace holds (local ids `0..n`).
+    pub(super) fn var_count(&self) -> u32 {
+        self.record.counts.variables
+    }
+
+    /// How many ops the trace holds (local ids `0..n`).
+    pub(super) fn op_count(&self) -> u32 {
+        self.record.counts.ops
+    }
+
+    /// How many sessions the trace holds (local ids `0..n`).
+    pub(super) fn session_count(&self) -> u32 {
+        self.record.counts.sessions
+    }
+
+    /// Variable `v`'s name, class, version, full node id and category from
+    /// the stored labels, without its record; `None` where they do not
+    /// hold them (a trace stored before labels or their classes were, or
+    /// an unknown variable): the record is read instead.
+    fn var_text(&self, v: u32) -> Result<Option<VarText<'_>>> {
+        Ok(self.labels()?.and_then(|l| l.var(v)))
     }
 
     pub(super) fn node_id(&self, v: u32) -> Result<String> {
+        if let Some(id) = self
+            .labels()?
+            .and_then(|l| l.vars.get(v))
+            .and_then(|[id, _]| id)
+        {
+            return Ok(id.to_string());
+        }
         Ok(self
             .catalog()?
             .variable(v)
@@ -203,6 +233,25 @@ impl<'a> TraceCtx<'a> {
     }
 
     pub(super) fn var_field(&self, v: u32, f: &Field) -> Result<Value> {
+        let labelled = matches!(
+            f,
+            Field::FullName
+                | Field::Name
+                | Field::Class
+                | Field::Version
+                | Field::Category
+                | Field::NodeId
+        );
+        if let Some(l) = labelled.then(|| self.var_text(v)).transpose()?.flatten() {
+            return Ok(match f {
+                Field::FullName => Value::Str(l.full_name.to_string()),
+                Field::Name => Value::Str(l.name.to_string()),
+                Field::Class => l.class.map(str::to_string).into(),
+                Field::Version => Value::from(l.version),
+                Field::Category => l.category.map(str::to_string).into(),
+                _ => Value::Str(l.node_id.to_string()),
+            });
+        }
         let c = self.catalog()?;
         let Some(r) = c.variable(v) else {
             return Ok(Value::Null);
@@ -238,6 +287,14 @@ impl<'a> TraceCtx<'a> {
     /// A variable's text field, borrowed: `Some(value)` for the plain text
     /// fields, `None` for the others (which need [`var_field`](Self::var_field)).
     pub(super) fn var_str(&self, v: u32, f: &Field) -> Result<Option<Option<&str>>> {
+        let labelled = matches!(f, Field::Name | Field::Class | Field::Category);
+        if let Some(l) = labelled.then(|| self.var_text(v)).transpose()?.flatten() {
+            return Ok(Some(match f {
+                Field::Name => Some(l.name),
+                Field::Class => l.class,
+                _ => l.category,
+            }));
+        }
         let Some(r) = self.catalog()?.variable(v) else {
             return Ok(Some(None));
         };
@@ -253,6 +310,16 @@ impl<'a> TraceCtx<'a> {
     }
 
     pub(super) fn op_field(&self, o: u32, f: &Field) -> Result<Value> {
+        if matches!(f, Field::Id | Field::OpName | Field::Category) {
+            // From the stored labels, without the op's record.
+            if let Some([id, name, kind]) = self.labels()?.and_then(|l| l.ops.get(o)) {
+                return Ok(match f {
+                    Field::Id => Value::Str(id.unwrap_or("").to_string()),
+                    Field::OpName => name.map(str::to_string).into(),
+                    _ => kind.map(str::to_string).into(),
+                });
+            }
+        }
         let c = self.ops()?;
         let Some(r) = c.op(o) else {
             return Ok(Value::Null);

@@ -67,9 +67,9 @@ impl<'a> Exec<'a> {
             // One row per record of the kind.
             let n: u32 = match p.kind {
                 FindKind::Traces => 1,
-                FindKind::Vars => t.catalog()?.variables().len() as u32,
-                FindKind::Ops => t.ops()?.ops().len() as u32,
-                FindKind::Sessions => t.ops()?.sessions().len() as u32,
+                FindKind::Vars => t.var_count(),
+                FindKind::Ops => t.op_count(),
+                FindKind::Sessions => t.session_count(),
                 FindKind::Edges => t.graph()?.edge_count(),
                 FindKind::Cases => {
                     // The trace's annotations, read from the store as JSON...

@@ -80,9 +80,8 @@ impl Matcher<'_, '_, '_, '_> {
     fn fits_edge(&self, e: u32, cs: &[Constraint]) -> Result<bool> {
         for c in cs {
             if let (Value::Str(want), Field::Kind) = (&c.value, &c.field) {
-                let op = self.t.graph()?.op(e);
-                let kind = match op {
-                    Some(o) => self.t.ops()?.op(o).and_then(|r| r.category.as_deref()),
+                let kind = match self.t.graph()?.op(e) {
+                    Some(o) => self.t.op_texts(o)?[2],
                     None => None,
                 };
                 if kind != Some(want.as_str()) {
@@ -151,7 +150,7 @@ impl Matcher<'_, '_, '_, '_> {
                 }
             }
             MatchStep::Scan { var, constraints } => {
-                let n = self.t.catalog()?.variables().len() as u32;
+                let n = self.t.var_count();
                 for v in 0..n {
                     if self.stop {
                         break;
