@@ -287,6 +287,18 @@ impl<'a> TraceCtx<'a> {
     /// A variable's text field, borrowed: `Some(value)` for the plain text
     /// fields, `None` for the others (which need [`var_field`](Self::var_field)).
     pub(super) fn var_str(&self, v: u32, f: &Field) -> Result<Option<Option<&str>>> {
+        let text = matches!(
+            f,
+            Field::Name
+                | Field::Class
+                | Field::Category
+                | Field::Comment
+                | Field::Session
+                | Field::CreatedAt
+        );
+        if !text {
+            return Ok(None);
+        }
         let labelled = matches!(f, Field::Name | Field::Class | Field::Category);
         if let Some(l) = labelled.then(|| self.var_text(v)).transpose()?.flatten() {
             return Ok(Some(match f {
@@ -408,6 +420,96 @@ impl<'a> TraceCtx<'a> {
                 meta_path(Some(&r.header_json), &p)
             }
             _ => Value::Null,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Database, ImportOptions, InputFormat};
+
+    /// A classed `message:D1@1`, a classless `message:D1@2` (its name holds
+    /// the colon) and an empty class, with two ops.
+    const ALIKE: &str = r#"{"graph_id": "alike", "data": {
+        "sessions": [{"session_id": "s"}],
+        "operations": [
+            {"op_id": "w1", "op_name": "write", "category": "update", "session_id": "s"},
+            {"op_id": "w2", "op_name": null, "category": null, "session_id": "s"}],
+        "nodes": [
+            {"name": "D1", "class_name": "message", "version": 1, "value": "a", "session_id": "s", "category": "msg"},
+            {"name": "message:D1", "class_name": null, "version": 2, "value": "b", "session_id": "s"},
+            {"name": ":x@y", "class_name": "", "version": 10, "value": "c", "session_id": "s", "category": ""}],
+        "edges": [
+            {"edge_id": "e1", "op_id": "w1", "session_id": "s",
+             "source_full_node_id": "message:D1@1", "target_full_node_id": "message:D1@2"}]}}"#;
+
+    #[test]
+    fn labelled_fields_are_the_records_and_are_read_without_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path().join("db")).unwrap();
+        let opts = ImportOptions::default();
+        db.import_reader(ALIKE.as_bytes(), InputFormat::Json, "t", &opts)
+            .unwrap();
+        let snap = db.snapshot();
+        let (id, record) = snap.traces().unwrap().remove(0);
+        let labelled = TraceCtx::new(&db, snap.view(), id, record.clone());
+        // The same trace as a schema-2 database holds it: labels without
+        // classes, so its variables' fields come from their records.
+        let unclassed = TraceCtx::new(&db, snap.view(), id, record);
+        let mut stored = labelled.labels().unwrap().unwrap().clone();
+        stored.classes = None;
+        assert!(unclassed
+            .labels
+            .set(Arc::new(StoredLabels(Some(stored))))
+            .is_ok());
+        let fields = [
+            Field::FullName,
+            Field::Name,
+            Field::Class,
+            Field::Version,
+            Field::Category,
+            Field::NodeId,
+        ];
+        // Every variable, then (after checking that no record was read) one
+        // the trace does not hold, which reads as null both ways.
+        let vars = (0..labelled.var_count()).chain([labelled.var_count()]);
+        for v in vars {
+            if v == labelled.var_count() {
+                assert!(labelled.catalog.get().is_none(), "no variable record read");
+            }
+            for f in &fields {
+                let want = unclassed.var_field(v, f).unwrap();
+                assert_eq!(labelled.var_field(v, f).unwrap(), want, "{v} {f:?}");
+                assert_eq!(
+                    labelled.var_str(v, f).unwrap(),
+                    unclassed.var_str(v, f).unwrap(),
+                    "{v} {f:?}"
+                );
+            }
+            assert_eq!(labelled.node_id(v).unwrap(), unclassed.node_id(v).unwrap());
+        }
+        assert_eq!(
+            labelled.var_field(1, &Field::Name).unwrap(),
+            Value::Str("message:D1".into())
+        );
+        assert_eq!(labelled.var_field(1, &Field::Class).unwrap(), Value::Null);
+        assert!(unclassed.catalog.get().is_some());
+        // Ops: the labels' texts against the records'.
+        let records = unclassed.ops().unwrap();
+        for o in (0..labelled.op_count()).chain([labelled.op_count()]) {
+            if o == labelled.op_count() {
+                assert!(labelled.ops.get().is_none(), "no op record read");
+            }
+            for f in [Field::Id, Field::OpName, Field::Category] {
+                let want = match (records.op(o), &f) {
+                    (None, _) => Value::Null,
+                    (Some(r), Field::Id) => Value::Str(r.op_id.clone()),
+                    (Some(r), Field::OpName) => r.op_name.clone().into(),
+                    (Some(r), _) => r.category.clone().into(),
+                };
+                assert_eq!(labelled.op_field(o, &f).unwrap(), want, "{o} {f:?}");
+            }
         }
     }
 }
