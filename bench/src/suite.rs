@@ -108,6 +108,11 @@ pub struct SuiteStepArgs {
     /// Timed warm repetitions.
     #[arg(long, default_value_t = 3)]
     pub warm: usize,
+    /// Only these workloads (names, comma-separated; `open-cold` is always
+    /// measured, as every cold query opens): to time one workload while
+    /// working on it. All of the set when not given.
+    #[arg(long, value_delimiter = ',')]
+    pub only: Vec<String>,
 }
 
 impl SuiteStepArgs {
@@ -117,6 +122,32 @@ impl SuiteStepArgs {
             cold: self.cold,
             warm: self.warm,
         }
+    }
+
+    /// The workloads of the step: the named set, narrowed by `--only`.
+    fn workloads(&self) -> Result<Vec<Workload>> {
+        let all = workloads(&self.workloads)?;
+        if let Some(bad) = self
+            .only
+            .iter()
+            .find(|n| !all.iter().any(|w| w.name == **n))
+        {
+            let names: Vec<&str> = all.iter().map(|w| w.name).collect();
+            return Err(CliError::Usage(format!(
+                "no workload {bad} in the {} set (it has {})",
+                self.workloads,
+                names.join(", ")
+            )));
+        }
+        Ok(all
+            .iter()
+            .filter(|w| {
+                self.only.is_empty()
+                    || w.kind == Kind::Open
+                    || self.only.iter().any(|n| n == w.name)
+            })
+            .cloned()
+            .collect())
     }
 }
 
@@ -187,15 +218,14 @@ pub fn step(a: &SuiteStepArgs) -> Result<Measured> {
         "sqlite-load" => m = crate::sqlite_peer::load(&a.set, a.n, &a.db)?,
         "query-memtrace" => {
             let mut side = MemtraceSide::new(a.db.clone());
-            let (figures, digest, units, ev) =
-                measure(&mut side, workloads(&a.workloads)?, a.runs())?;
+            let (figures, digest, units, ev) = measure(&mut side, &a.workloads()?, a.runs())?;
             m.figures = figures;
             m.starts_digest = digest;
             m.units = units;
             m.eviction = ev;
         }
         "query-sqlite" => {
-            let wl = workloads(&a.workloads)?;
+            let wl = &a.workloads()?;
             let mut side = SqliteSide::new(a.db.clone());
             {
                 use crate::protocol::Side;

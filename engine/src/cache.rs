@@ -65,14 +65,17 @@ impl TraceState for StoredLabels {
     }
 }
 
-/// A trace's head as the cache keeps it (its graph is kept as the
-/// trace's [`TraceGraph`]).
+/// A trace's head as the cache keeps it: its record and, for a small
+/// trace, its names and adjacency as stored (the graph is built from them
+/// when a query needs it).
 #[derive(Debug)]
 pub(crate) struct Head {
     /// The trace's record.
     pub(crate) record: memtrace_storage::TraceRecord,
     /// Its variables by node id (a small trace's).
-    pub(crate) names: Option<memtrace_storage::HeadNames>,
+    pub(crate) names: Option<memtrace_storage::StoredNames>,
+    /// Its adjacency as stored (a small trace's).
+    pub(crate) adjacency: Option<memtrace_storage::StoredAdjacency>,
 }
 
 impl TraceState for Head {
@@ -83,7 +86,11 @@ impl TraceState for Head {
             + self
                 .names
                 .as_ref()
-                .map_or(0, memtrace_storage::HeadNames::bytes)
+                .map_or(0, memtrace_storage::StoredNames::bytes)
+            + self
+                .adjacency
+                .as_ref()
+                .map_or(0, memtrace_storage::StoredAdjacency::bytes)
     }
 }
 
@@ -206,6 +213,23 @@ impl TraceCache {
         }
         inner.misses += 1;
         None
+    }
+
+    /// The cached structure of type `T` for `trace`, if any, without
+    /// counting a hit or a miss: for a look at what is at hand (a head's
+    /// adjacency) before loading something else. A found entry counts as
+    /// used for the eviction order.
+    pub(crate) fn peek<T: TraceState>(&self, trace: TraceId) -> Option<Arc<T>> {
+        let key = (trace, TypeId::of::<T>());
+        let mut guard = self.lock();
+        let tick = guard.next_tick();
+        let inner = &mut *guard;
+        let slot = inner.slots.get_mut(&key)?;
+        let found = Arc::clone(&slot.entry).downcast::<T>().ok()?;
+        let old = std::mem::replace(&mut slot.tick, tick);
+        inner.lru.remove(&old);
+        inner.lru.insert(tick, key);
+        Some(found)
     }
 
     /// Keeps `value` as `trace`'s structure of type `T` when it fits the

@@ -416,10 +416,10 @@ impl Database {
         self.cache.get_or_load(trace, || load(view, trace, counts))
     }
 
-    /// A trace's head (its record and, for a small trace, its names), from
-    /// the cache or by one get of its stored value; a small trace's graph
-    /// is cached by the same read. `None` when `view` does not see the
-    /// trace or it was stored before heads were.
+    /// A trace's head (its record and, for a small trace, its names and
+    /// adjacency as stored), from the cache or by one get of its stored
+    /// value. `None` when `view` does not see the trace or it was stored
+    /// before heads were.
     pub(crate) fn trace_head(&self, view: &ReadView, trace: TraceId) -> Result<Option<Arc<Head>>> {
         if let Some(head) = self.cache.get::<Head>(trace) {
             // Kept from another view: this one must see the trace too.
@@ -428,16 +428,39 @@ impl Database {
         let Some(stored) = view.head(trace)? else {
             return Ok(None);
         };
-        if let Some(adj) = stored.adjacency {
-            let graph = TraceGraph::from_stored(trace, &stored.record.counts, adj)?;
-            self.cache.insert(trace, &Arc::new(graph));
-        }
         let head = Arc::new(Head {
             record: stored.record,
             names: stored.names,
+            adjacency: stored.adjacency,
         });
         self.cache.insert(trace, &head);
         Ok(Some(head))
+    }
+
+    /// The adjacency of `trace` as its head stores it, when the cache
+    /// holds the head (a query of the trace read it) and it is a small
+    /// trace's.
+    pub(crate) fn head_adjacency(&self, trace: TraceId) -> Option<Arc<Head>> {
+        self.cache
+            .peek::<Head>(trace)
+            .filter(|h| h.adjacency.is_some())
+    }
+
+    /// A trace's graph, built from its head's adjacency when the cache
+    /// holds that (no read), else from its stored adjacency value (one
+    /// get). `counts` are the trace record's.
+    pub(crate) fn load_graph(
+        &self,
+        view: &ReadView,
+        trace: TraceId,
+        counts: &memtrace_storage::records::Counts,
+    ) -> Result<TraceGraph> {
+        if let Some(head) = self.head_adjacency(trace) {
+            if let Some(stored) = &head.adjacency {
+                return TraceGraph::from_stored(trace, counts, stored.decode()?);
+            }
+        }
+        TraceGraph::load(view, trace, counts)
     }
 
     /// The trace a selector names (see [`Database::trace`]) as `view` sees
@@ -469,7 +492,7 @@ impl Database {
 
     /// A trace's adjacency (CSR), from the cache or by one get of its stored value.
     pub(crate) fn trace_graph(&self, view: &ReadView, trace: TraceId) -> Result<Arc<TraceGraph>> {
-        self.cached(view, trace, TraceGraph::load)
+        self.cached(view, trace, |v, t, c| self.load_graph(v, t, c))
     }
 
     /// A trace's variables with their lookups, from the cache or by one prefix scan.

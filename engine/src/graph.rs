@@ -10,7 +10,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use memtrace_storage::records::Counts;
-use memtrace_storage::{Adjacency, AdjacencyBlock, ReadView, StorageError, TraceId, BLOCK_VARS};
+use memtrace_storage::{
+    Adjacency, AdjacencyBlock, ReadView, StorageError, StoredAdjacency, TraceId, BLOCK_VARS,
+};
 
 use crate::error::{EngineError, Result};
 
@@ -969,6 +971,91 @@ impl Rows for BlockRows<'_> {
     }
 }
 
+/// The most levels a bounded walk on a cold small trace scans its head's
+/// edges for ([`reach_count_scanned`]) before building the trace's rows
+/// is cheaper: building them passes over the edges about this many times
+/// (three groupings of two passes each, the far ends beside two of them,
+/// and the memory all of that is written to).
+pub const SCAN_LEVELS: u32 = 8;
+
+/// A trace's rows in one direction found by scanning the edges of its
+/// head as stored, once per level, for those whose near end is one of the
+/// level's nodes: a walk of a few hops on a cold small trace builds no
+/// row of the variables it never reaches.
+struct ScannedRows<'a> {
+    adj: &'a StoredAdjacency,
+    backward: bool,
+    /// The level's nodes, a bit each; all clear between levels.
+    marked: Vec<u64>,
+    /// (near end, edge, far end) of each edge found, by near end then edge.
+    found: Vec<(u32, u32, u32)>,
+    /// The level's rows: the near ends, edges and far ends of `found`.
+    near: Vec<u32>,
+    edges: Vec<u32>,
+    far: Vec<u32>,
+}
+
+impl Rows for ScannedRows<'_> {
+    fn prepare(&mut self, nodes: &[u32]) -> Result<()> {
+        for &v in nodes {
+            if let Some(w) = self.marked.get_mut(v as usize / 64) {
+                *w |= 1 << (v % 64);
+            }
+        }
+        self.found.clear();
+        let found = &mut self.found;
+        let scanned = self
+            .adj
+            .scan(self.backward, &self.marked, |n, e, f| found.push((n, e, f)));
+        for &v in nodes {
+            if let Some(w) = self.marked.get_mut(v as usize / 64) {
+                *w &= !(1 << (v % 64));
+            }
+        }
+        scanned?;
+        // By near end, each row in edge order (the scan found them so).
+        self.found.sort_by_key(|&(n, _, _)| n);
+        self.near.clear();
+        self.edges.clear();
+        self.far.clear();
+        for &(n, e, f) in &self.found {
+            self.near.push(n);
+            self.edges.push(e);
+            self.far.push(f);
+        }
+        Ok(())
+    }
+
+    fn row(&self, v: u32) -> (&[u32], &[u32]) {
+        let a = self.near.partition_point(|&n| n < v);
+        let b = a + self.near[a..].partition_point(|&n| n == v);
+        (&self.edges[a..b], &self.far[a..b])
+    }
+}
+
+/// [`TraceGraph::reach_count`] over the edges of a small trace's head as
+/// stored (see [`ScannedRows`]), bounded at `max_depth` levels.
+pub fn reach_count_scanned(
+    adj: &StoredAdjacency,
+    starts: &[u32],
+    dir: Direction,
+    min_depth: u32,
+    max_depth: u32,
+    cancel: &Cancel,
+) -> Result<u64> {
+    let (vars, _, _) = adj.counts();
+    let mut rows = ScannedRows {
+        adj,
+        backward: dir == Direction::Backward,
+        marked: vec![0; (vars as usize).div_ceil(64)],
+        found: Vec::new(),
+        near: Vec::new(),
+        edges: Vec::new(),
+        far: Vec::new(),
+    };
+    count_levels(&mut rows, vars, starts, min_depth, Some(max_depth), cancel)
+}
+
 /// [`TraceGraph::reach_count`] read from the stored blocks of a trace's
 /// rows instead of a loaded graph: for a bounded walk on a trace that is
 /// not in memory. `None` when the trace has no blocks stored (then load
@@ -1488,6 +1575,22 @@ mod tests {
             prop_assert_eq!(
                 g.reach_count(&starts, dir, min_depth, max_depth, &Cancel::new()).unwrap(),
                 walked
+            );
+        }
+
+        #[test]
+        fn a_count_over_the_stored_edges_equals_the_graph_s((vars, edges) in multigraph(), picks in proptest::collection::vec(any::<u32>(), 1..4),
+                                                            forward: bool, narrow: bool, min_depth in 0u32..4,
+                                                            max_depth in 0u32..6) {
+            let g = TraceGraph::from_edges(vars, 3, &edges).unwrap();
+            let stored = if narrow { g.adj.encode_narrow() } else { g.adj.encode() };
+            let stored = StoredAdjacency::new(&stored).unwrap();
+            let starts: Vec<u32> = picks.iter().map(|p| p % vars).collect();
+            let dir = if forward { Direction::Forward } else { Direction::Backward };
+            let cancel = Cancel::new();
+            prop_assert_eq!(
+                reach_count_scanned(&stored, &starts, dir, min_depth, max_depth, &cancel).unwrap(),
+                g.reach_count(&starts, dir, min_depth, Some(max_depth), &cancel).unwrap()
             );
         }
 

@@ -480,6 +480,128 @@ impl Adjacency {
     }
 }
 
+/// A stored adjacency value kept as its bytes: its ends read in place.
+/// A small trace's head holds one; a walk of a few hops from a cold trace
+/// scans its edges level by level ([`scan`](Self::scan)) instead of
+/// building every row of the trace first, and the whole [`Adjacency`] is
+/// built only when asked for ([`decode`](Self::decode)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredAdjacency {
+    bytes: Box<[u8]>,
+    vars: u32,
+    ops: u32,
+    edges: u32,
+    /// Bytes per id: 2 (`MTA3`) or 4.
+    width: usize,
+}
+
+impl StoredAdjacency {
+    /// Keeps a stored form (any that [`Adjacency::decode`] reads), checking
+    /// its magic and that its length fits its counts; the ids are checked
+    /// as they are read.
+    pub fn new(bytes: &[u8]) -> Result<StoredAdjacency> {
+        let header = bytes
+            .get(..16)
+            .ok_or_else(|| damaged(format!("{} bytes, shorter than its header", bytes.len())))?;
+        let (with_rows, width) = match &header[..4] {
+            m if m == MAGIC => (false, 4),
+            m if m == MAGIC_NARROW => (false, 2),
+            m if m == MAGIC_WITH_ROWS => (true, 4),
+            _ => return Err(damaged("not an adjacency value (bad magic)".into())),
+        };
+        let word =
+            |i: usize| u32::from_le_bytes([header[i], header[i + 1], header[i + 2], header[i + 3]]);
+        let (vars, ops, edges) = (word(4), word(8), word(12));
+        let (v, o, e) = (vars as u64, ops as u64, edges as u64);
+        let words = if with_rows {
+            6 * e + 2 * (v + 1) + o + 1
+        } else {
+            3 * e
+        };
+        if (bytes.len() - 16) as u64 != width as u64 * words {
+            return Err(damaged(format!(
+                "{} bytes of body for {vars} variables, {ops} ops and {edges} edges; {} expected",
+                bytes.len() - 16,
+                width as u64 * words
+            )));
+        }
+        Ok(StoredAdjacency {
+            bytes: bytes.into(),
+            vars,
+            ops,
+            edges,
+            width,
+        })
+    }
+
+    /// Its variables, ops and edges.
+    pub fn counts(&self) -> (u32, u32, u32) {
+        (self.vars, self.ops, self.edges)
+    }
+
+    /// Bytes held on the heap.
+    pub fn bytes(&self) -> usize {
+        self.bytes.len()
+    }
+
+    /// The whole adjacency, every row built (see [`Adjacency::decode`]).
+    pub fn decode(&self) -> Result<Adjacency> {
+        Adjacency::decode(&self.bytes)
+    }
+
+    /// Every edge whose near end (its target going `backward`, else its
+    /// source) is set in the bitmap `marked` (bit `v % 64` of word
+    /// `v / 64`): `found(near, edge, far)` for each, in edge order. A far
+    /// end that is not a variable of the trace is an error.
+    pub fn scan(
+        &self,
+        backward: bool,
+        marked: &[u64],
+        mut found: impl FnMut(u32, u32, u32),
+    ) -> Result<()> {
+        let n = self.edges as usize * self.width;
+        // Both sections lie within the body: `new` checked its length.
+        let sources = self.bytes.get(16..16 + n).unwrap_or_default();
+        let targets = self.bytes.get(16 + n..16 + 2 * n).unwrap_or_default();
+        let (near, far) = if backward {
+            (targets, sources)
+        } else {
+            (sources, targets)
+        };
+        let mut bad = None;
+        let mut each = |e: usize, a: u32, b: u32| {
+            let hit = marked
+                .get(a as usize / 64)
+                .is_some_and(|w| w & (1 << (a % 64)) != 0);
+            if hit {
+                if b >= self.vars {
+                    bad.get_or_insert((e, b));
+                } else {
+                    found(a, e as u32, b);
+                }
+            }
+        };
+        if self.width == 2 {
+            let ids = |c: &[u8]| u32::from(u16::from_le_bytes([c[0], c[1]]));
+            for (e, (a, b)) in near.chunks_exact(2).zip(far.chunks_exact(2)).enumerate() {
+                each(e, ids(a), ids(b));
+            }
+        } else {
+            let ids = |c: &[u8]| u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+            for (e, (a, b)) in near.chunks_exact(4).zip(far.chunks_exact(4)).enumerate() {
+                each(e, ids(a), ids(b));
+            }
+        }
+        match bad {
+            Some((e, v)) => Err(damaged(format!(
+                "edge {e} has end {v}, but there are {} variables",
+                self.vars
+            ))),
+            None => Ok(()),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -631,6 +753,60 @@ mod tests {
                         .map(|&e| if backward { a.source[e as usize] } else { a.target[e as usize] })
                         .collect();
                     prop_assert_eq!(far, &ends[..]);
+                }
+            }
+        }
+
+        #[test]
+        fn stored_scans_find_the_rows_of_the_marked((vars, ops, edges) in graph(), marks in proptest::collection::vec(any::<u32>(), 0..6)) {
+            let a = adjacency_of(vars, ops, &edges);
+            let mut marked = vec![0u64; (vars as usize).div_ceil(64)];
+            for m in &marks {
+                let v = m % vars;
+                marked[v as usize / 64] |= 1 << (v % 64);
+            }
+            for form in [a.encode(), a.encode_narrow(), a.encode_with_rows()] {
+                let stored = StoredAdjacency::new(&form).unwrap();
+                prop_assert_eq!(stored.counts(), (vars, ops, a.edges()));
+                prop_assert_eq!(stored.bytes(), form.len());
+                prop_assert_eq!(&stored.decode().unwrap(), &a);
+                for backward in [true, false] {
+                    let mut got = Vec::new();
+                    stored.scan(backward, &marked, |n, e, f| got.push((n, e, f))).unwrap();
+                    // Every marked variable's row, each edge once, in edge order.
+                    let want: Vec<(u32, u32, u32)> = (0..a.edges())
+                        .map(|e| (e, a.source[e as usize], a.target[e as usize]))
+                        .map(|(e, s, t)| if backward { (t, e, s) } else { (s, e, t) })
+                        .filter(|(n, _, _)| marked[*n as usize / 64] & (1 << (n % 64)) != 0)
+                        .collect();
+                    prop_assert_eq!(got, want);
+                }
+            }
+        }
+
+        #[test]
+        fn damaged_stored_forms_are_errors_not_panics(cut: usize, at: usize, byte: u8) {
+            let a = adjacency_of(5, 2, &[(0, 1, 0), (1, 4, 1), (4, 2, 0), (3, 3, 1)]);
+            let all = vec![u64::MAX];
+            for good in [a.encode(), a.encode_narrow(), a.encode_with_rows()] {
+                let _ = StoredAdjacency::new(&good[..cut % (good.len() + 1)]);
+                let mut flipped = good.clone();
+                let i = at % flipped.len();
+                flipped[i] ^= byte | 1;
+                if let Ok(s) = StoredAdjacency::new(&flipped) {
+                    // Rows are built only for counts a reader checked
+                    // (a head's against its record): a damaged count of
+                    // variables would size them.
+                    if s.counts() == (5, 2, 4) {
+                        let _ = s.decode();
+                    }
+                    for backward in [true, false] {
+                        let mut far_ends = Vec::new();
+                        // A far end out of range is an error, never handed on.
+                        if s.scan(backward, &all, |_, _, f| far_ends.push(f)).is_ok() {
+                            prop_assert!(far_ends.iter().all(|&f| f < s.counts().0));
+                        }
+                    }
                 }
             }
         }

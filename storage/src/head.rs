@@ -13,10 +13,10 @@
 //! Layout: `MTH1`, then the record (`u32` length, bincode), then a `u32`
 //! count of names (`u32::MAX`: no names and no adjacency follow); with
 //! names, the sorted node ids (a [`TextTable<1>`]), each one's variable
-//! (`u32` each), and the adjacency value ([`Adjacency::encode_narrow`],
+//! (`u32` each), and the adjacency value ([`Adjacency::encode_narrow`](crate::Adjacency::encode_narrow),
 //! `u32` length first). Integers are little-endian.
 
-use crate::adjacency::Adjacency;
+use crate::adjacency::StoredAdjacency;
 use crate::error::StorageError;
 use crate::labels::{Reader, TextTable};
 use crate::records::{decode, encode, TraceRecord};
@@ -69,12 +69,101 @@ impl HeadNames {
         self.vars.is_empty()
     }
 
-    fn id(&self, i: usize) -> &str {
-        self.ids.get(i as u32).and_then(|[t]| t).unwrap_or_default()
+    /// Bytes held on the heap.
+    pub fn bytes(&self) -> usize {
+        self.ids.bytes() + self.vars.capacity() * 4
+    }
+}
+
+/// A small trace's names as its head stores them (the [`HeadNames`]
+/// written at import), searched where they lie: reading a head decodes
+/// none of them. Their order is the encoder's; a lookup in names stored
+/// out of order may miss, but reads nothing out of bounds and finds only
+/// variables of the trace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredNames {
+    /// The texts, one after the other.
+    text: Box<[u8]>,
+    /// Where each node id ends in `text`, little-endian `u32`s as stored.
+    ends: Box<[u8]>,
+    /// The variable of each node id, little-endian `u32`s as stored.
+    vars: Box<[u8]>,
+}
+
+impl StoredNames {
+    /// Reads the names section of a head at the start of `bytes` (`n`
+    /// names, of a trace of `variables`); the names and what follows. The
+    /// ends must rise within the text, every name be present and every
+    /// variable be one of the trace's.
+    fn read(bytes: &[u8], n: u32, variables: u32) -> Result<(StoredNames, &[u8]), StorageError> {
+        let mut r = Reader(bytes, "head");
+        let count = r.u32()?;
+        if count != n || n != variables {
+            return Err(damaged(format!(
+                "{count} names for {n}, and {variables} variables"
+            )));
+        }
+        let len = r.u32()?;
+        let text = r.take(len as usize)?;
+        let ends = r.take(4 * n as usize)?;
+        let has = r.take(n as usize)?;
+        let vars = r.take(4 * n as usize)?;
+        let mut last = 0;
+        for (i, end) in words(ends).enumerate() {
+            if end < last || end > len {
+                return Err(damaged(format!(
+                    "name {i} ends at {end}, after {last} and in {len} bytes"
+                )));
+            }
+            last = end;
+        }
+        if let Some(i) = has.iter().position(|&b| b & 1 == 0) {
+            return Err(damaged(format!("name {i} is absent")));
+        }
+        if let Some(v) = words(vars).find(|&v| v >= variables) {
+            return Err(damaged(format!("a name of variable {v}, past the last")));
+        }
+        let names = StoredNames {
+            text: text.into(),
+            ends: ends.into(),
+            vars: vars.into(),
+        };
+        Ok((names, r.0))
+    }
+
+    /// How many names.
+    pub fn len(&self) -> usize {
+        self.vars.len() / 4
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.vars.is_empty()
+    }
+
+    fn word(list: &[u8], i: usize) -> u32 {
+        list.get(4 * i..4 * i + 4)
+            .map_or(0, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    /// Node id `i`, as bytes (its order is byte order).
+    fn id(&self, i: usize) -> &[u8] {
+        let start = match i {
+            0 => 0,
+            _ => Self::word(&self.ends, i - 1),
+        };
+        let end = Self::word(&self.ends, i);
+        self.text
+            .get(start as usize..end as usize)
+            .unwrap_or_default()
+    }
+
+    fn var(&self, i: usize) -> u32 {
+        Self::word(&self.vars, i)
     }
 
     /// The first position whose node id is not below `key`.
-    fn lower_bound(&self, key: &str) -> usize {
+    fn lower_bound(&self, key: &[u8]) -> usize {
         let (mut lo, mut hi) = (0, self.len());
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
@@ -91,10 +180,10 @@ impl HeadNames {
     /// several), as the name index finds it.
     pub fn version(&self, full_name: &str, version: u32) -> Option<u32> {
         let key = format!("{full_name}@{version}");
-        let at = self.lower_bound(&key);
+        let at = self.lower_bound(key.as_bytes());
         (at..self.len())
-            .take_while(|&i| self.id(i) == key)
-            .map(|i| self.vars[i])
+            .take_while(|&i| self.id(i) == key.as_bytes())
+            .map(|i| self.var(i))
             .max()
     }
 
@@ -102,25 +191,31 @@ impl HeadNames {
     /// versions the last added), as the name index finds it.
     pub fn latest(&self, full_name: &str) -> Option<(u32, u32)> {
         let prefix = format!("{full_name}@");
-        let at = self.lower_bound(&prefix);
+        let at = self.lower_bound(prefix.as_bytes());
         (at..self.len())
-            .map(|i| (self.id(i), self.vars[i]))
-            .take_while(|(id, _)| id.starts_with(&prefix))
+            .map(|i| (self.id(i), self.var(i)))
+            .take_while(|(id, _)| id.starts_with(prefix.as_bytes()))
             .filter_map(|(id, var)| {
                 let digits = &id[prefix.len()..];
                 // The name's own versions: `@` then the version, no more.
-                if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+                if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
                     return None;
                 }
-                Some((digits.parse::<u32>().ok()?, var))
+                Some((std::str::from_utf8(digits).ok()?.parse::<u32>().ok()?, var))
             })
             .max()
     }
 
     /// Bytes held on the heap.
     pub fn bytes(&self) -> usize {
-        self.ids.bytes() + self.vars.capacity() * 4
+        self.text.len() + self.ends.len() + self.vars.len()
     }
+}
+
+/// The little-endian `u32`s of `raw` (a whole number of them).
+fn words(raw: &[u8]) -> impl Iterator<Item = u32> + '_ {
+    raw.chunks_exact(4)
+        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
 }
 
 /// A trace's head (see the module): the record, and for a small trace its
@@ -130,9 +225,9 @@ pub struct TraceHead {
     /// A copy of the trace record.
     pub record: TraceRecord,
     /// The variables by node id; `None` for a trace of more than [`HEAD_VARS`].
-    pub names: Option<HeadNames>,
-    /// The whole adjacency; present exactly when the names are.
-    pub adjacency: Option<Adjacency>,
+    pub names: Option<StoredNames>,
+    /// The whole adjacency, as stored; present exactly when the names are.
+    pub adjacency: Option<StoredAdjacency>,
 }
 
 fn damaged(reason: impl Into<String>) -> StorageError {
@@ -180,14 +275,12 @@ fn len32(n: usize) -> Result<u32, StorageError> {
 }
 
 impl TraceHead {
-    /// Reads a head back, checking it: the names are in order, each names
-    /// a variable of the trace, and the adjacency agrees with the record's
-    /// counts.
+    /// Reads a head back, checking its frame: each name is present and
+    /// names a variable of the trace, and the adjacency agrees with the
+    /// record's counts. The names and the adjacency are kept as stored
+    /// (see [`StoredNames`] and [`StoredAdjacency`]): a query that finds a
+    /// start and walks a few hops builds neither.
     pub fn decode(bytes: &[u8]) -> Result<TraceHead, StorageError> {
-        let rename = |e: StorageError| match e {
-            StorageError::Decode { reason, .. } => damaged(reason),
-            other => other,
-        };
         let rest = bytes
             .strip_prefix(MAGIC)
             .ok_or_else(|| damaged("not a head value"))?;
@@ -205,48 +298,22 @@ impl TraceHead {
                 adjacency: None,
             });
         }
-        let (ids, tail) = TextTable::<1>::decode(r.0).map_err(rename)?;
+        let (names, tail) = StoredNames::read(r.0, n, record.counts.variables)?;
         r.0 = tail;
-        if ids.len() != n as usize || n != record.counts.variables {
-            return Err(damaged(format!(
-                "{} names for {n}, and {} variables",
-                ids.len(),
-                record.counts.variables
-            )));
-        }
-        let raw = r.take(4 * n as usize)?;
-        let vars: Vec<u32> = raw
-            .chunks_exact(4)
-            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .collect();
-        if let Some(v) = vars.iter().find(|&&v| v >= record.counts.variables) {
-            return Err(damaged(format!("a name of variable {v}, past the last")));
-        }
-        let names = HeadNames { ids, vars };
-        if let Some(i) = (1..names.len()).find(|&i| names.id(i - 1) > names.id(i)) {
-            return Err(damaged(format!("names out of order at {i}")));
-        }
         let len = r.u32()? as usize;
         let stored = r.take(len)?;
         if !r.0.is_empty() {
             return Err(damaged(format!("{} bytes after the adjacency", r.0.len())));
         }
-        // The counts are compared before the adjacency is read: a damaged
-        // count must not size its rows.
+        let adjacency = StoredAdjacency::new(stored)?;
         let c = &record.counts;
-        let word = |i: usize| {
-            stored
-                .get(i..i + 4)
-                .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        };
-        let counts = (word(4), word(8), word(12));
-        if counts != (Some(c.variables), Some(c.ops), Some(c.edges)) {
+        if adjacency.counts() != (c.variables, c.ops, c.edges) {
+            let (v, o, e) = adjacency.counts();
             return Err(damaged(format!(
-                "an adjacency of {:?} variables, {:?} ops and {:?} edges; the record says {}, {} and {}",
-                counts.0, counts.1, counts.2, c.variables, c.ops, c.edges
+                "an adjacency of {v} variables, {o} ops and {e} edges; the record says {}, {} and {}",
+                c.variables, c.ops, c.edges
             )));
         }
-        let adjacency = Adjacency::decode(stored)?;
         Ok(TraceHead {
             record,
             names: Some(names),
@@ -258,6 +325,7 @@ impl TraceHead {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::adjacency::Adjacency;
     use crate::records::Counts;
     use proptest::prelude::*;
 
@@ -290,11 +358,20 @@ mod tests {
         (record(n, 1, 1), names, adj)
     }
 
+    /// The names as a head read back holds them.
+    fn stored(names: &HeadNames) -> StoredNames {
+        let n = names.len() as u32;
+        let adj = Adjacency::from_edges(n, 1, vec![], vec![], vec![]).unwrap();
+        let bytes = encode_head(&record(n, 1, 0), Some((names, &adj.encode_narrow()))).unwrap();
+        TraceHead::decode(&bytes).unwrap().names.unwrap()
+    }
+
     #[test]
     fn names_find_versions_as_the_name_index_does() {
         let (_, names, _) = small(&[
             "a:x@1", "a:x@10", "a:x@2", "a:x@y@3", "a:xy@4", "b@1", "a:x@2",
         ]);
+        let names = stored(&names);
         assert_eq!(names.version("a:x", 10), Some(1));
         // Equal node ids: the last added.
         assert_eq!(names.version("a:x", 2), Some(6));
@@ -314,14 +391,19 @@ mod tests {
         let bytes = encode_head(&rec, Some((&names, &adj.encode()))).unwrap();
         let back = TraceHead::decode(&bytes).unwrap();
         assert_eq!(back.record, rec);
-        assert_eq!(back.names.as_ref(), Some(&names));
-        assert_eq!(back.adjacency.as_ref(), Some(&adj));
+        let found = back.names.unwrap();
+        assert_eq!((found.len(), found.bytes()), (3, 3 * 3 + 2 * 4 * 3));
+        for (name, version, var) in [("a", 1, 0), ("b", 1, 1), ("c", 2, 2)] {
+            assert_eq!(found.version(name, version), Some(var));
+            assert_eq!(found.latest(name), Some((version, var)));
+        }
+        assert_eq!(back.adjacency.unwrap().decode().unwrap(), adj);
         let bare = TraceHead::decode(&encode_head(&rec, None).unwrap()).unwrap();
         assert_eq!((bare.names, bare.adjacency), (None, None));
     }
 
     #[test]
-    fn names_out_of_order_or_past_the_variables_are_refused() {
+    fn names_past_the_variables_are_refused_and_out_of_order_ones_read_safely() {
         let (rec, mut names, adj) = small(&["a@1", "b@1", "c@2"]);
         names.vars[1] = 7;
         let e = TraceHead::decode(&encode_head(&rec, Some((&names, &adj.encode()))).unwrap());
@@ -331,8 +413,16 @@ mod tests {
             unsorted.ids.push([Some(id)]);
             unsorted.vars.push(v);
         }
-        let e = TraceHead::decode(&encode_head(&rec, Some((&unsorted, &adj.encode()))).unwrap());
-        assert!(e.unwrap_err().to_string().contains("out of order"));
+        // Out of order (only a damaged encoder writes them): not checked
+        // when read, so a lookup may miss; it finds only the trace's own
+        // variables and never reads out of bounds.
+        let head = TraceHead::decode(&encode_head(&rec, Some((&unsorted, &adj.encode()))).unwrap())
+            .unwrap();
+        let names = head.names.unwrap();
+        for name in ["a", "b", "c", "", "z"] {
+            assert!(names.version(name, 1).is_none_or(|v| v < 3));
+            assert!(names.latest(name).is_none_or(|(_, v)| v < 3));
+        }
     }
 
     #[test]
@@ -358,7 +448,7 @@ mod tests {
         #[test]
         fn lookups_agree_with_a_scan(ids in proptest::collection::vec(("[ab@]{1,3}", 0u32..4), 1..24), probe in "[ab@]{1,3}", ver in 0u32..4) {
             let texts: Vec<String> = ids.iter().map(|(n, v)| format!("{n}@{v}")).collect();
-            let names = HeadNames::new(texts.iter().map(String::as_str).zip(0..)).unwrap();
+            let names = stored(&HeadNames::new(texts.iter().map(String::as_str).zip(0..)).unwrap());
             // What the name index answers: by (full name, version), last added wins.
             let scan_version = ids.iter().enumerate().filter(|(_, (n, v))| *n == probe && *v == ver).map(|(i, _)| i as u32).max();
             prop_assert_eq!(names.version(&probe, ver), scan_version);

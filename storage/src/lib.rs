@@ -28,9 +28,9 @@ pub mod records;
 pub mod store;
 pub mod values;
 
-pub use adjacency::{Adjacency, AdjacencyBlock, BLOCK_VARS};
+pub use adjacency::{Adjacency, AdjacencyBlock, StoredAdjacency, BLOCK_VARS};
 pub use error::StorageError;
-pub use head::{HeadNames, TraceHead, HEAD_BYTES, HEAD_VARS};
+pub use head::{HeadNames, StoredNames, TraceHead, HEAD_BYTES, HEAD_VARS};
 pub use ids::{LocalId, Result, TraceId};
 pub use labels::{TextKind, TextRun, TextTable, TraceLabels, VarText};
 pub use records::{

@@ -14,7 +14,9 @@ use crate::cache::TraceState;
 use crate::catalog::{StoredLabels, TraceCatalog, TraceEdges, TraceOps};
 use crate::db::Database;
 use crate::error::Result;
-use crate::graph::{reach_count_stored, Cancel, Direction, TraceGraph};
+use crate::graph::{
+    reach_count_scanned, reach_count_stored, Cancel, Direction, TraceGraph, SCAN_LEVELS,
+};
 
 /// The value in `cell`, loaded (from the trace cache) on first use.
 pub fn lazy<T>(cell: &OnceLock<Arc<T>>, load: impl FnOnce() -> Result<Arc<T>>) -> Result<&T> {
@@ -125,13 +127,16 @@ impl<'a> TraceCtx<'a> {
     }
 
     pub(super) fn graph(&self) -> Result<&TraceGraph> {
-        lazy(&self.graph, || self.seen(TraceGraph::load))
+        lazy(&self.graph, || {
+            self.seen(|view, trace, counts| self.db.load_graph(view, trace, counts))
+        })
     }
 
-    /// [`TraceGraph::reach_count`] without loading the graph: from the
-    /// stored blocks of its rows, when the walk is bounded and the graph is
-    /// not in memory (see [`TraceCache::walk_stored`]). `None` when the
-    /// graph should be used instead.
+    /// [`TraceGraph::reach_count`] without loading the graph, when the
+    /// walk is bounded and the graph is not in memory (see
+    /// [`TraceCache::walk_stored`]): over the edges of the trace's head, or
+    /// (a trace without one in the cache) from the stored blocks of its
+    /// rows. `None` when the graph should be used instead.
     ///
     /// [`TraceCache::walk_stored`]: crate::cache::TraceCache::walk_stored
     pub(super) fn reach_count_stored(
@@ -142,8 +147,19 @@ impl<'a> TraceCtx<'a> {
         max_depth: Option<u32>,
         cancel: &Cancel,
     ) -> Result<Option<u64>> {
-        if max_depth.is_none() || self.graph.get().is_some() || !self.db.walk_stored(self.id) {
+        let Some(depth) = max_depth else {
             return Ok(None);
+        };
+        if self.graph.get().is_some() || !self.db.walk_stored(self.id) {
+            return Ok(None);
+        }
+        if let Some(head) = self.db.head_adjacency(self.id) {
+            return match &head.adjacency {
+                Some(adj) if depth <= SCAN_LEVELS => {
+                    reach_count_scanned(adj, starts, dir, min_depth, depth, cancel).map(Some)
+                }
+                _ => Ok(None),
+            };
         }
         reach_count_stored(
             self.view,

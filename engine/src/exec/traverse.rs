@@ -1157,14 +1157,20 @@ mod tests {
         }
         // The unknown version and name fail on both sides; the rest answer.
         assert_eq!(answered, 3 * (refs.len() - 2));
-        // The head was what the scoped query read: it and the graph it
-        // holds are cached by that one query.
+        // The head was what the scoped query read, and the walk of one hop
+        // scanned its edges: the head is cached, no graph was built.
         let fresh = Database::open_read_only(&path).unwrap();
-        let n = fresh
-            .query("TRACE 'v:b' IN TRACE '#1' DEPTH 1 RETURN count")
-            .unwrap();
+        let q = "TRACE 'v:b' IN TRACE '#1' DEPTH 1 RETURN count";
+        let n = fresh.query(q).unwrap();
         assert_eq!(n.rows[0][1].as_i64(), Some(2));
-        assert_eq!(fresh.cache_stats().entries, 2);
+        assert_eq!(fresh.cache_stats().entries, 1);
+        // Walked again, the trace's graph is built, from the cached head:
+        // the cache misses only the graph.
+        let before = fresh.cache_stats();
+        assert_eq!(fresh.query(q).unwrap().rows, n.rows);
+        let after = fresh.cache_stats();
+        assert_eq!(after.entries, 2);
+        assert_eq!(after.misses - before.misses, 1);
     }
 
     fn ops(db: &Database, q: &str) -> Vec<(String, i64)> {
