@@ -352,33 +352,10 @@ impl Adjacency {
     /// Reads either stored form back, checking every id and offset, so that
     /// a damaged value is an error and never an out-of-range access later.
     pub fn decode(bytes: &[u8]) -> Result<Adjacency> {
-        let header = bytes
-            .get(..16)
-            .ok_or_else(|| damaged(format!("{} bytes, shorter than its header", bytes.len())))?;
-        let (with_rows, width) = match &header[..4] {
-            m if m == MAGIC => (false, 4),
-            m if m == MAGIC_NARROW => (false, 2),
-            m if m == MAGIC_WITH_ROWS => (true, 4),
-            _ => return Err(damaged("not an adjacency value (bad magic)".into())),
-        };
-        let word =
-            |i: usize| u32::from_le_bytes([header[i], header[i + 1], header[i + 2], header[i + 3]]);
-        let (vars, ops, edges) = (word(4), word(8), word(12));
-        let (v, o, e) = (vars as usize, ops as usize, edges as usize);
-        let lens: &[usize] = if with_rows {
-            &[e, e, e, v + 1, e, v + 1, e, o + 1, e]
-        } else {
-            &[e, e, e]
-        };
-        let words: usize = lens.iter().sum();
+        let f = Frame::read(bytes)?;
+        let (vars, ops, width, with_rows) = (f.vars, f.ops, f.width, f.with_rows);
+        let (v, o, e) = (vars as usize, ops as usize, f.edges as usize);
         let body = &bytes[16..];
-        if body.len() != width * words {
-            return Err(damaged(format!(
-                "{} bytes of body for {vars} variables, {ops} ops and {edges} edges; {} expected",
-                body.len(),
-                width * words
-            )));
-        }
         // Each section read on its own: a slice of known length, which the
         // compiler turns into a plain copy.
         let mut rest = body;
@@ -480,6 +457,54 @@ impl Adjacency {
     }
 }
 
+/// The frame of a stored adjacency value: its form and counts, read from
+/// its header and checked against the length of its body.
+struct Frame {
+    with_rows: bool,
+    /// Bytes per id.
+    width: usize,
+    vars: u32,
+    ops: u32,
+    edges: u32,
+}
+
+impl Frame {
+    fn read(bytes: &[u8]) -> Result<Frame> {
+        let header = bytes
+            .get(..16)
+            .ok_or_else(|| damaged(format!("{} bytes, shorter than its header", bytes.len())))?;
+        let (with_rows, width) = match &header[..4] {
+            m if m == MAGIC => (false, 4),
+            m if m == MAGIC_NARROW => (false, 2),
+            m if m == MAGIC_WITH_ROWS => (true, 4),
+            _ => return Err(damaged("not an adjacency value (bad magic)".into())),
+        };
+        let word =
+            |i: usize| u32::from_le_bytes([header[i], header[i + 1], header[i + 2], header[i + 3]]);
+        let (vars, ops, edges) = (word(4), word(8), word(12));
+        let (v, o, e) = (u64::from(vars), u64::from(ops), u64::from(edges));
+        let words = if with_rows {
+            6 * e + 2 * (v + 1) + o + 1
+        } else {
+            3 * e
+        };
+        let body = (bytes.len() - 16) as u64;
+        if body != width as u64 * words {
+            return Err(damaged(format!(
+                "{body} bytes of body for {vars} variables, {ops} ops and {edges} edges; {} expected",
+                width as u64 * words
+            )));
+        }
+        Ok(Frame {
+            with_rows,
+            width,
+            vars,
+            ops,
+            edges,
+        })
+    }
+}
+
 /// A stored adjacency value kept as its bytes: its ends read in place.
 /// A small trace's head holds one; a walk of a few hops from a cold trace
 /// scans its edges level by level ([`scan`](Self::scan)) instead of
@@ -500,37 +525,13 @@ impl StoredAdjacency {
     /// its magic and that its length fits its counts; the ids are checked
     /// as they are read.
     pub fn new(bytes: &[u8]) -> Result<StoredAdjacency> {
-        let header = bytes
-            .get(..16)
-            .ok_or_else(|| damaged(format!("{} bytes, shorter than its header", bytes.len())))?;
-        let (with_rows, width) = match &header[..4] {
-            m if m == MAGIC => (false, 4),
-            m if m == MAGIC_NARROW => (false, 2),
-            m if m == MAGIC_WITH_ROWS => (true, 4),
-            _ => return Err(damaged("not an adjacency value (bad magic)".into())),
-        };
-        let word =
-            |i: usize| u32::from_le_bytes([header[i], header[i + 1], header[i + 2], header[i + 3]]);
-        let (vars, ops, edges) = (word(4), word(8), word(12));
-        let (v, o, e) = (vars as u64, ops as u64, edges as u64);
-        let words = if with_rows {
-            6 * e + 2 * (v + 1) + o + 1
-        } else {
-            3 * e
-        };
-        if (bytes.len() - 16) as u64 != width as u64 * words {
-            return Err(damaged(format!(
-                "{} bytes of body for {vars} variables, {ops} ops and {edges} edges; {} expected",
-                bytes.len() - 16,
-                width as u64 * words
-            )));
-        }
+        let f = Frame::read(bytes)?;
         Ok(StoredAdjacency {
             bytes: bytes.into(),
-            vars,
-            ops,
-            edges,
-            width,
+            vars: f.vars,
+            ops: f.ops,
+            edges: f.edges,
+            width: f.width,
         })
     }
 
