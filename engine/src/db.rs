@@ -437,10 +437,10 @@ impl Database {
         Ok(Some(head))
     }
 
-    /// The adjacency of `trace` as its head stores it, when the cache
-    /// holds the head (a query of the trace read it) and it is a small
-    /// trace's.
-    pub(crate) fn head_adjacency(&self, trace: TraceId) -> Option<Arc<Head>> {
+    /// The head of `trace` when the cache holds it (a query of the trace
+    /// read it) and it is a small trace's, so holds the trace's names and
+    /// adjacency as stored.
+    pub(crate) fn cached_small_head(&self, trace: TraceId) -> Option<Arc<Head>> {
         self.cache
             .peek::<Head>(trace)
             .filter(|h| h.adjacency.is_some())
@@ -455,7 +455,7 @@ impl Database {
         trace: TraceId,
         counts: &memtrace_storage::records::Counts,
     ) -> Result<TraceGraph> {
-        if let Some(head) = self.head_adjacency(trace) {
+        if let Some(head) = self.cached_small_head(trace) {
             if let Some(stored) = &head.adjacency {
                 return TraceGraph::from_stored(trace, counts, stored.decode()?);
             }

@@ -153,7 +153,7 @@ impl<'a> TraceCtx<'a> {
         if self.graph.get().is_some() || !self.db.walk_stored(self.id) {
             return Ok(None);
         }
-        if let Some(head) = self.db.head_adjacency(self.id) {
+        if let Some(head) = self.db.cached_small_head(self.id) {
             return match &head.adjacency {
                 Some(adj) if depth <= SCAN_LEVELS => {
                     reach_count_scanned(adj, starts, dir, min_depth, depth, cancel).map(Some)
