@@ -206,14 +206,14 @@ impl StoredNames {
             let cut = || damaged(format!("name {i} is cut short at byte {at} of {len}"));
             if i % RESTART == 0 && restarts[i / RESTART] as usize != at {
                 return Err(damaged(format!(
-                    "names {i} on start at {}, not {at}",
+                    "the restart point of name {i} is byte {}, its entry starts at byte {at}",
                     restarts[i / RESTART]
                 )));
             }
             let (shared, rest, end) = entry(entries, at).ok_or_else(cut)?;
             if shared > last || (i % RESTART == 0 && shared != 0) {
                 return Err(damaged(format!(
-                    "name {i} shares {shared} bytes with a name of {last}"
+                    "name {i} shares {shared} bytes with the name before, of {last} bytes"
                 )));
             }
             (at, last) = (end, shared + rest.len());
@@ -773,7 +773,11 @@ mod tests {
         let mut moved = names.encoded.clone();
         let len = u32::from_le_bytes(moved[..4].try_into().unwrap()) as usize;
         moved[4 + len + 4] ^= 1;
-        assert!(read(&moved).contains("start at"), "{}", read(&moved));
+        assert!(
+            read(&moved).contains("restart point of name 16"),
+            "{}",
+            read(&moved)
+        );
         // Fewer names than variables.
         let e = StoredNames::read(&names.encoded, n, n + 1).unwrap_err();
         assert!(e.to_string().contains("names for"));
