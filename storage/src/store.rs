@@ -1338,6 +1338,10 @@ impl Store {
     /// file that holds its key.
     fn settle(&self) -> Result<()> {
         let files = self.db.live_files()?;
+        // Not exclusive: RocksDB's own compactions of other files go on, and
+        // the move does not wait for them to finish.
+        let mut opts = rocksdb::CompactOptions::default();
+        opts.set_exclusive_manual_compaction(false);
         for name in cf::ALL {
             let Some(handle) = self.db.cf_handle(name) else {
                 continue;
@@ -1348,7 +1352,8 @@ impl Store {
                 .filter_map(|f| Some((f.level, f.start_key.as_deref()?, f.end_key.as_deref()?)))
                 .collect();
             if let Some((first, last)) = level0_moves_down(&mine) {
-                self.db.compact_range_cf(handle, Some(first), Some(last));
+                self.db
+                    .compact_range_cf_opt(handle, Some(first), Some(last), &opts);
             }
         }
         Ok(())
