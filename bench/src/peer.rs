@@ -6,7 +6,7 @@ use std::path::Path;
 
 use rocksdb::{WriteBatch, WriteOptions, DB};
 
-use memtrace_storage::store::base_options;
+use memtrace_storage::store::writer_options;
 use memtrace_storage::Result;
 
 /// A plain RocksDB database with the store's options.
@@ -17,7 +17,7 @@ pub struct RawPeer {
 impl RawPeer {
     /// Creates (or opens) the database at `path`.
     pub fn open(path: &Path) -> Result<RawPeer> {
-        let mut opts = base_options();
+        let mut opts = writer_options();
         opts.create_if_missing(true);
         Ok(RawPeer {
             db: DB::open(&opts, path)?,
