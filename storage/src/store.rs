@@ -2160,6 +2160,28 @@ impl<'a> ReadView<'a> {
             .collect())
     }
 
+    /// The variable holding version `version` of a full name in `trace`
+    /// (which the caller knows this view sees whole, as for
+    /// [`Self::versions_in`]), by one get of its name index entry: no
+    /// iterator over the index's files is built.
+    pub fn version_in(
+        &self,
+        full_name: &str,
+        trace: TraceId,
+        version: u32,
+    ) -> Result<Option<LocalId>> {
+        let key = keys::name_key(full_name, trace, version);
+        match self.snap.get_pinned_cf(self.store.cf(cf::VAR_NAME), &key)? {
+            Some(v) => keys::read_u32(&v).map(Some).ok_or(StorageError::Decode {
+                what: "name index",
+                reason: format!(
+                    "the entry of {full_name}@{version} in trace #{trace} is not a variable"
+                ),
+            }),
+            None => Ok(None),
+        }
+    }
+
     /// The name index's entries of a full name (in one trace), committed or not.
     fn name_hits(
         &self,
@@ -3423,6 +3445,37 @@ mod tests {
             view.versions_in("answer:42", new).unwrap(),
             vec![(1, 0), (2, 1)]
         );
+    }
+
+    #[test]
+    fn a_version_in_a_trace_is_found_by_one_get_as_the_scan_finds_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("db"), &StoreOptions::default()).unwrap();
+        let a = write_trace(&store, "g1", "x");
+        let b = write_trace(&store, "g2", "y");
+        let view = store.read();
+        for t in [a, b] {
+            for (version, var) in view.versions_in("answer:42", t).unwrap() {
+                assert_eq!(view.version_in("answer:42", t, version).unwrap(), Some(var));
+            }
+            assert_eq!(view.version_in("answer:42", t, 3).unwrap(), None);
+            assert_eq!(view.version_in("answer:4", t, 1).unwrap(), None);
+        }
+        assert_eq!(view.version_in("answer:42", b + 1, 1).unwrap(), None);
+        // An entry that is not a variable is an error naming it.
+        let mut batch = WriteBatch::default();
+        batch.put_cf(
+            store.cf(cf::VAR_NAME),
+            keys::name_key("answer:42", a, 7),
+            b"xy",
+        );
+        store.write(batch).unwrap();
+        let err = store
+            .read()
+            .version_in("answer:42", a, 7)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("answer:42@7"), "{err}");
     }
 
     #[test]

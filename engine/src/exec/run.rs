@@ -235,12 +235,16 @@ impl<'a> Exec<'a> {
                         .collect());
                 }
             }
-            if let Some((t, found)) = seen_versions(name)? {
-                return Ok(found
-                    .into_iter()
-                    .filter(|(v, _)| *v == version)
-                    .map(|(_, l)| (t, StartNode::Var(l)))
-                    .collect());
+            if let Some((t, head)) = seen {
+                if head.names.is_none() {
+                    // One entry per name, trace and version: a get finds it.
+                    return Ok(self
+                        .view
+                        .version_in(name, t, version)?
+                        .map(|l| (t, StartNode::Var(l)))
+                        .into_iter()
+                        .collect());
+                }
             }
             Ok(self
                 .view
