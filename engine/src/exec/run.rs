@@ -227,24 +227,12 @@ impl<'a> Exec<'a> {
         };
         let by_version = |name: &str, version: u32| -> Result<Vec<(TraceId, StartNode)>> {
             if let Some((t, head)) = seen {
-                if let Some(names) = &head.names {
-                    return Ok(names
-                        .version(name, version)
-                        .map(|l| (t, StartNode::Var(l)))
-                        .into_iter()
-                        .collect());
-                }
-            }
-            if let Some((t, head)) = seen {
-                if head.names.is_none() {
+                let found = match &head.names {
+                    Some(names) => names.version(name, version),
                     // One entry per name, trace and version: a get finds it.
-                    return Ok(self
-                        .view
-                        .version_in(name, t, version)?
-                        .map(|l| (t, StartNode::Var(l)))
-                        .into_iter()
-                        .collect());
-                }
+                    None => self.view.version_in(name, t, version)?,
+                };
+                return Ok(found.map(|l| (t, StartNode::Var(l))).into_iter().collect());
             }
             Ok(self
                 .view
