@@ -30,16 +30,20 @@ import time
 
 import duckdb
 
-# The closure of $2 in trace $1 (UNION, so cycles end). With USING KEY
+# The start: the node whose full node id is $2 in trace $1, as memtrace is
+# given it; of equal ids, the one added last, as memtrace's name index finds.
+START = "(SELECT max(id) FROM nodes WHERE trace = $1 AND full_node_id = $2)"
+
+# The closure of the start in trace $1 (UNION, so cycles end). With USING KEY
 # (DuckDB 1.3 and later) the recursion keeps one row per node in a keyed
 # table and feeds back only the rows a step changed.
 CLOSURE_UNION = """WITH RECURSIVE anc(n) AS (
-  SELECT $2::INTEGER UNION SELECT e.src FROM anc JOIN edges e ON e.trace = $1 AND e.dst = anc.n)"""
+  SELECT """ + START + """ UNION SELECT e.src FROM anc JOIN edges e ON e.trace = $1 AND e.dst = anc.n)"""
 CLOSURE_KEYED = """WITH RECURSIVE anc(n) USING KEY (n) AS (
-  SELECT $2::INTEGER UNION SELECT e.src FROM anc JOIN edges e ON e.trace = $1 AND e.dst = anc.n)"""
+  SELECT """ + START + """ UNION SELECT e.src FROM anc JOIN edges e ON e.trace = $1 AND e.dst = anc.n)"""
 
 DEPTH3 = """WITH RECURSIVE anc(n, d) AS (
-  SELECT $2::INTEGER, 0 UNION SELECT e.src, anc.d + 1 FROM anc JOIN edges e ON e.trace = $1 AND e.dst = anc.n WHERE anc.d < 3)
+  SELECT """ + START + """, 0 UNION SELECT e.src, anc.d + 1 FROM anc JOIN edges e ON e.trace = $1 AND e.dst = anc.n WHERE anc.d < 3)
 SELECT count(DISTINCT n) - 1 FROM anc"""
 
 MATCH = """SELECT count(*) FROM edges e1
@@ -75,7 +79,7 @@ def supports_using_key():
 
 def statements(using_key):
     cte = CLOSURE_KEYED if using_key else CLOSURE_UNION
-    nodes = cte + "\nSELECT nd.full_node_id, nd.class FROM anc JOIN nodes nd ON nd.trace = $1 AND nd.id = anc.n WHERE anc.n <> $2"
+    nodes = cte + "\nSELECT nd.full_node_id, nd.class FROM anc JOIN nodes nd ON nd.trace = $1 AND nd.id = anc.n WHERE anc.n <> " + START
     ops = (
         cte
         + "\nSELECT o.op_id, o.name, o.kind FROM ops o WHERE o.trace = $1 AND o.op_id IN (\n"
@@ -226,7 +230,7 @@ class Side:
                  SELECT trace, id, full_node_id, row_number() OVER (PARTITION BY trace ORDER BY id) AS k
                  FROM nodes WHERE class = 'prediction')
                WHERE k <= $1 ORDER BY trace, id""", [per_trace]).fetchall()
-        return [{"pos": pos[t], "trace": t, "node_key": n, "node": full} for (t, n, full) in rows]
+        return [{"pos": pos[t], "trace": t, "node": full} for (t, _, full) in rows]
 
     def spread(self, per_trace):
         """per_trace variables of every trace, spread evenly over them by
@@ -235,17 +239,17 @@ class Side:
         out = []
         for pos, t in enumerate(traces):
             nodes = self.con.execute(
-                "SELECT id, full_node_id FROM nodes WHERE trace = $1 ORDER BY full_node_id",
+                "SELECT full_node_id FROM nodes WHERE trace = $1 ORDER BY full_node_id",
                 [t]).fetchall()
             for p in cold_picks(len(nodes), min(per_trace, len(nodes))):
-                out.append({"pos": pos, "trace": t, "node_key": nodes[p][0], "node": nodes[p][1]})
+                out.append({"pos": pos, "trace": t, "node": nodes[p][0]})
         return out
 
     def run(self, kind, start):
         sql = self.sql[kind]
         if start is None:
             return self.con.execute(sql).fetchall()
-        return self.con.execute(sql, [start["trace"], start["node_key"]]).fetchall()
+        return self.con.execute(sql, [start["trace"], start["node"]]).fetchall()
 
     @staticmethod
     def answer(kind, rows, digest=True):

@@ -114,7 +114,6 @@ impl Side for MemtraceSide {
                 starts.push(Start {
                     pos,
                     trace: i64::from(t.id),
-                    node_key: 0,
                     node: v.full_node_id,
                 });
             }
@@ -137,7 +136,6 @@ impl Side for MemtraceSide {
                 starts.push(Start {
                     pos,
                     trace: i64::from(t.id),
-                    node_key: 0,
                     node: std::mem::take(&mut ids[p]),
                 });
             }
@@ -237,7 +235,6 @@ mod tests {
         let start = Start {
             pos: 0,
             trace: 7,
-            node_key: 0,
             node: "prediction:it's@1".into(),
         };
         assert_eq!(

@@ -333,15 +333,14 @@ pub struct Measured {
 }
 
 /// A node traced back: the position of its trace among the side's traces
-/// (in import order), the side's own keys for trace and node, and its node id.
+/// (in import order), the side's own key for the trace, and its full node id
+/// (what every side starts from: the SQL peers look it up as memtrace does).
 #[derive(Debug, Clone)]
 pub struct Start {
     /// Position of the trace (0 for the first trace imported).
     pub pos: usize,
     /// The side's key of the trace.
     pub trace: i64,
-    /// The side's key of the node (SQL peers).
-    pub node_key: i64,
     /// The full node id.
     pub node: String,
 }
@@ -661,7 +660,6 @@ mod tests {
         Start {
             pos: 0,
             trace: 1,
-            node_key: 0,
             node: node.to_string(),
         }
     }

@@ -1,8 +1,9 @@
 //! SQLite (rusqlite, bundled library) as a peer of the query benchmark, set
 //! up as a competent user would: the same graph in three tables (nodes,
-//! edges, ops) with indexes by target, by source, by op kind and by node
-//! class, `ANALYZE` and `PRAGMA optimize` after loading, and recursive CTEs
-//! that start from the CTE and look its rows up in the edges' index. Every
+//! edges, ops) with indexes by target, by source, by op kind, by node class
+//! and by full node id, `ANALYZE` and `PRAGMA optimize` after loading, and
+//! recursive CTEs that find their start by its full node id (the text the
+//! memtrace side is given) and look the CTE's rows up in the edges' index. Every
 //! statement's plan (EXPLAIN QUERY PLAN) is kept for the output, and a
 //! recursive statement whose plan reads the edges other than by an index
 //! lookup of their target stops the run: without statistics, bundled SQLite
@@ -32,7 +33,8 @@ const SCHEMA: &str = "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;
      CREATE INDEX edges_in ON edges (trace, dst, src);
      CREATE INDEX edges_out ON edges (trace, src, dst);
      CREATE INDEX edges_kind ON edges (kind, trace, dst);
-     CREATE INDEX nodes_class ON nodes (trace, class);";
+     CREATE INDEX nodes_class ON nodes (trace, class);
+     CREATE INDEX nodes_name ON nodes (trace, full_node_id);";
 
 /// Loads the first `n` traces of the set at `set` into a new SQLite file at
 /// `db`: nodes (class, full node id), edges (source, target, op, op kind)
@@ -117,10 +119,25 @@ pub fn load(set: &Path, n: usize, db: &Path) -> Result<Measured> {
     Ok(m)
 }
 
-/// The closure of ?2 in trace ?1: the CTE is the outer loop, and each of its
-/// rows looks up the edges ending at it in `edges_in` (trace, dst, src).
-const CLOSURE_CTE: &str = "WITH RECURSIVE anc(n) AS (
-  SELECT ?2 UNION SELECT e.src FROM anc JOIN edges e ON e.trace = ?1 AND e.dst = anc.n)";
+/// The start of a traversal: the node whose full node id is ?2 in trace ?1,
+/// looked up in `nodes_name`, as memtrace is given it (by its name, not by
+/// a key only the peer knows); of equal ids, the one added last, as
+/// memtrace's name index finds.
+macro_rules! start {
+    () => {
+        "(SELECT max(id) FROM nodes WHERE trace = ?1 AND full_node_id = ?2)"
+    };
+}
+
+/// The closure of the start ?2 in trace ?1: the CTE is the outer loop, and
+/// each of its rows looks up the edges ending at it in `edges_in` (trace,
+/// dst, src).
+const CLOSURE_CTE: &str = concat!(
+    "WITH RECURSIVE anc(n) AS (
+  SELECT ",
+    start!(),
+    " UNION SELECT e.src FROM anc JOIN edges e ON e.trace = ?1 AND e.dst = anc.n)"
+);
 
 /// The SQL of a workload's query, without LIMIT.
 pub fn sql(kind: Kind) -> Option<String> {
@@ -129,12 +146,17 @@ pub fn sql(kind: Kind) -> Option<String> {
         Kind::Closure | Kind::ClosureSpread => {
             format!("{CLOSURE_CTE}\nSELECT count(*) - 1 FROM anc")
         }
-        Kind::Depth3 => "WITH RECURSIVE anc(n, d) AS (
-  SELECT ?2, 0 UNION SELECT e.src, anc.d + 1 FROM anc JOIN edges e ON e.trace = ?1 AND e.dst = anc.n WHERE anc.d < 3)
+        Kind::Depth3 => concat!(
+            "WITH RECURSIVE anc(n, d) AS (
+  SELECT ",
+            start!(),
+            ", 0 UNION SELECT e.src, anc.d + 1 FROM anc JOIN edges e ON e.trace = ?1 AND e.dst = anc.n WHERE anc.d < 3)
 SELECT count(DISTINCT n) - 1 FROM anc"
-            .to_string(),
+        )
+        .to_string(),
         Kind::Nodes | Kind::NodesBatches | Kind::NodesLimit1 => format!(
-            "{CLOSURE_CTE}\nSELECT nd.full_node_id, nd.class FROM anc JOIN nodes nd ON nd.trace = ?1 AND nd.id = anc.n WHERE anc.n != ?2{}",
+            "{CLOSURE_CTE}\nSELECT nd.full_node_id, nd.class FROM anc JOIN nodes nd ON nd.trace = ?1 AND nd.id = anc.n WHERE anc.n != {}{}",
+            start!(),
             limit(kind)
         ),
         Kind::Ops | Kind::OpsBatches | Kind::OpsLimit1 => format!(
@@ -209,7 +231,10 @@ impl SqliteSide {
             let mut st = conn
                 .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
                 .map_err(sqlite_err)?;
-            let values = start.map(|s| [s.trace, s.node_key]).unwrap_or([0, 0]);
+            let values: [rusqlite::types::Value; 2] = match start {
+                Some(s) => [s.trace.into(), s.node.clone().into()],
+                None => [0.into(), String::new().into()],
+            };
             let bound = &values[..st.parameter_count().min(2)];
             let rows = st
                 .query_map(rusqlite::params_from_iter(bound), |r| {
@@ -229,6 +254,13 @@ impl SqliteSide {
                 lines.push(format!("{}{detail}", "  ".repeat(d)));
             }
             if sql.contains("RECURSIVE") {
+                if let Some(bad) = lines.iter().find(|l| reads_nodes_whole(l)) {
+                    return Err(CliError::Bench(format!(
+                        "SQLite's plan for {name} reads the nodes without looking them up ({}): the start's name would be searched for in every node. Plan:\n{}",
+                        bad.trim(),
+                        lines.join("\n")
+                    )));
+                }
                 if let Some(bad) = lines.iter().find(|l| reads_edges_whole(l)) {
                     return Err(CliError::Bench(format!(
                         "SQLite's plan for {name} reads the edges without looking up their target ({}): each ancestor would read every edge of the trace. Plan:\n{}",
@@ -257,6 +289,20 @@ fn reads_edges_whole(line: &str) -> bool {
     match (words.next(), words.next()) {
         (Some("SCAN"), Some("e" | "edges")) => true,
         (Some("SEARCH"), Some("e" | "edges")) => !line.contains("dst=?"),
+        _ => false,
+    }
+}
+
+/// Whether a plan line reads the nodes table (alias `nd`, or by its name)
+/// other than by an index lookup of a node's id or full node id: a `SCAN`,
+/// or a `SEARCH` on the trace alone (every node of the trace read to find
+/// the start).
+fn reads_nodes_whole(line: &str) -> bool {
+    let mut words = line.split_whitespace();
+    match (words.next(), words.next()) {
+        (Some("SCAN"), Some("nd" | "nodes")) => true,
+        // `full_node_id=?` ends as `id=?` does.
+        (Some("SEARCH"), Some("nd" | "nodes")) => !line.contains("id=?"),
         _ => false,
     }
 }
@@ -303,7 +349,7 @@ impl Side for SqliteSide {
         let traces = trace_keys(conn)?;
         let mut find = conn
             .prepare(
-                "SELECT id, full_node_id FROM nodes WHERE trace = ?1 AND class = 'prediction' ORDER BY id LIMIT ?2",
+                "SELECT full_node_id FROM nodes WHERE trace = ?1 AND class = 'prediction' ORDER BY id LIMIT ?2",
             )
             .map_err(sqlite_err)?;
         let mut starts = Vec::new();
@@ -313,8 +359,7 @@ impl Side for SqliteSide {
                     Ok(Start {
                         pos,
                         trace: t,
-                        node_key: r.get(0)?,
-                        node: r.get(1)?,
+                        node: r.get(0)?,
                     })
                 })
                 .map_err(sqlite_err)?;
@@ -329,22 +374,20 @@ impl Side for SqliteSide {
         let conn = self.conn()?;
         let traces = trace_keys(conn)?;
         let mut all = conn
-            .prepare("SELECT id, full_node_id FROM nodes WHERE trace = ?1 ORDER BY full_node_id")
+            .prepare("SELECT full_node_id FROM nodes WHERE trace = ?1 ORDER BY full_node_id")
             .map_err(sqlite_err)?;
         let mut starts = Vec::new();
         for (pos, t) in traces.into_iter().enumerate() {
-            let nodes: Vec<(i64, String)> = all
-                .query_map(params![t], |r| Ok((r.get(0)?, r.get(1)?)))
+            let nodes: Vec<String> = all
+                .query_map(params![t], |r| r.get(0))
                 .map_err(sqlite_err)?
                 .collect::<std::result::Result<_, _>>()
                 .map_err(sqlite_err)?;
             for p in spread_picks(nodes.len(), per_trace) {
-                let (node_key, node) = nodes[p].clone();
                 starts.push(Start {
                     pos,
                     trace: t,
-                    node_key,
-                    node,
+                    node: nodes[p].clone(),
                 });
             }
         }
@@ -361,7 +404,7 @@ impl Side for SqliteSide {
             Kind::Closure | Kind::ClosureSpread | Kind::Depth3 => {
                 let s = need()?;
                 let n: i64 = st
-                    .query_row(params![s.trace, s.node_key], |r| r.get(0))
+                    .query_row(params![s.trace, s.node], |r| r.get(0))
                     .map_err(sqlite_err)?;
                 Rows::Count(n as u64)
             }
@@ -374,7 +417,7 @@ impl Side for SqliteSide {
                 let s = need()?;
                 // Each row's first column read in place and kept, as the
                 // memtrace side keeps the id it is lent.
-                let mut rows = st.query(params![s.trace, s.node_key]).map_err(sqlite_err)?;
+                let mut rows = st.query(params![s.trace, s.node]).map_err(sqlite_err)?;
                 while let Some(r) = rows.next().map_err(sqlite_err)? {
                     let key = r.get_ref(0).map_err(sqlite_err)?;
                     keys.push(
@@ -435,6 +478,87 @@ mod tests {
             "SEARCH e USING COVERING INDEX edges_in (trace=? AND dst=?)"
         ));
         assert!(!reads_edges_whole("BLOOM FILTER ON e (trace=? AND dst=?)"));
+    }
+
+    #[test]
+    fn reading_every_node_is_recognised() {
+        assert!(reads_nodes_whole("SCAN nodes"));
+        assert!(reads_nodes_whole("  SCAN nd"));
+        assert!(reads_nodes_whole(
+            "SEARCH nodes USING COVERING INDEX nodes_class (trace=?)"
+        ));
+        assert!(!reads_nodes_whole(
+            "SEARCH nodes USING COVERING INDEX nodes_name (trace=? AND full_node_id=?)"
+        ));
+        assert!(!reads_nodes_whole(
+            "SEARCH nd USING PRIMARY KEY (trace=? AND id=?)"
+        ));
+        assert!(!reads_nodes_whole("SCAN anc"));
+    }
+
+    /// A chain `a <- b <- c <- d <- e` (each edge from the earlier node) in
+    /// trace 7, with a second `c` added last, loaded with the suite's schema.
+    fn chain(dir: &Path) -> PathBuf {
+        let path = dir.join("peer.sqlite");
+        let conn = Connection::open(&path).unwrap();
+        conn.execute_batch(SCHEMA).unwrap();
+        for (id, name) in ["a", "b", "c", "d", "e", "c"].iter().enumerate() {
+            conn.execute(
+                "INSERT INTO nodes VALUES (7, ?1, 'x', ?2)",
+                params![id as i64, name],
+            )
+            .unwrap();
+        }
+        for (src, dst) in [(0, 1), (1, 2), (2, 3), (3, 4), (0, 5)] {
+            conn.execute(
+                "INSERT INTO edges VALUES (7, ?1, ?2, 'op', 'k')",
+                params![src, dst],
+            )
+            .unwrap();
+        }
+        conn.execute_batch("ANALYZE").unwrap();
+        path
+    }
+
+    #[test]
+    fn a_traversal_starts_from_the_name_it_is_given() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut side = SqliteSide::new(chain(dir.path()));
+        side.open().unwrap();
+        let start = |node: &str| Start {
+            pos: 0,
+            trace: 7,
+            node: node.to_string(),
+        };
+        let count = |side: &mut SqliteSide, kind: Kind, node: &str| match side
+            .run(kind, Some(&start(node)))
+            .unwrap()
+        {
+            Rows::Count(n) => n,
+            _ => panic!("not a count"),
+        };
+        assert_eq!(count(&mut side, Kind::Closure, "e"), 4);
+        assert_eq!(count(&mut side, Kind::Depth3, "e"), 3);
+        // Of the two `c`, the one added last (id 5, whose only ancestor is `a`).
+        assert_eq!(count(&mut side, Kind::Closure, "c"), 1);
+        assert_eq!(count(&mut side, Kind::Closure, "b"), 1);
+        match side.run(Kind::Nodes, Some(&start("d"))).unwrap() {
+            Rows::Keys(keys) => {
+                let mut got: Vec<&str> = keys.iter().collect();
+                got.sort_unstable();
+                assert_eq!(got, ["a", "b", "c"]);
+            }
+            _ => panic!("not keys"),
+        }
+        let kinds = [
+            ("closure", Kind::Closure),
+            ("depth3", Kind::Depth3),
+            ("nodes", Kind::Nodes),
+        ];
+        let plans = side.plans(&kinds, Some(&start("e"))).unwrap();
+        assert!(plans
+            .iter()
+            .all(|p| p.lines.iter().any(|l| l.contains("nodes_name"))));
     }
 
     #[test]

@@ -828,7 +828,9 @@ fn print_notes(notes: &Notes) {
         println!("- {line}");
     }
     println!();
-    println!("SQLite EXPLAIN QUERY PLAN of every timed statement (a recursive statement whose plan reads the edges other than by an index lookup of their target stops the run):");
+    println!("Starts: every side is given the start as its full node id in its trace (memtrace in the query's text; the SQL peers as a parameter, looked up in the nodes' index by name, SQLite's `nodes_name`), so every figure of a traversal includes finding its start.");
+    println!();
+    println!("SQLite EXPLAIN QUERY PLAN of every timed statement (a recursive statement whose plan reads the edges other than by an index lookup of their target, or the nodes other than by a lookup of an id or a name, stops the run):");
     for (p, scales) in &notes.plans {
         println!();
         println!("{} (at {}):", p.name, scales.join(", "));
