@@ -253,21 +253,32 @@ impl SqliteSide {
                 depth.insert(id, d);
                 lines.push(format!("{}{detail}", "  ".repeat(d)));
             }
-            if sql.contains("RECURSIVE") {
-                if let Some(bad) = lines.iter().find(|l| reads_nodes_whole(l)) {
-                    return Err(CliError::Bench(format!(
-                        "SQLite's plan for {name} reads the nodes without looking them up ({}): the start's name would be searched for in every node. Plan:\n{}",
-                        bad.trim(),
-                        lines.join("\n")
-                    )));
+            // A recursive statement must look up what it reads: (what a
+            // line reads whole, what that would cost).
+            let recursive = sql.contains("RECURSIVE");
+            let whole = lines.iter().filter(|_| recursive).find_map(|l| {
+                if reads_nodes_whole(l) {
+                    Some((
+                        l,
+                        "the nodes without looking them up",
+                        "the start's name would be searched for in every node",
+                    ))
+                } else if reads_edges_whole(l) {
+                    Some((
+                        l,
+                        "the edges without looking up their target",
+                        "each ancestor would read every edge of the trace",
+                    ))
+                } else {
+                    None
                 }
-                if let Some(bad) = lines.iter().find(|l| reads_edges_whole(l)) {
-                    return Err(CliError::Bench(format!(
-                        "SQLite's plan for {name} reads the edges without looking up their target ({}): each ancestor would read every edge of the trace. Plan:\n{}",
-                        bad.trim(),
-                        lines.join("\n")
-                    )));
-                }
+            });
+            if let Some((bad, what, cost)) = whole {
+                return Err(CliError::Bench(format!(
+                    "SQLite's plan for {name} reads {what} ({}): {cost}. Plan:\n{}",
+                    bad.trim(),
+                    lines.join("\n")
+                )));
             }
             plans.push(Plan {
                 name: name.to_string(),
@@ -559,6 +570,31 @@ mod tests {
         assert!(plans
             .iter()
             .all(|p| p.lines.iter().any(|l| l.contains("nodes_name"))));
+    }
+
+    #[test]
+    fn a_start_found_without_the_name_index_stops_the_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = chain(dir.path());
+        Connection::open(&path)
+            .unwrap()
+            .execute_batch("DROP INDEX nodes_name; ANALYZE")
+            .unwrap();
+        let mut side = SqliteSide::new(path);
+        side.open().unwrap();
+        let start = Start {
+            pos: 0,
+            trace: 7,
+            node: "e".to_string(),
+        };
+        let Err(CliError::Bench(why)) = side.plans(&[("depth3", Kind::Depth3)], Some(&start))
+        else {
+            panic!("the plan was accepted")
+        };
+        assert!(
+            why.contains("reads the nodes without looking them up"),
+            "{why}"
+        );
     }
 
     #[test]
