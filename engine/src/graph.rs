@@ -277,8 +277,13 @@ impl TraceGraph {
     /// The graph over a checked adjacency, with the far end of every CSR
     /// entry laid out beside it.
     fn new(adj: Adjacency) -> TraceGraph {
+        // Padded so that every row's window of `WINDOW` entries lies
+        // inside (see `keep_row`); the padding is no row's.
         let beside = |edges: &[u32], of: &[u32]| -> Vec<u32> {
-            edges.iter().map(|&e| of[e as usize]).collect()
+            let mut far = Vec::with_capacity(edges.len() + WINDOW);
+            far.extend(edges.iter().map(|&e| of[e as usize]));
+            far.extend([0; WINDOW]);
+            far
         };
         TraceGraph {
             in_far: beside(&adj.in_edges, &adj.source),
@@ -593,7 +598,10 @@ impl TraceGraph {
 /// marked; the starts once each, in order. A start that is not a variable
 /// is an error.
 fn seed(vars: u32, starts: &[u32]) -> Result<(Vec<u64>, Vec<u32>)> {
-    let mut seen = vec![0u64; (vars as usize).div_ceil(64)];
+    // Room for one word more: the level loops add a sink (see `keep_row`).
+    let words = (vars as usize).div_ceil(64);
+    let mut seen = Vec::with_capacity(words + 1);
+    seen.resize(words, 0u64);
     let mut first = Vec::with_capacity(starts.len());
     for &s in starts {
         if s >= vars {
@@ -617,6 +625,21 @@ trait Rows {
     fn prepare(&mut self, nodes: &[u32]) -> Result<()>;
     /// The row of `v`, prepared before.
     fn row(&self, v: u32) -> (&[u32], &[u32]);
+    /// Keeps the far ends of `v`'s row (prepared before) not yet `seen`,
+    /// as [`keep_unseen`] does; `out` has room as [`keep_row`] wants it
+    /// for `rows` rows.
+    #[inline(always)]
+    fn keep_far(
+        &self,
+        v: u32,
+        seen: &mut [u64],
+        out: &mut Vec<u32>,
+        held: usize,
+        rows: usize,
+    ) -> usize {
+        let _ = rows;
+        keep_unseen(seen, self.row(v).1, out, held)
+    }
 }
 
 /// The rows of a whole graph in memory, their entries being the edges.
@@ -639,6 +662,22 @@ impl Rows for CsrRows<'_> {
         );
         (&self.edges[a..b], &self.far[a..b])
     }
+
+    #[inline(always)]
+    fn keep_far(
+        &self,
+        v: u32,
+        seen: &mut [u64],
+        out: &mut Vec<u32>,
+        held: usize,
+        rows: usize,
+    ) -> usize {
+        let v = v as usize;
+        let (Some(&a), Some(&b)) = (self.off.get(v), self.off.get(v + 1)) else {
+            return held;
+        };
+        keep_row(seen, self.far, a as usize, b as usize, out, held, rows)
+    }
 }
 
 /// The rows of a whole graph in memory, their entries being the rows'
@@ -654,15 +693,16 @@ struct OpRows<'g> {
 }
 
 impl OpRows<'_> {
-    /// Variable `v`'s op code (see [`RowOps`]) and its row's far ends; an
-    /// unknown variable has no op and no far ends.
+    /// Variable `v`'s op code (see [`RowOps`]) and where its row's far
+    /// ends begin and end in `far`; an unknown variable has no op and no
+    /// far ends.
     #[inline]
-    fn code_row(&self, v: u32) -> (u32, &[u32]) {
+    fn code_row(&self, v: u32) -> (u32, usize, usize) {
         let v = v as usize;
         let (Some(&[a, code]), Some(&[b, _])) = (self.rows.get(v), self.rows.get(v + 1)) else {
-            return (NO_OP, &[]);
+            return (NO_OP, 0, 0);
         };
-        (code, self.far.get(a as usize..b as usize).unwrap_or(&[]))
+        (code, a as usize, b as usize)
     }
 
     /// The ops of a row whose code has [`MANY_OPS`] set.
@@ -787,6 +827,8 @@ fn levels<R: Rows, L: Levels>(
 ) -> Result<()> {
     cancel.check()?;
     let (mut seen, mut nodes) = seed(vars, starts)?;
+    // The sink word of `keep_row`.
+    seen.push(u64::MAX);
     // The next level's nodes are `next[..held]`. Every far end is written
     // to `next[held]` and kept by moving `held` past it when not yet seen:
     // whether a far end is new follows no pattern a processor predicts, and
@@ -799,12 +841,13 @@ fn levels<R: Rows, L: Levels>(
         cancel.check()?;
         rows.prepare(&nodes)?;
         let mut held = 0usize;
+        // Room for a window per row (see `keep_row`).
+        room(&mut next, WINDOW * nodes.len());
         for &node in &nodes {
-            let (entries, far) = rows.row(node);
             if L::ROWS {
-                visit.row(entries);
+                visit.row(rows.row(node).0);
             }
-            held = keep_unseen(&mut seen, far, &mut next, held);
+            held = rows.keep_far(node, &mut seen, &mut next, held, nodes.len());
         }
         depth += 1;
         if !visit.level(depth, held)? {
@@ -834,6 +877,73 @@ fn keep_unseen(seen: &mut [u64], ids: &[u32], out: &mut Vec<u32>, mut held: usiz
     held
 }
 
+/// How many far ends a short row's window holds: rows of one up to this
+/// many are read as a window of this many entries of the far ends, those
+/// past the row's end masked, so that the loop over a row runs the same
+/// number of times for every short row and its end is not a branch that
+/// a processor mispredicts; padding keeps every window inside the array.
+/// An empty row (a variable no op wrote: four in ten of a recorded
+/// trace's) is passed over before it. Three measured fastest of two to
+/// eight (BENCHMARKS.md, "Short rows read as windows").
+const WINDOW: usize = 3;
+
+/// [`keep_unseen`] of the far ends `far[a..b]` of one row: a short row
+/// (see [`WINDOW`]) whose window lies inside `far` is read as that window,
+/// with its entries past `b` masked (written to `out` but not kept); a
+/// longer row as a slice.
+///
+/// The last word of `seen` is a sink, all ones, past every far end's: a
+/// masked entry reads and marks it instead of its own word, so it is never
+/// new and never makes a far end's test wait on its write (marking words
+/// of other rows' far ends made leaf-heavy traces a tenth slower).
+///
+/// `out` must have room for a window past `held` for each of `rows` rows
+/// (`out.len() >= held + WINDOW * rows`), `rows` being at least the rows
+/// of the level not yet kept, this one among them: a short row then needs
+/// no check of its room (the walk takes about a tenth less time without),
+/// and a longer one makes room to keep that true.
+#[inline(always)]
+fn keep_row(
+    seen: &mut [u64],
+    far: &[u32],
+    a: usize,
+    b: usize,
+    out: &mut Vec<u32>,
+    mut held: usize,
+    rows: usize,
+) -> usize {
+    let len = b.wrapping_sub(a);
+    if len == 0 {
+        return held;
+    }
+    if len <= WINDOW {
+        if let Some(window) = far.get(a..a + WINDOW) {
+            let sink = seen.len().wrapping_sub(1);
+            for (k, &id) in window.iter().enumerate() {
+                let w = if k < len { id as usize / 64 } else { sink };
+                let bit = 1u64 << (id % 64);
+                if let (Some(word), Some(slot)) = (seen.get_mut(w), out.get_mut(held)) {
+                    *slot = id;
+                    held += usize::from(*word & bit == 0);
+                    *word |= bit;
+                }
+            }
+            return held;
+        }
+    }
+    keep_long(seen, far.get(a..b).unwrap_or(&[]), out, held, rows)
+}
+
+/// The part of [`keep_row`] for a row longer than its window: kept as
+/// [`keep_unseen`] keeps it, with room made for windows of `rows` rows
+/// after it. Not inlined into the loop over rows, whose short rows run
+/// faster without it (BENCHMARKS.md, "Short rows read as windows").
+#[inline(never)]
+fn keep_long(seen: &mut [u64], ids: &[u32], out: &mut Vec<u32>, held: usize, rows: usize) -> usize {
+    room(out, held + ids.len() + WINDOW * rows);
+    keep_unseen(seen, ids, out, held)
+}
+
 /// The level loop of [`levels`] over rows of ops, of a graph of `vars`
 /// variables and `ops` ops: after each level, `level(depth, new_ops)`
 /// gets the ops that the level's expanded rows hold and no row before
@@ -855,6 +965,8 @@ fn op_levels(
 ) -> Result<()> {
     cancel.check()?;
     let (mut seen, mut nodes) = seed(vars, starts)?;
+    // The sink word of `keep_row`.
+    seen.push(u64::MAX);
     // Ops seen, a bit each; `order` is scratch for ordering a level's new
     // ops, all clear between levels.
     let words = (ops as usize).div_ceil(64);
@@ -867,10 +979,12 @@ fn op_levels(
     while !nodes.is_empty() && max_depth.is_none_or(|m| depth < m) {
         cancel.check()?;
         let (mut held, mut ops_held) = (0usize, 0usize);
-        // Room for a new op per node; a row of several ops makes more.
+        // Room for a new op per node; a row of several ops makes more. Room
+        // for a window of far ends per row (see `keep_row`).
         room(&mut new_ops, nodes.len());
+        room(&mut next, WINDOW * nodes.len());
         for &node in &nodes {
-            let (code, far) = rows.code_row(node);
+            let (code, a, b) = rows.code_row(node);
             if code & MANY_OPS == 0 {
                 if ops_held >= new_ops.len() {
                     room(&mut new_ops, ops_held + 1);
@@ -884,7 +998,7 @@ fn op_levels(
             } else if code != NO_OP {
                 ops_held = keep_unseen(&mut ops_seen, rows.several(code), &mut new_ops, ops_held);
             }
-            held = keep_unseen(&mut seen, far, &mut next, held);
+            held = keep_row(&mut seen, rows.far, a, b, &mut next, held, nodes.len());
         }
         depth += 1;
         fresh.clear();
@@ -1199,12 +1313,16 @@ mod tests {
             more: &rows.more,
             far: &g.in_far,
         };
-        assert_eq!(r.code_row(0), (NO_OP, &[][..]));
-        assert_eq!(r.code_row(2), (0, &[0, 1][..]));
-        assert_eq!(r.code_row(3), (MANY_OPS, &[0, 1][..]));
+        let row = |v| {
+            let (code, a, b) = r.code_row(v);
+            (code, &r.far[a..b])
+        };
+        assert_eq!(row(0), (NO_OP, &[][..]));
+        assert_eq!(row(2), (0, &[0, 1][..]));
+        assert_eq!(row(3), (MANY_OPS, &[0, 1][..]));
         assert_eq!(r.several(MANY_OPS), &[1, 2][..]);
         // An unknown variable has an empty row.
-        assert_eq!(r.code_row(9), (NO_OP, &[][..]));
+        assert_eq!(row(9), (NO_OP, &[][..]));
     }
 
     #[test]
@@ -1520,6 +1638,31 @@ mod tests {
             sort_distinct(&mut ids, &mut bits);
             prop_assert_eq!(ids, want);
             prop_assert!(bits.iter().all(|&w| w == 0));
+        }
+
+        #[test]
+        fn a_row_read_as_a_window_keeps_what_its_slice_keeps(
+            far in proptest::collection::vec(0u32..200, 0..12),
+            bounds in (0usize..14, 0usize..14),
+            marked in proptest::collection::vec(0u32..200, 0..20),
+            held in 0usize..3,
+        ) {
+            // Rows anywhere in `far`, short and long, with and without room
+            // for their window before the end, over a partly seen bitmap.
+            let (a, b) = (bounds.0.min(bounds.1), bounds.0.max(bounds.1));
+            // Four words for ids below 256, and the sink.
+            let mut seen = vec![0u64, 0, 0, 0, u64::MAX];
+            for &m in &marked {
+                seen[m as usize / 64] |= 1 << (m % 64);
+            }
+            let (mut seen_w, mut out_w) = (seen.clone(), vec![7u32; held]);
+            out_w.resize(held + WINDOW, 7);
+            let kept_w = keep_row(&mut seen_w, &far, a, b, &mut out_w, held, 1);
+            let (mut seen_s, mut out_s) = (seen, vec![7u32; held]);
+            let kept_s = keep_unseen(&mut seen_s, far.get(a..b).unwrap_or(&[]), &mut out_s, held);
+            prop_assert_eq!(kept_w, kept_s);
+            prop_assert_eq!(&out_w[..kept_w], &out_s[..kept_s]);
+            prop_assert_eq!(seen_w, seen_s);
         }
 
         #[test]
