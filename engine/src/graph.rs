@@ -635,9 +635,8 @@ trait Rows {
         seen: &mut [u64],
         out: &mut Vec<u32>,
         held: usize,
-        rows: usize,
+        _rows: usize,
     ) -> usize {
-        let _ = rows;
         keep_unseen(seen, self.row(v).1, out, held)
     }
 }
