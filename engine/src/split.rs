@@ -411,6 +411,91 @@ impl Slots {
     }
 }
 
+/// An object of more keys than this is left to [`compact_json`]'s caller
+/// (its keys are compared with each other to find one given twice).
+const COMPACT_KEYS: usize = 32;
+
+/// The text `Value::to_string` gives for the JSON value `text` (valid
+/// JSON, as a [`RawValue`] holds), made without building the value: the
+/// whitespace between tokens dropped, a number's exponent written `e` and
+/// signed, everything else as written (the value keeps a number's digits
+/// as written, and writes a string without escapes back as it was read). `None` when that may not be so and the value has to be
+/// built: a string holds an escape (written back, it may be spelled
+/// otherwise), an object has a key twice (the value keeps the last at the
+/// first's place) or more keys than [`COMPACT_KEYS`].
+fn compact_json(text: &str) -> Option<String> {
+    /// An open array or object: for an object, where its keys start in
+    /// `keys` and whether a key comes next.
+    struct Open {
+        object: bool,
+        keys_from: usize,
+        key_next: bool,
+    }
+    let b = text.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut open: Vec<Open> = Vec::new();
+    let mut keys: Vec<&[u8]> = Vec::new();
+    let mut i = 0;
+    while let Some(&c) = b.get(i) {
+        match c {
+            b' ' | b'\t' | b'\n' | b'\r' => i += 1,
+            b'"' => {
+                let body = b.get(i + 1..)?;
+                let len = memchr::memchr2(b'"', b'\\', body)?;
+                if body[len] != b'"' {
+                    return None;
+                }
+                if let Some(o) = open.last_mut().filter(|o| o.object && o.key_next) {
+                    o.key_next = false;
+                    let key = &body[..len];
+                    let mine = &keys[o.keys_from..];
+                    if mine.len() >= COMPACT_KEYS || mine.contains(&key) {
+                        return None;
+                    }
+                    keys.push(key);
+                }
+                out.extend_from_slice(&b[i..i + len + 2]);
+                i += len + 2;
+            }
+            b'{' | b'[' => {
+                open.push(Open {
+                    object: c == b'{',
+                    keys_from: keys.len(),
+                    key_next: c == b'{',
+                });
+                out.push(c);
+                i += 1;
+            }
+            b'}' | b']' => {
+                keys.truncate(open.pop()?.keys_from);
+                out.push(c);
+                i += 1;
+            }
+            b',' => {
+                if let Some(o) = open.last_mut() {
+                    o.key_next = o.object;
+                }
+                out.push(c);
+                i += 1;
+            }
+            // A number's exponent, written as the value writes it: `e`,
+            // then its sign, `+` when it has none.
+            b'e' | b'E' if out.last().is_some_and(u8::is_ascii_digit) => {
+                out.push(b'e');
+                if !matches!(b.get(i + 1), Some(b'+' | b'-')) {
+                    out.push(b'+');
+                }
+                i += 1;
+            }
+            _ => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
 /// Reads one record of a kind into [`Slots`].
 struct RecordSeed(Kind);
 
@@ -443,10 +528,16 @@ impl<'de> Visitor<'de> for RecordSeed {
                     s.version.replace(map.next_value::<u64>()?).is_some()
                 }
                 (None, "lineno") => s.lineno.replace(map.next_value::<Option<i64>>()?).is_some(),
-                (None, "metadata") => s
-                    .metadata
-                    .replace(map.next_value::<Value>()?.to_string())
-                    .is_some(),
+                (None, "metadata") => {
+                    let raw = map.next_value::<&'de RawValue>()?;
+                    let text = match compact_json(raw.get()) {
+                        Some(text) => text,
+                        None => serde_json::from_str::<Value>(raw.get())
+                            .map_err(de::Error::custom)?
+                            .to_string(),
+                    };
+                    s.metadata.replace(text).is_some()
+                }
                 (None, _) => {
                     let v: Value = map.next_value()?;
                     s.extra.insert(key.into_owned(), v).is_some()
@@ -858,5 +949,173 @@ mod tests {
             let seq = sequential(&text).and_then(|(h, d)| assemble(h, d));
             assert!(seq.is_err(), "{extra}");
         }
+    }
+
+    /// A JSON value to be written out with chosen whitespace and escapes.
+    #[derive(Debug, Clone)]
+    enum Doc {
+        Lit(&'static str),
+        Num(&'static str),
+        Str(String, bool),
+        List(Vec<Doc>),
+        Object(Vec<(String, Doc)>),
+    }
+
+    /// `doc` as JSON text, `space` put between tokens in turn; a string
+    /// marked so is written with every character escaped as `\uXXXX`.
+    fn write(doc: &Doc, space: &[&str], at: &mut usize, out: &mut String) {
+        fn gap(space: &[&str], at: &mut usize, out: &mut String) {
+            if !space.is_empty() {
+                out.push_str(space[*at % space.len()]);
+                *at += 1;
+            }
+        }
+        let string = |s: &str, escaped: bool, out: &mut String| {
+            if escaped {
+                out.push('"');
+                for u in s.encode_utf16() {
+                    out.push_str(&format!("\\u{u:04x}"));
+                }
+                out.push('"');
+            } else {
+                out.push_str(&serde_json::to_string(s).unwrap());
+            }
+        };
+        gap(space, at, out);
+        match doc {
+            Doc::Lit(t) | Doc::Num(t) => out.push_str(t),
+            Doc::Str(s, escaped) => string(s, *escaped, out),
+            Doc::List(items) => {
+                out.push('[');
+                for (k, d) in items.iter().enumerate() {
+                    if k > 0 {
+                        out.push(',');
+                    }
+                    write(d, space, at, out);
+                }
+                gap(space, at, out);
+                out.push(']');
+            }
+            Doc::Object(members) => {
+                out.push('{');
+                for (k, (key, d)) in members.iter().enumerate() {
+                    if k > 0 {
+                        out.push(',');
+                    }
+                    gap(space, at, out);
+                    string(key, false, out);
+                    gap(space, at, out);
+                    out.push(':');
+                    write(d, space, at, out);
+                }
+                gap(space, at, out);
+                out.push('}');
+            }
+        }
+        gap(space, at, out);
+    }
+
+    fn any_doc() -> impl proptest::strategy::Strategy<Value = Doc> {
+        use proptest::prelude::*;
+        let text = prop_oneof![
+            "[a-z ]{0,6}",
+            Just("naïve café ü".to_string()),
+            Just("tab\there \"quoted\" back\\slash".to_string()),
+            Just("line\nbreak \u{1}".to_string()),
+        ];
+        let leaf = prop_oneof![
+            prop_oneof![Just("null"), Just("true"), Just("false")].prop_map(Doc::Lit),
+            prop_oneof![
+                Just("0"),
+                Just("-0"),
+                Just("17"),
+                Just("2.50"),
+                Just("1e3"),
+                Just("-1.5E+07"),
+                Just("1e+999"),
+                Just("2E5"),
+                Just("0.5e-3"),
+                Just("123456789012345678901234567890"),
+            ]
+            .prop_map(Doc::Num),
+            (text, any::<bool>()).prop_map(|(s, e)| Doc::Str(s, e)),
+        ];
+        leaf.prop_recursive(4, 40, 6, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..5).prop_map(Doc::List),
+                proptest::collection::vec(("[abc]{1,2}", inner), 0..5).prop_map(Doc::Object),
+            ]
+        })
+    }
+
+    /// Whether an object of `d` has a key twice.
+    fn twice(d: &Doc) -> bool {
+        match d {
+            Doc::List(items) => items.iter().any(twice),
+            Doc::Object(members) => {
+                let keys: std::collections::HashSet<&String> =
+                    members.iter().map(|m| &m.0).collect();
+                keys.len() < members.len() || members.iter().any(|m| twice(&m.1))
+            }
+            _ => false,
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn compact_text_is_what_the_value_writes(
+            d in any_doc(),
+            space in proptest::collection::vec(
+                proptest::sample::select(vec!["", " ", "\n  ", "\t", "\r\n    "]),
+                0..6,
+            ),
+        ) {
+            let mut text = String::new();
+            write(&d, &space, &mut 0, &mut text);
+            let value: Value = serde_json::from_str(&text).unwrap();
+            // Given up exactly where an escape or a key twice is.
+            let gives_up = text.contains('\\') || twice(&d);
+            match compact_json(&text) {
+                Some(compact) => {
+                    proptest::prop_assert!(!gives_up, "{}", text);
+                    proptest::prop_assert_eq!(compact, value.to_string());
+                }
+                None => proptest::prop_assert!(gives_up, "{}", text),
+            }
+        }
+    }
+
+    #[test]
+    fn compact_text_gives_up_at_escapes_and_keys_twice() {
+        for (text, want) in [
+            (
+                " { \"a\" : [ 1 , 2.50 , -1e3, 2E-2, true ] ,\n  \"b\": {\"a\": false} } ",
+                Some(r#"{"a":[1,2.50,-1e+3,2e-2,true],"b":{"a":false}}"#),
+            ),
+            ("\"naïve café\"", Some("\"naïve café\"")),
+            ("[ ]", Some("[]")),
+            (
+                "{\"a\":1,\"b\":{\"a\":2},\"c\":3}",
+                Some(r#"{"a":1,"b":{"a":2},"c":3}"#),
+            ),
+            ("{\"a\":1,\"a\":2}", None),
+            ("{\"a\":[{\"b\":1}],\"b\":{\"a\":1,\"b\":2,\"a\":3}}", None),
+            ("\"caf\\u00e9\"", None),
+            ("\"a\\/b\"", None),
+        ] {
+            assert_eq!(compact_json(text).as_deref(), want, "{text}");
+            let value: Value = serde_json::from_str(text).unwrap();
+            if let Some(w) = want {
+                assert_eq!(value.to_string(), w, "{text}");
+            }
+        }
+        // Many keys are left to the value.
+        let many: Vec<String> = (0..=COMPACT_KEYS)
+            .map(|k| format!("\"k{k}\":{k}"))
+            .collect();
+        assert_eq!(compact_json(&format!("{{{}}}", many.join(","))), None);
+        let fewer = &many[..COMPACT_KEYS];
+        let text = format!("{{{}}}", fewer.join(","));
+        assert_eq!(compact_json(&text), Some(text.clone()));
     }
 }
