@@ -135,8 +135,90 @@ fn median(mut v: Vec<StepResult>) -> StepResult {
     v[v.len() / 2].clone()
 }
 
-/// Imports a generated export of the given size, beside raw RocksDB batched
-/// puts of the same bytes, each step in a child process; prints the medians.
+/// Which layouts of the export `import` measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Layouts {
+    /// No whitespace between tokens.
+    Compact,
+    /// Two spaces a level, as Python's `json.dump(..., indent=2)` writes.
+    Indented,
+    /// Compact, then indented.
+    Both,
+}
+
+impl Layouts {
+    /// Whether the indented layout is measured.
+    fn indented(self) -> bool {
+        self != Layouts::Compact
+    }
+
+    /// Whether the compact layout is measured.
+    fn compact(self) -> bool {
+        self != Layouts::Indented
+    }
+}
+
+/// Writes the JSON text `compact` (without whitespace between tokens, as
+/// [`write_export`] writes it) to `out` with two spaces a level, as
+/// Python's `json.dump(obj, f, indent=2)` writes it: a member or item a
+/// line, `": "` after a key, an empty list or object as `[]` or `{}`.
+pub fn indent_json(compact: &[u8], out: &mut dyn std::io::Write) -> std::io::Result<()> {
+    let line = |out: &mut dyn std::io::Write, depth: usize| -> std::io::Result<()> {
+        out.write_all(b"\n")?;
+        for _ in 0..depth {
+            out.write_all(b"  ")?;
+        }
+        Ok(())
+    };
+    let (mut depth, mut i) = (0usize, 0usize);
+    while let Some(&c) = compact.get(i) {
+        match c {
+            b'"' => {
+                // The string, through its closing quote (an escaped quote
+                // or backslash is stepped over).
+                let mut j = i + 1;
+                while let Some(&d) = compact.get(j) {
+                    j += if d == b'\\' { 2 } else { 1 };
+                    if d == b'"' {
+                        break;
+                    }
+                }
+                let end = j.min(compact.len());
+                out.write_all(&compact[i..end])?;
+                i = end;
+                continue;
+            }
+            b'{' | b'[' => {
+                out.write_all(&[c])?;
+                if matches!(compact.get(i + 1), Some(b'}' | b']')) {
+                    out.write_all(&compact[i + 1..i + 2])?;
+                    i += 2;
+                    continue;
+                }
+                depth += 1;
+                line(out, depth)?;
+            }
+            b'}' | b']' => {
+                depth = depth.saturating_sub(1);
+                line(out, depth)?;
+                out.write_all(&[c])?;
+            }
+            b',' => {
+                out.write_all(b",")?;
+                line(out, depth)?;
+            }
+            b':' => out.write_all(b": ")?,
+            _ => out.write_all(&[c])?,
+        }
+        i += 1;
+    }
+    Ok(())
+}
+
+/// Imports a generated export of the given size, in each layout asked
+/// for, beside raw RocksDB batched puts of the same bytes (and
+/// smartcomment's own import when `python` has it), each step in a child
+/// process; prints the medians.
 pub fn run(
     variables: usize,
     edges: usize,
@@ -144,6 +226,7 @@ pub fn run(
     runs: usize,
     dir: Option<PathBuf>,
     python: &Path,
+    layouts: Layouts,
 ) -> Result<ExitCode> {
     if cfg!(debug_assertions) {
         eprintln!("warning: this is a debug build; figures mean little (use cargo run --release)");
@@ -164,16 +247,24 @@ pub fn run(
     let counts = write_export(&spec, &mut w).map_err(io(file.display()))?;
     std::io::Write::flush(&mut w).map_err(io(file.display()))?;
     drop(w);
-    let size = std::fs::metadata(&file).map_err(io(file.display()))?.len();
-    let records = (counts.sessions + counts.variables + counts.ops + counts.edges) as u64;
+    let mut files = Vec::new();
+    if layouts.compact() {
+        files.push(("compact", file.clone()));
+    }
+    if layouts.indented() {
+        let indented = dir.join("export-indented.json");
+        let compact = std::fs::read(&file).map_err(io(file.display()))?;
+        let mut w = std::io::BufWriter::new(
+            std::fs::File::create(&indented).map_err(io(indented.display()))?,
+        );
+        indent_json(&compact, &mut w).map_err(io(indented.display()))?;
+        std::io::Write::flush(&mut w).map_err(io(indented.display()))?;
+        drop(w);
+        files.push(("indented", indented));
+    }
     eprintln!(
-        "generated {} ({}): {} variables, {} edges, {} ops, {} sessions",
-        file.display(),
-        table::bytes(size),
-        counts.variables,
-        counts.edges,
-        counts.ops,
-        counts.sessions
+        "generated an export of {} variables, {} edges, {} ops, {} sessions",
+        counts.variables, counts.edges, counts.ops, counts.sessions
     );
     let smartcomment = has_smartcomment(python);
     if !smartcomment {
@@ -182,12 +273,49 @@ pub fn run(
             python.display()
         );
     }
+    for (layout, file) in &files {
+        let size = std::fs::metadata(file).map_err(io(file.display()))?.len();
+        measure_layout(
+            layout,
+            file,
+            size,
+            &counts,
+            runs,
+            smartcomment.then_some(python),
+        )?;
+        if *layout == "indented" {
+            let _ = std::fs::remove_file(file);
+        }
+    }
+    let _ = std::fs::remove_file(&file);
+    let _ = std::fs::remove_dir(&dir);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Measures the import of the export at `file` (`size` bytes, written in
+/// `layout`), `runs` times each: memtrace, the raw puts, and
+/// smartcomment's own import when `python` is given; prints the medians.
+fn measure_layout(
+    layout: &str,
+    file: &Path,
+    size: u64,
+    counts: &memtrace::gen::synth::SynthCounts,
+    runs: usize,
+    python: Option<&Path>,
+) -> Result<()> {
+    let records = (counts.sessions + counts.variables + counts.ops + counts.edges) as u64;
+    eprintln!(
+        "{layout} export: {} ({})",
+        file.display(),
+        table::bytes(size)
+    );
     let (mut ours, mut raw, mut theirs) = (Vec::new(), Vec::new(), Vec::new());
+    let dir = file.parent().unwrap_or(Path::new("."));
     for i in 0..runs.max(1) {
         for (which, out) in [("memtrace", &mut ours), ("raw", &mut raw)] {
             let db = dir.join(format!("{which}-{i}.db"));
             let _ = std::fs::remove_dir_all(&db);
-            let r = child(which, &file, &db, records)?;
+            let r = child(which, file, &db, records)?;
             eprintln!(
                 "run {}: {which} {:.2} s (process {:.2} s)",
                 i + 1,
@@ -197,9 +325,9 @@ pub fn run(
             out.push(r);
             let _ = std::fs::remove_dir_all(&db);
         }
-        if smartcomment {
+        if let Some(python) = python {
             let mut cmd = Process::new(python);
-            cmd.args(["-c", SMARTCOMMENT_IMPORT]).arg(&file);
+            cmd.args(["-c", SMARTCOMMENT_IMPORT]).arg(file);
             let r = timed("smartcomment", cmd)?;
             let expected = (counts.variables + counts.edges) as u64;
             if r.records != expected {
@@ -231,7 +359,7 @@ pub fn run(
             table::bytes(r.disk_bytes),
         ]
     };
-    println!("import of a generated export: {} variables, {} edges, {} ops, {} sessions, {} of JSON; median of {} runs", counts.variables, counts.edges, counts.ops, counts.sessions, table::bytes(size), runs.max(1));
+    println!("import of a generated export, {layout}: {} variables, {} edges, {} ops, {} sessions, {} of JSON; median of {} runs", counts.variables, counts.edges, counts.ops, counts.sessions, table::bytes(size), runs.max(1));
     println!();
     println!("| step | seconds | whole process, seconds | records/s | MB/s | peak RSS | on disk |");
     println!("|---|---:|---:|---:|---:|---:|---:|");
@@ -262,9 +390,8 @@ pub fn run(
             t.process_seconds / ours.process_seconds
         );
     }
-    let _ = std::fs::remove_file(&file);
-    let _ = std::fs::remove_dir(&dir);
-    Ok(ExitCode::SUCCESS)
+    println!();
+    Ok(())
 }
 
 /// One measured step, in this (child) process: prints what it measured as JSON.
@@ -272,4 +399,36 @@ pub fn run_step(which: &str, file: &Path, db: &Path, records: u64) -> Result<Exi
     let r = step(which, file, db, records)?;
     println!("{}", serde_json::to_string(&r)?);
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_indented_export_is_what_a_pretty_writer_writes_and_reads_the_same() {
+        let spec = SynthSpec {
+            graph_id: "g \"quoted\" naïve".into(),
+            variables: 60,
+            edges: 90,
+            sessions: 3,
+            seed: 7,
+        };
+        let mut compact = Vec::new();
+        write_export(&spec, &mut compact).unwrap();
+        let mut indented = Vec::new();
+        indent_json(&compact, &mut indented).unwrap();
+        let value: serde_json::Value = serde_json::from_slice(&compact).unwrap();
+        let pretty = serde_json::to_string_pretty(&value).unwrap();
+        assert_eq!(String::from_utf8(indented.clone()).unwrap(), pretty);
+        let again: serde_json::Value = serde_json::from_slice(&indented).unwrap();
+        assert_eq!(again, value);
+        // Empty lists and objects stay on their line.
+        let mut out = Vec::new();
+        indent_json(br#"{"a":[],"b":{},"c":[{"d":"x,y:[z]"}]}"#, &mut out).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "{\n  \"a\": [],\n  \"b\": {},\n  \"c\": [\n    {\n      \"d\": \"x,y:[z]\"\n    }\n  ]\n}"
+        );
+    }
 }

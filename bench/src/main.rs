@@ -77,6 +77,11 @@ enum BenchCommand {
         /// as a third peer (skipped, with a note, when this Python cannot import smartcomment).
         #[arg(long, default_value = "python3")]
         python: PathBuf,
+        /// How the export is written: `compact` (no whitespace), `indented` (two spaces a
+        /// level, as `json.dump(..., indent=2)` writes it, the way smartcomment's sample program
+        /// saves an export), or `both`, each measured in turn.
+        #[arg(long, value_enum, default_value_t = import_bench::Layouts::Both)]
+        layout: import_bench::Layouts,
     },
     /// Generated sets at several scales and growth traces of known closure size: generation;
     /// import beside raw RocksDB puts; provenance, MATCH and FIND cold and warm beside SQLite
@@ -148,6 +153,7 @@ fn run(cmd: BenchCommand) -> Result<ExitCode> {
             runs,
             dir,
             python,
-        } => import_bench::run(variables, edges, sessions, runs, dir, &python),
+            layout,
+        } => import_bench::run(variables, edges, sessions, runs, dir, &python, layout),
     }
 }
