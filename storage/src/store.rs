@@ -1612,6 +1612,41 @@ impl<'s> TraceWriter<'s> {
             .filter(|(name, _)| families.contains(name))
             .map(|(name, run)| (*name, std::mem::take(run)))
             .collect();
+        self.write_ahead(share)
+    }
+
+    /// In a bulk write, at the commit: the entries of the families not
+    /// finished yet are final, and their table files are written from now
+    /// on, on two threads, while the commit makes the trace's adjacency,
+    /// labels and head.
+    fn finish_rest(&mut self) -> Result<()> {
+        let Some(bulk) = self.bulk.as_mut() else {
+            return Ok(());
+        };
+        let mut jobs: Vec<(&'static str, Run)> = BULK_FAMILIES
+            .iter()
+            .zip(bulk.iter_mut())
+            .filter(|(_, run)| !run.is_empty())
+            .map(|(name, run)| (*name, std::mem::take(run)))
+            .collect();
+        // The larger files first, each to the thread with less to write.
+        jobs.sort_by_key(|(_, run)| std::cmp::Reverse(run.size()));
+        let mut shares: [Vec<(&'static str, Run)>; 2] = Default::default();
+        let mut load = [0u64; 2];
+        for (name, run) in jobs {
+            let i = usize::from(load[1] < load[0]);
+            load[i] += run.size();
+            shares[i].push((name, run));
+        }
+        for share in shares.into_iter().filter(|s| !s.is_empty()) {
+            self.write_ahead(share)?;
+        }
+        Ok(())
+    }
+
+    /// Writes the table files of `share` on a thread of its own; the
+    /// commit waits for them ([`early_files`](Self::early_files)).
+    fn write_ahead(&mut self, share: Vec<(&'static str, Run)>) -> Result<()> {
         let dir = self.store.path.join(INGEST_DIR);
         let cache = self.store.cache.clone();
         let (trace, tag) = (self.trace, self.early.len() + 1);
@@ -1787,6 +1822,13 @@ impl<'s> TraceWriter<'s> {
         }
         record.counts = self.counts;
         record.imported_at_ms = now_ms();
+        if self.bulk.is_some() {
+            // Values staged since the variables were finished go with the
+            // rest, whose table files are written while the adjacency,
+            // labels and head are made.
+            self.put_pending_values()?;
+            self.finish_rest()?;
+        }
         let [source, target, op] = std::mem::take(&mut self.ends);
         let adjacency =
             Adjacency::from_edges(self.counts.variables, self.counts.ops, source, target, op)?;
