@@ -419,10 +419,11 @@ const COMPACT_KEYS: usize = 32;
 /// JSON, as a [`RawValue`] holds), made without building the value: the
 /// whitespace between tokens dropped, a number's exponent written `e` and
 /// signed, everything else as written (the value keeps a number's digits
-/// as written, and writes a string without escapes back as it was read). `None` when that may not be so and the value has to be
-/// built: a string holds an escape (written back, it may be spelled
-/// otherwise), an object has a key twice (the value keeps the last at the
-/// first's place) or more keys than [`COMPACT_KEYS`].
+/// as written, and writes a string without escapes back as it was read).
+/// `None` when that may not be so and the value has to be built: a string
+/// holds an escape (written back, it may be spelled otherwise), an object
+/// has a key twice (the value keeps the last at the first's place) or
+/// more keys than [`COMPACT_KEYS`].
 fn compact_json(text: &str) -> Option<String> {
     /// An open array or object: for an object, where its keys start in
     /// `keys` and whether a key comes next.
@@ -954,8 +955,8 @@ mod tests {
     /// A JSON value to be written out with chosen whitespace and escapes.
     #[derive(Debug, Clone)]
     enum Doc {
-        Lit(&'static str),
-        Num(&'static str),
+        /// A literal or a number, as written.
+        Token(&'static str),
         Str(String, bool),
         List(Vec<Doc>),
         Object(Vec<(String, Doc)>),
@@ -983,7 +984,7 @@ mod tests {
         };
         gap(space, at, out);
         match doc {
-            Doc::Lit(t) | Doc::Num(t) => out.push_str(t),
+            Doc::Token(t) => out.push_str(t),
             Doc::Str(s, escaped) => string(s, *escaped, out),
             Doc::List(items) => {
                 out.push('[');
@@ -1024,8 +1025,10 @@ mod tests {
             Just("line\nbreak \u{1}".to_string()),
         ];
         let leaf = prop_oneof![
-            prop_oneof![Just("null"), Just("true"), Just("false")].prop_map(Doc::Lit),
             prop_oneof![
+                Just("null"),
+                Just("true"),
+                Just("false"),
                 Just("0"),
                 Just("-0"),
                 Just("17"),
@@ -1037,7 +1040,7 @@ mod tests {
                 Just("0.5e-3"),
                 Just("123456789012345678901234567890"),
             ]
-            .prop_map(Doc::Num),
+            .prop_map(Doc::Token),
             (text, any::<bool>()).prop_map(|(s, e)| Doc::Str(s, e)),
         ];
         leaf.prop_recursive(4, 40, 6, |inner| {

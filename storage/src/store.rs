@@ -591,6 +591,31 @@ fn write_share(
         .collect()
 }
 
+/// Families' entries shared between two threads that write their table
+/// files: the larger first, each to the thread with less to write; empty
+/// ones left out.
+fn two_shares(
+    families: impl IntoIterator<Item = (&'static str, Run)>,
+) -> [Vec<(&'static str, Run)>; 2] {
+    let mut jobs: Vec<(&'static str, Run, u64)> = families
+        .into_iter()
+        .filter(|(_, e)| !e.is_empty())
+        .map(|(name, e)| {
+            let bytes = e.size();
+            (name, e, bytes)
+        })
+        .collect();
+    jobs.sort_by_key(|j| std::cmp::Reverse(j.2));
+    let mut shares: [Vec<(&'static str, Run)>; 2] = Default::default();
+    let mut load = [0u64; 2];
+    for (name, entries, bytes) in jobs {
+        let i = usize::from(load[1] < load[0]);
+        load[i] += bytes;
+        shares[i].push((name, entries));
+    }
+    shares
+}
+
 /// The error of a thread writing table files that stopped (panicked).
 fn stopped(dir: &Path) -> StorageError {
     io_err(
@@ -1049,26 +1074,9 @@ impl Store {
         tag: usize,
         families: Vec<(&'static str, Run)>,
     ) -> Result<Vec<Table>> {
-        let mut jobs: Vec<(&'static str, Run, u64)> = families
-            .into_iter()
-            .filter(|(_, e)| !e.is_empty())
-            .map(|(name, e)| {
-                let bytes = e.size();
-                (name, e, bytes)
-            })
-            .collect();
-        // The larger files first, each to the thread with less to write.
-        jobs.sort_by_key(|j| std::cmp::Reverse(j.2));
-        let mut shares: [Vec<(&'static str, Run)>; 2] = Default::default();
-        let mut load = [0u64; 2];
-        for (name, entries, bytes) in jobs {
-            let i = usize::from(load[1] < load[0]);
-            load[i] += bytes;
-            shares[i].push((name, entries));
-        }
         let dir = self.path.join(INGEST_DIR);
         let (cache, dir) = (&self.cache, &dir);
-        let [first, second] = shares;
+        let [first, second] = two_shares(families);
         let (a, b) = std::thread::scope(|scope| {
             let other = scope.spawn(|| write_share(dir, cache, trace, tag, second));
             (write_share(dir, cache, trace, tag, first), other.join())
@@ -1623,22 +1631,11 @@ impl<'s> TraceWriter<'s> {
         let Some(bulk) = self.bulk.as_mut() else {
             return Ok(());
         };
-        let mut jobs: Vec<(&'static str, Run)> = BULK_FAMILIES
+        let rest = BULK_FAMILIES
             .iter()
             .zip(bulk.iter_mut())
-            .filter(|(_, run)| !run.is_empty())
-            .map(|(name, run)| (*name, std::mem::take(run)))
-            .collect();
-        // The larger files first, each to the thread with less to write.
-        jobs.sort_by_key(|(_, run)| std::cmp::Reverse(run.size()));
-        let mut shares: [Vec<(&'static str, Run)>; 2] = Default::default();
-        let mut load = [0u64; 2];
-        for (name, run) in jobs {
-            let i = usize::from(load[1] < load[0]);
-            load[i] += run.size();
-            shares[i].push((name, run));
-        }
-        for share in shares.into_iter().filter(|s| !s.is_empty()) {
+            .map(|(name, run)| (*name, std::mem::take(run)));
+        for share in two_shares(rest).into_iter().filter(|s| !s.is_empty()) {
             self.write_ahead(share)?;
         }
         Ok(())
