@@ -767,6 +767,53 @@ fn batched_rows_are_the_collected_rows() {
 }
 
 #[test]
+fn ops_rows_lent_to_a_closure_or_through_a_pointer_are_the_general_walks() {
+    // Levels of 40 ops recorded one after the other between levels of one
+    // op. A closure is compiled into the walk, a `CellSink` is called
+    // through its pointer, and an UNTIL that never holds takes the general
+    // walk, which gathers every visit first: all three give the same rows.
+    let (_dir, db) = db();
+    let widths: Vec<usize> = (0..60).map(|i| if i % 3 == 0 { 1 } else { 40 }).collect();
+    import(&db, &layers(&widths)).unwrap();
+    for (plain, general) in [
+        (
+            "TRACE x:top RETURN ops",
+            "TRACE x:top UNTIL var.name = 'none' RETURN ops",
+        ),
+        (
+            "TRACE x:top DEPTH 7 RETURN ops",
+            "TRACE x:top DEPTH 7 UNTIL var.name = 'none' RETURN ops",
+        ),
+        (
+            "TRACE x:top RETURN nodes",
+            "TRACE x:top UNTIL var.name = 'none' RETURN nodes",
+        ),
+    ] {
+        let closure = lent_rows(&db, plain);
+        assert!(closure.len() > 40, "{plain}");
+        let mut through_pointer: Vec<Vec<Value>> = Vec::new();
+        let sink: &mut memtrace::CellSink<'_> = &mut |row| {
+            through_pointer.push(
+                row.iter()
+                    .map(|c| memtrace::to_json(&c.to_value()))
+                    .collect(),
+            );
+            Ok(true)
+        };
+        db.query_each(
+            plain,
+            &memtrace::Params::new(),
+            &memtrace::Cancel::new(),
+            sink,
+        )
+        .unwrap();
+        assert_eq!(closure, through_pointer, "{plain}");
+        assert_eq!(closure, lent_rows(&db, general), "{plain}");
+        assert_eq!(closure, db.query(plain).unwrap().rows, "{plain}");
+    }
+}
+
+#[test]
 fn a_walk_of_more_ops_than_it_holds_hands_out_every_level_in_order() {
     // Levels of 40 ops recorded one after the other (a batch each) between
     // levels of one op (gathered), 16,811 ops in all: more than a walk

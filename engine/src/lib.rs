@@ -35,7 +35,7 @@ pub use exec::batch::{Batch, BatchSink, Column, TextColumn};
 pub use exec::ctx::lazy;
 pub use exec::run::columns_of;
 pub use exec::subgraph::{GraphEdge, GraphNode, GraphOptions, QueryGraph};
-pub use exec::value::{from_json, to_json, Cell, CellSink, QueryResult, Sink};
+pub use exec::value::{from_json, to_json, Cell, CellFn, CellSink, QueryResult, Sink};
 pub use export::{dot_escape, mermaid_escape, ExportFormat};
 pub use extension::{statement_name, CaseOrigin, CasePick, DerivedCase, ResultRow};
 pub use graph::{Admit, Cancel, Direction, TraceGraph, Visit};

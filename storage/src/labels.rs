@@ -31,6 +31,43 @@ pub struct TextTable<const N: usize> {
     absent: [u32; N],
 }
 
+/// The texts of consecutive records of a [`TextTable`], record by record
+/// (see [`TextTable::records`]).
+#[derive(Debug, Clone)]
+pub struct Records<'a, const N: usize> {
+    text: &'a [String; N],
+    ends: std::slice::Iter<'a, [u32; N]>,
+    /// Where the next record's texts start (absent bits still set).
+    start: [u32; N],
+}
+
+impl<'a, const N: usize> Iterator for Records<'a, N> {
+    type Item = [Option<&'a str>; N];
+
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        let ends = *self.ends.next()?;
+        let mut out = [None; N];
+        for (k, slot) in out.iter_mut().enumerate() {
+            let (a, b) = ((self.start[k] & !ABSENT) as usize, ends[k] as usize);
+            let text = &self.text[k];
+            if a <= b && b <= text.len() {
+                // SAFETY: as in `TextTable::get`: every end is a char
+                // boundary of its text, and `a..b` is in bounds.
+                *slot = Some(unsafe { text.get_unchecked(a..b) });
+            }
+        }
+        self.start = ends;
+        Some(out)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.ends.size_hint()
+    }
+}
+
+impl<const N: usize> ExactSizeIterator for Records<'_, N> {}
+
 /// The bit of a stored end that marks its text absent; texts are shorter
 /// than it.
 const ABSENT: u32 = 1 << 31;
@@ -112,6 +149,24 @@ impl<const N: usize> TextTable<N> {
             }
         }
         Some(out)
+    }
+
+    /// The texts of records `lo..hi`, in order, as [`get`](Self::get)
+    /// gives each: each record's texts start where the one before's end,
+    /// so a reader of consecutive records reads where each ends once, not
+    /// twice. Stops at the last record.
+    pub fn records(&self, lo: u32, hi: u32) -> Records<'_, N> {
+        let (lo, hi) = (lo as usize, (hi as usize).min(self.ends.len()));
+        let ends = self.ends.get(lo..hi).unwrap_or(&[]);
+        let start = match lo {
+            0 => [0; N],
+            _ => self.ends.get(lo - 1).copied().unwrap_or([0; N]),
+        };
+        Records {
+            text: &self.text,
+            ends: ends.iter(),
+            start,
+        }
     }
 
     /// One kind of text of the table, read record by record or as runs
@@ -721,6 +776,21 @@ mod tests {
             prop_assert!(t.kind(3).is_none());
             prop_assert_eq!(t.kind(0).unwrap().get(rows.len() as u32), None);
             prop_assert!(t.run(3, 0, 0).is_none());
+        }
+
+        #[test]
+        fn consecutive_records_read_together_are_each_records_texts(
+            rows in texts(), from: usize, to: usize,
+        ) {
+            let t = table(&rows);
+            let n = rows.len() + 3;
+            let (lo, hi) = ((from % n) as u32, (to % n) as u32);
+            let together: Vec<[Option<&str>; 3]> = t.records(lo, hi).collect();
+            // Records past the last are left out; lo past hi is none.
+            let one_by_one: Vec<[Option<&str>; 3]> =
+                (lo..hi).map_while(|i| t.get(i)).collect();
+            prop_assert_eq!(t.records(lo, hi).len(), one_by_one.len());
+            prop_assert_eq!(together, one_by_one);
         }
 
         #[test]

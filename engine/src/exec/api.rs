@@ -12,7 +12,7 @@ use super::batch::{BatchOut, BatchSink, Gather};
 use super::ctx::TraceCtx;
 use super::row::RecRow;
 use super::run::{qerr, Exec};
-use super::value::{into_json, take_row, CellSink, QueryResult, Sink};
+use super::value::{into_json, take_row, CellFn, CellSink, QueryResult, Sink};
 use crate::db::{Database, Snapshot};
 use crate::error::Result;
 use crate::extension::{statement_name, CasePick};
@@ -44,8 +44,11 @@ impl Database {
     /// Runs one statement, lending each row to `sink` as cells as soon as
     /// it is known: the rows of TRACE and FORWARD lend the trace's text
     /// (ids, names, kinds) instead of copying it, so a caller that reads
-    /// each row, or keeps a part of it, pays for no more than that.
-    /// `sink` returns `false` to stop early. Returns the column names.
+    /// each row, or keeps a part of it, pays for no more than that. A
+    /// closure given here is compiled into the walk that makes TRACE's and
+    /// FORWARD's rows (see [`CellFn`]); a [`CellSink`] is called through
+    /// its pointer. `sink` returns `false` to stop early. Returns the
+    /// column names.
     ///
     /// ```no_run
     /// use memtrace_engine::{Cancel, Database, Params};
@@ -57,15 +60,22 @@ impl Database {
     /// })?;
     /// # Ok::<(), memtrace_engine::EngineError>(())
     /// ```
-    pub fn query_each(
+    pub fn query_each<S>(
         &self,
         text: &str,
         params: &Params,
         cancel: &Cancel,
-        sink: &mut CellSink<'_>,
-    ) -> Result<Vec<String>> {
+        sink: &mut S,
+    ) -> Result<Vec<String>>
+    where
+        S: ?Sized + CellFn,
+    {
         let plan = self.prepare(text, params)?;
-        self.snapshot().run_cells(&plan, cancel, sink)?;
+        let snapshot = self.snapshot();
+        match &plan {
+            Plan::Traverse(t) => snapshot.exec(cancel).traverse(t, sink)?,
+            other => snapshot.run_cells(other, cancel, &mut |row| sink(row))?,
+        }
         Ok(Exec::columns(&plan))
     }
 

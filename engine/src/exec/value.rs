@@ -156,8 +156,16 @@ impl<'a> Cell<'a> {
 /// early.
 pub type CellSink<'s> = dyn FnMut(&mut [Cell<'_>]) -> Result<bool> + 's;
 
+/// What [`Database::query_each`](crate::Database::query_each) lends rows
+/// to: any closure that takes a row's cells, or a [`CellSink`]. A closure
+/// is compiled into the walks that hand out rows one by one (TRACE and
+/// FORWARD), so that each row costs no call through a pointer.
+pub trait CellFn: for<'c> FnMut(&mut [Cell<'c>]) -> Result<bool> {}
+
+impl<F: ?Sized + for<'c> FnMut(&mut [Cell<'c>]) -> Result<bool>> CellFn for F {}
+
 /// Hands an owned row to a cell sink, each value as a cell it owns.
-pub(crate) fn give(sink: &mut CellSink<'_>, row: Vec<Value>) -> Result<bool> {
+pub(crate) fn give<S: ?Sized + CellFn>(sink: &mut S, row: Vec<Value>) -> Result<bool> {
     let mut cells: Vec<Cell<'_>> = row.into_iter().map(Cell::Value).collect();
     sink(&mut cells)
 }
