@@ -68,6 +68,36 @@ impl<'a, const N: usize> Iterator for Records<'a, N> {
 
 impl<const N: usize> ExactSizeIterator for Records<'_, N> {}
 
+/// [`Records`] of a table without absent texts (see
+/// [`TextTable::complete_records`]).
+#[derive(Debug, Clone)]
+pub struct CompleteRecords<'a, const N: usize>(Records<'a, N>);
+
+impl<'a, const N: usize> Iterator for CompleteRecords<'a, N> {
+    type Item = [&'a str; N];
+
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        let r = &mut self.0;
+        let ends = *r.ends.next()?;
+        let start = std::mem::replace(&mut r.start, ends);
+        Some(std::array::from_fn(|k| {
+            // SAFETY: no text of the table is absent (checked when this
+            // was made), so no end has `ABSENT` set; every end is a char
+            // boundary of its text, at most its length, and no end is
+            // before the one above it (`push` and `decode` keep that so):
+            // `start[k]..ends[k]` is in bounds and on char boundaries.
+            unsafe { r.text[k].get_unchecked(start[k] as usize..ends[k] as usize) }
+        }))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.0.size_hint()
+    }
+}
+
+impl<const N: usize> ExactSizeIterator for CompleteRecords<'_, N> {}
+
 /// The bit of a stored end that marks its text absent; texts are shorter
 /// than it.
 const ABSENT: u32 = 1 << 31;
@@ -167,6 +197,17 @@ impl<const N: usize> TextTable<N> {
             ends: ends.iter(),
             start,
         }
+    }
+
+    /// [`records`](Self::records) of a table in which every record has
+    /// every kind of text (none absent): each record's texts as they are,
+    /// with nothing to look at for presence. `None` when some text is
+    /// absent.
+    pub fn complete_records(&self, lo: u32, hi: u32) -> Option<CompleteRecords<'_, N>> {
+        if self.absent.iter().any(|&a| a > 0) {
+            return None;
+        }
+        Some(CompleteRecords(self.records(lo, hi)))
     }
 
     /// One kind of text of the table, read record by record or as runs
@@ -790,7 +831,38 @@ mod tests {
             let one_by_one: Vec<[Option<&str>; 3]> =
                 (lo..hi).map_while(|i| t.get(i)).collect();
             prop_assert_eq!(t.records(lo, hi).len(), one_by_one.len());
-            prop_assert_eq!(together, one_by_one);
+            prop_assert_eq!(&together, &one_by_one);
+            // Without absent texts, the same records with nothing to look
+            // at for presence; with one, none.
+            let complete = rows.iter().all(|r| r.iter().all(Option::is_some));
+            match t.complete_records(lo, hi) {
+                Some(records) => {
+                    prop_assert!(complete);
+                    prop_assert_eq!(records.len(), one_by_one.len());
+                    let present: Vec<[Option<&str>; 3]> = records.map(|r| r.map(Some)).collect();
+                    prop_assert_eq!(present, one_by_one);
+                }
+                None => prop_assert!(!complete),
+            }
+        }
+
+        #[test]
+        fn a_table_without_absent_texts_reads_its_records_whole(
+            rows in proptest::collection::vec(["\\PC{0,6}", "\\PC{0,6}", "\\PC{0,6}"], 0..30),
+            from: usize, to: usize,
+        ) {
+            let rows: Vec<[Option<String>; 3]> = rows.into_iter().map(|r| r.map(Some)).collect();
+            let t = table(&rows);
+            let n = rows.len() + 2;
+            let (lo, hi) = ((from % n) as u32, (to % n) as u32);
+            let whole: Vec<[&str; 3]> = t.complete_records(lo, hi).unwrap().collect();
+            let expected: Vec<[&str; 3]> = rows
+                .iter()
+                .skip(lo as usize)
+                .take((hi as usize).saturating_sub(lo as usize))
+                .map(|r| [0, 1, 2].map(|k| r[k].as_deref().unwrap()))
+                .collect();
+            prop_assert_eq!(whole, expected);
         }
 
         #[test]

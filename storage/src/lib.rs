@@ -32,7 +32,7 @@ pub use adjacency::{Adjacency, AdjacencyBlock, StoredAdjacency, BLOCK_VARS};
 pub use error::StorageError;
 pub use head::{HeadNames, StoredNames, TraceHead, HEAD_BYTES, HEAD_VARS};
 pub use ids::{LocalId, Result, TraceId};
-pub use labels::{Records, TextKind, TextRun, TextTable, TraceLabels, VarText};
+pub use labels::{CompleteRecords, Records, TextKind, TextRun, TextTable, TraceLabels, VarText};
 pub use records::{
     AttributionRecord, CaseRecord, EdgeRecord, LogEvent, OpRecord, PatternRecord, SessionRecord,
     Shared, TraceRecord, ValueRef, VarRecord,

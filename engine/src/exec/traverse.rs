@@ -263,7 +263,8 @@ fn refill_op_row<'t>(
 /// `fresh`, in order, at `depth`) to `emit`, refilling `row`, their texts
 /// read from the labels' `table`; false once `emit` wants no more. A level
 /// whose ops were recorded one after the other (most are) reads their texts
-/// record after record, each where the one before ended. Kept out of the
+/// record after record, each where the one before ended, and, when no op of
+/// the trace lacks a name or kind, without looking at presence. Kept out of the
 /// walk's loop, so that the loop over rows is compiled on its own, with the
 /// sink's closure inside it, rather than beside the walk's state: rows took
 /// about a tenth less time so (BENCHMARKS.md, "Rows compiled with their
@@ -282,6 +283,15 @@ where
 {
     let run = ops_run(fresh).filter(|&(first, n)| first as usize + n as usize <= table.len());
     if let Some((first, n)) = run {
+        if let Some(records) = table.complete_records(first, first.saturating_add(n)) {
+            for [id, name, kind] in records {
+                refill_op_row(row, gid, [Some(id), Some(name), Some(kind)], depth);
+                if !emit(row)? {
+                    return Ok(false);
+                }
+            }
+            return Ok(true);
+        }
         for texts in table.records(first, first.saturating_add(n)) {
             refill_op_row(row, gid, texts, depth);
             if !emit(row)? {
@@ -1069,13 +1079,22 @@ mod tests {
 
     #[test]
     fn a_levels_rows_are_its_ops_texts_run_or_not_whatever_the_sink_left() {
-        // Ops 0..30, every third without a name; op 7 without a kind.
-        let mut table = TextTable::<3>::default();
-        for i in 0..30 {
-            let name = (i % 3 != 0).then(|| format!("name{i}"));
-            let kind = (i != 7).then_some("kind");
-            assert!(table.push([Some(&format!("op{i}")), name.as_deref(), kind]));
+        // Ops 0..30: with absent texts (every third without a name, op 7
+        // without a kind), and with every text.
+        for complete in [false, true] {
+            let mut table = TextTable::<3>::default();
+            for i in 0..30 {
+                let name = (complete || i % 3 != 0).then(|| format!("name{i}"));
+                let kind = (complete || i != 7).then_some("kind");
+                assert!(table.push([Some(&format!("op{i}")), name.as_deref(), kind]));
+            }
+            rows_of_levels(&table);
         }
+    }
+
+    /// The rows [`super::level_rows`] makes of several kinds of levels of
+    /// `table`'s ops are the ops' texts.
+    fn rows_of_levels(table: &TextTable<3>) {
         let expected = |o: u32, depth: u32| {
             let [id, name, kind] = table.get(o).unwrap_or([None; 3]);
             vec![
@@ -1104,7 +1123,7 @@ mod tests {
                 cells[2] = super::Cell::Value(Value::Int(7));
                 Ok(true)
             };
-            assert!(super::level_rows(&table, "g", fresh, depth, &mut row, &mut sink).unwrap());
+            assert!(super::level_rows(table, "g", fresh, depth, &mut row, &mut sink).unwrap());
         }
         let want: Vec<Vec<Value>> = (1..)
             .zip(&levels)
@@ -1119,7 +1138,7 @@ mod tests {
             Ok(seen < 3)
         };
         let all: Vec<u32> = (0..20).collect();
-        assert!(!super::level_rows(&table, "g", &all, 1, &mut row, &mut stop).unwrap());
+        assert!(!super::level_rows(table, "g", &all, 1, &mut row, &mut stop).unwrap());
         assert_eq!(seen, 3);
     }
 
