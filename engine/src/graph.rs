@@ -483,6 +483,33 @@ impl TraceGraph {
         )
     }
 
+    /// The nodes a [`walk`](Self::walk) that expands every node reports,
+    /// a level at a time: `level(depth, nodes, edges)` gets each level's
+    /// new nodes in the order the walk reports them and, beside each, the
+    /// edge that first reached it (the walk's [`Visit`]s, without their
+    /// parents). The walk's order is a level after the other, so these are
+    /// its visits in order. Stops when `level` answers false.
+    pub fn walk_new_nodes(
+        &self,
+        starts: &[u32],
+        dir: Direction,
+        max_depth: Option<u32>,
+        cancel: &Cancel,
+        level: impl FnMut(u32, &[u32], &[u32]) -> Result<bool>,
+    ) -> Result<()> {
+        let (off, edges, far) = self.csr(dir);
+        node_levels(
+            off,
+            edges,
+            far,
+            self.adj.vars,
+            starts,
+            max_depth,
+            cancel,
+            level,
+        )
+    }
+
     /// The level loop over this graph's rows in `dir`, their entries being
     /// the edges.
     fn walk_rows<L: Levels>(
@@ -863,12 +890,61 @@ fn levels<R: Rows, L: Levels>(
 /// branch (see [`levels`]). Returns the new `held`. Ids past `seen` are
 /// left out.
 #[inline(always)]
-fn keep_unseen(seen: &mut [u64], ids: &[u32], out: &mut Vec<u32>, mut held: usize) -> usize {
+fn keep_unseen(seen: &mut [u64], ids: &[u32], out: &mut Vec<u32>, held: usize) -> usize {
+    keep_unseen_at(seen, ids, 0, out, &mut (), held)
+}
+
+/// Where a level walk notes, beside each far end it keeps, the position in
+/// the far ends it was read at: nowhere (`()`, a walk that wants only the
+/// nodes), or a list as long as the kept far ends (a walk whose rows name
+/// the edge that reached each node).
+trait Spots {
+    /// Makes room for `len` positions.
+    fn room(&mut self, len: usize);
+    /// Notes `at` as the position of the far end written at `held`.
+    fn put(&mut self, held: usize, at: usize);
+}
+
+impl Spots for () {
+    #[inline(always)]
+    fn room(&mut self, _: usize) {}
+
+    #[inline(always)]
+    fn put(&mut self, _: usize, _: usize) {}
+}
+
+impl Spots for Vec<u32> {
+    #[inline(always)]
+    fn room(&mut self, len: usize) {
+        room(self, len);
+    }
+
+    #[inline(always)]
+    fn put(&mut self, held: usize, at: usize) {
+        if let Some(slot) = self.get_mut(held) {
+            *slot = at as u32;
+        }
+    }
+}
+
+/// [`keep_unseen`], noting in `spots` where each id was read: `ids` being
+/// the far ends from position `base`, the `k`th at `base + k`.
+#[inline(always)]
+fn keep_unseen_at<P: Spots>(
+    seen: &mut [u64],
+    ids: &[u32],
+    base: usize,
+    out: &mut Vec<u32>,
+    spots: &mut P,
+    mut held: usize,
+) -> usize {
     room(out, held + ids.len());
-    for &id in ids {
+    spots.room(held + ids.len());
+    for (k, &id) in ids.iter().enumerate() {
         let (w, bit) = (id as usize / 64, 1u64 << (id % 64));
         if let (Some(word), Some(slot)) = (seen.get_mut(w), out.get_mut(held)) {
             *slot = id;
+            spots.put(held, base + k);
             held += usize::from(*word & bit == 0);
             *word |= bit;
         }
@@ -908,6 +984,23 @@ fn keep_row(
     a: usize,
     b: usize,
     out: &mut Vec<u32>,
+    held: usize,
+    rows: usize,
+) -> usize {
+    keep_row_at(seen, far, a, b, out, &mut (), held, rows)
+}
+
+/// [`keep_row`], noting in `spots` where in `far` each far end was read;
+/// `spots` must have room as `out` does.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn keep_row_at<P: Spots>(
+    seen: &mut [u64],
+    far: &[u32],
+    a: usize,
+    b: usize,
+    out: &mut Vec<u32>,
+    spots: &mut P,
     mut held: usize,
     rows: usize,
 ) -> usize {
@@ -923,6 +1016,7 @@ fn keep_row(
                 let bit = 1u64 << (id % 64);
                 if let (Some(word), Some(slot)) = (seen.get_mut(w), out.get_mut(held)) {
                     *slot = id;
+                    spots.put(held, a + k);
                     held += usize::from(*word & bit == 0);
                     *word |= bit;
                 }
@@ -930,7 +1024,15 @@ fn keep_row(
             return held;
         }
     }
-    keep_long(seen, far.get(a..b).unwrap_or(&[]), out, held, rows)
+    keep_long(
+        seen,
+        far.get(a..b).unwrap_or(&[]),
+        a,
+        out,
+        spots,
+        held,
+        rows,
+    )
 }
 
 /// The part of [`keep_row`] for a row longer than its window: kept as
@@ -938,9 +1040,19 @@ fn keep_row(
 /// after it. Not inlined into the loop over rows, whose short rows run
 /// faster without it (BENCHMARKS.md, "Short rows read as windows").
 #[inline(never)]
-fn keep_long(seen: &mut [u64], ids: &[u32], out: &mut Vec<u32>, held: usize, rows: usize) -> usize {
-    room(out, held + ids.len() + WINDOW * rows);
-    keep_unseen(seen, ids, out, held)
+fn keep_long<P: Spots>(
+    seen: &mut [u64],
+    ids: &[u32],
+    base: usize,
+    out: &mut Vec<u32>,
+    spots: &mut P,
+    held: usize,
+    rows: usize,
+) -> usize {
+    let len = held + ids.len() + WINDOW * rows;
+    room(out, len);
+    spots.room(len);
+    keep_unseen_at(seen, ids, base, out, spots, held)
 }
 
 /// The level loop of [`levels`] over rows of ops, of a graph of `vars`
@@ -1008,6 +1120,65 @@ fn op_levels(
         }
         nodes.clear();
         nodes.extend_from_slice(next.get(..held).unwrap_or(&[]));
+    }
+    Ok(())
+}
+
+/// The level loop of [`levels`] over a graph's rows in memory (`off`,
+/// `edges`, `far` as [`CsrRows`] has them), noting the edge that first
+/// reached each new node: after each level, `level(depth, nodes, edges)`
+/// gets the level's new nodes in the order a breadth-first walk reaches
+/// them and, beside each, that edge; it answers false to stop.
+#[allow(clippy::too_many_arguments)]
+fn node_levels(
+    off: &[u32],
+    edges: &[u32],
+    far: &[u32],
+    vars: u32,
+    starts: &[u32],
+    max_depth: Option<u32>,
+    cancel: &Cancel,
+    mut level: impl FnMut(u32, &[u32], &[u32]) -> Result<bool>,
+) -> Result<()> {
+    cancel.check()?;
+    let (mut seen, mut nodes) = seed(vars, starts)?;
+    // The sink word of `keep_row`.
+    seen.push(u64::MAX);
+    // A level's new nodes are `next[..held]`, `spots[..held]` where each
+    // was read in `far`, and `via` the edges at those places.
+    let (mut next, mut spots, mut via) = (Vec::new(), Vec::new(), Vec::new());
+    let mut depth = 0u32;
+    while !nodes.is_empty() && max_depth.is_none_or(|m| depth < m) {
+        cancel.check()?;
+        let mut held = 0usize;
+        // Room for a window per row (see `keep_row`), in both lists.
+        room(&mut next, WINDOW * nodes.len());
+        room(&mut spots, WINDOW * nodes.len());
+        for &node in &nodes {
+            let v = node as usize;
+            let (Some(&a), Some(&b)) = (off.get(v), off.get(v + 1)) else {
+                continue;
+            };
+            let rows = nodes.len();
+            held = keep_row_at(
+                &mut seen, far, a as usize, b as usize, &mut next, &mut spots, held, rows,
+            );
+        }
+        depth += 1;
+        via.clear();
+        via.extend(
+            spots
+                .get(..held)
+                .unwrap_or(&[])
+                .iter()
+                .map(|&at| edges.get(at as usize).copied().unwrap_or(u32::MAX)),
+        );
+        let reached = next.get(..held).unwrap_or(&[]);
+        if !level(depth, reached, &via)? {
+            return Ok(());
+        }
+        nodes.clear();
+        nodes.extend_from_slice(reached);
     }
     Ok(())
 }
@@ -1793,6 +1964,41 @@ mod tests {
             // Same order too: level by level, by id within a level.
             want.sort_unstable();
             prop_assert_eq!(got, want);
+        }
+
+        #[test]
+        fn walk_new_nodes_hands_the_walks_visits_in_its_order_a_level_at_a_time(
+            (vars, edges) in multigraph(), picks in proptest::collection::vec(any::<u32>(), 1..3),
+            forward: bool, max_depth in proptest::option::of(0u32..6), stop_after in 0usize..4) {
+            let g = TraceGraph::from_edges(vars, 3, &edges).unwrap();
+            let starts: Vec<u32> = picks.iter().map(|p| p % vars).collect();
+            let dir = if forward { Direction::Forward } else { Direction::Backward };
+            let want: Vec<(u32, u32, u32)> = run(&g, &starts, dir, max_depth, expand_all)
+                .into_iter()
+                .map(|(node, depth, edge, _)| (node, depth, edge))
+                .collect();
+            let mut got: Vec<(u32, u32, u32)> = Vec::new();
+            g.walk_new_nodes(&starts, dir, max_depth, &Cancel::new(), |d, nodes, via| {
+                assert_eq!(nodes.len(), via.len());
+                got.extend(nodes.iter().zip(via).map(|(&n, &e)| (n, d, e)));
+                Ok(true)
+            })
+            .unwrap();
+            prop_assert_eq!(&got, &want);
+            // A level answered false is the last handed out.
+            let (mut levels, mut handed) = (0, Vec::new());
+            g.walk_new_nodes(&starts, dir, max_depth, &Cancel::new(), |d, nodes, _| {
+                levels += 1;
+                handed.extend(nodes.iter().map(|&n| (n, d)));
+                Ok(levels <= stop_after)
+            })
+            .unwrap();
+            let upto: Vec<(u32, u32)> = want
+                .iter()
+                .filter(|w| w.1 as usize <= stop_after + 1)
+                .map(|w| (w.0, w.1))
+                .collect();
+            prop_assert_eq!(handed, upto);
         }
 
         #[test]

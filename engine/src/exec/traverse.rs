@@ -19,6 +19,10 @@ use super::value::{give, Cell, CellFn, CellSink};
 use crate::error::{EngineError, Result};
 use crate::graph::{Admit, Direction, TraceGraph, Visit};
 
+/// The parent of a [`Visit`] made from a level walk's nodes, which do not
+/// say it: no row of a plain walk reads it.
+const NO_PARENT: u32 = u32::MAX;
+
 /// What WHERE sees of a visited node: the node, and the edge and op that
 /// reached it.
 fn visit_rec<'r, 'a>(t: &'r TraceCtx<'a>, g: &TraceGraph, v: &Visit) -> RecRow<'r, 'a> {
@@ -402,9 +406,10 @@ impl<'a> Exec<'a> {
     /// The common case, done while walking: variable starts, no WHILE or
     /// UNTIL, and a count (without WHERE), the nodes or the ops. A count
     /// keeps no rows and builds no visits; nodes and ops are handed to the
-    /// sink as the walk reaches them, and the walk stops when the sink wants
-    /// no more (a LIMIT costs what it returns). `None` when the traversal
-    /// is not of this kind.
+    /// sink a level at a time, as the walk finishes each level, and the
+    /// walk stops when the sink wants no more (a LIMIT costs the levels
+    /// walked up to its last row). `None` when the traversal is not of this
+    /// kind.
     fn walk_plain<S>(
         &self,
         p: &TraversePlan,
@@ -452,7 +457,6 @@ impl<'a> Exec<'a> {
             Output::Ops => return self.ops_plain(p, t, g, dir, &var_starts, emit).map(Some),
             _ => {}
         }
-        let expand = |_: u32, _: u32, _: u32| Admit::Expand;
         let texts = RowTexts::of(t)?;
         if let (Some(out), Some(labels), None, None) =
             (self.batches, texts.labels, &p.filter, p.limit)
@@ -461,50 +465,45 @@ impl<'a> Exec<'a> {
                 .nodes_batches(p, t, g, dir, &var_starts, labels, out)
                 .map(Some);
         }
-        let mut failure: Option<EngineError> = None;
         let mut wanted = true;
         let mut row: [Cell<'_>; 5] = std::array::from_fn(|_| Cell::Value(Value::Null));
-        let mut row_of = |v: Visit| -> Result<bool> {
-            if v.depth < p.min_depth {
-                return Ok(true);
-            }
-            if let Some(f) = &p.filter {
-                if !f.expr.test(&visit_rec(t, g, &v)).map_err(qerr)? {
-                    return Ok(true);
-                }
-            }
-            refill_node_row(&mut row, t, texts, g, &v)?;
-            emit(&mut row)
-        };
-        g.walk_while(
+        g.walk_new_nodes(
             &var_starts,
-            0,
             dir,
             p.max_depth,
             self.cancel,
-            expand,
-            |v| match row_of(v) {
-                Ok(true) => true,
-                Ok(false) => {
-                    wanted = false;
-                    false
+            |depth, nodes, via| {
+                if depth < p.min_depth {
+                    return Ok(true);
                 }
-                Err(e) => {
-                    failure = Some(e);
-                    false
+                for (&node, &edge) in nodes.iter().zip(via) {
+                    let v = Visit {
+                        node,
+                        depth,
+                        edge,
+                        parent: NO_PARENT,
+                    };
+                    if let Some(f) = &p.filter {
+                        if !f.expr.test(&visit_rec(t, g, &v)).map_err(qerr)? {
+                            continue;
+                        }
+                    }
+                    refill_node_row(&mut row, t, texts, g, &v)?;
+                    if !emit(&mut row)? {
+                        wanted = false;
+                        return Ok(false);
+                    }
                 }
+                Ok(true)
             },
         )?;
-        match failure {
-            Some(e) => Err(e),
-            None => Ok(Some(wanted)),
-        }
+        Ok(Some(wanted))
     }
 
-    /// `RETURN nodes` of a plain walk, in batches: the visits are kept (the
-    /// node, its depth, the op that reached it) and go out a thousand and
-    /// more at a time, their texts lent from the trace's labels. Returns
-    /// false when the sink wants no more rows.
+    /// `RETURN nodes` of a plain walk, in batches: each level's new nodes
+    /// are kept (the node, its depth, the op that reached it) and go out a
+    /// thousand and more at a time, their texts lent from the trace's
+    /// labels. Returns false when the sink wants no more rows.
     #[allow(clippy::too_many_arguments)]
     fn nodes_batches(
         &self,
@@ -525,27 +524,30 @@ impl<'a> Exec<'a> {
             via.clear();
             out.borrow_mut().batch(&batch)
         };
-        let (mut wanted, mut failure) = (true, None);
-        let expand = |_: u32, _: u32, _: u32| Admit::Expand;
-        g.walk_while(var_starts, 0, dir, p.max_depth, self.cancel, expand, |v| {
-            if v.depth < p.min_depth {
-                return true;
-            }
-            nodes.push(v.node);
-            depths.push(v.depth);
-            via.push(g.op(v.edge).unwrap_or(NO_RECORD));
-            if nodes.len() < Gather::ROWS {
-                return true;
-            }
-            match send(&mut nodes, &mut depths, &mut via) {
-                Ok(go_on) => wanted = go_on,
-                Err(e) => failure = Some(e),
-            }
-            wanted && failure.is_none()
-        })?;
-        if let Some(e) = failure {
-            return Err(e);
-        }
+        let mut wanted = true;
+        g.walk_new_nodes(
+            var_starts,
+            dir,
+            p.max_depth,
+            self.cancel,
+            |depth, reached, edges| {
+                if depth < p.min_depth {
+                    return Ok(true);
+                }
+                for (&node, &edge) in reached.iter().zip(edges) {
+                    nodes.push(node);
+                    depths.push(depth);
+                    via.push(g.op(edge).unwrap_or(NO_RECORD));
+                    if nodes.len() >= Gather::ROWS {
+                        wanted = send(&mut nodes, &mut depths, &mut via)?;
+                        if !wanted {
+                            return Ok(false);
+                        }
+                    }
+                }
+                Ok(true)
+            },
+        )?;
         if wanted && !nodes.is_empty() {
             wanted = send(&mut nodes, &mut depths, &mut via)?;
         }
