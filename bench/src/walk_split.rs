@@ -4,7 +4,8 @@
 //! row made), the ops read by batches and by rows as the suite reads them
 //! (each id kept), and the ops by rows with each id only looked at (its
 //! length taken, nothing copied), which parts what the rows cost the
-//! engine from what keeping them costs the caller. Workloads take turns
+//! engine from what keeping them costs the caller; then `RETURN nodes` by
+//! batches and by rows, each id kept, as the suite reads them. Workloads take turns
 //! round after round, so that a machine whose speed drifts slows each of
 //! them alike; each round reports the least and the median time of its
 //! runs and both beside the count query's.
@@ -39,13 +40,15 @@ pub struct WalkSplitArgs {
 }
 
 /// The workloads, in the order each round runs them.
-const WORKLOADS: [&str; 6] = [
+const WORKLOADS: [&str; 8] = [
     "count query",
     "count walk",
     "ops walk",
     "ops by batches",
     "ops rows unkept",
     "ops by rows",
+    "nodes by batches",
+    "nodes by rows",
 ];
 
 /// Microseconds since `t`.
@@ -188,7 +191,9 @@ pub fn measure(db: &Path, runs: usize, rounds: usize) -> Result<Split> {
             2 => return Ok((ops_walk()?, micros(t))),
             3 => Kind::OpsBatches,
             4 => return Ok((rows_unkept(&side)?, micros(t))),
-            _ => Kind::Ops,
+            5 => Kind::Ops,
+            6 => Kind::NodesBatches,
+            _ => Kind::Nodes,
         };
         let out = side.run(kind, Some(&start))?;
         let took = micros(t);
@@ -198,9 +203,10 @@ pub fn measure(db: &Path, runs: usize, rounds: usize) -> Result<Split> {
     let answers: Vec<u64> = (0..WORKLOADS.len())
         .map(|w| Ok(once(w)?.0))
         .collect::<Result<_>>()?;
-    if answers[0] != answers[1] || answers[2..].iter().any(|&n| n != answers[2]) {
+    let nodes_agree = answers[0] == answers[1] && answers[6..].iter().all(|&n| n == answers[0]);
+    if !nodes_agree || answers[2..6].iter().any(|&n| n != answers[2]) {
         return Err(CliError::Bench(format!(
-            "the workloads disagree: {answers:?} (nodes twice, then ops four times)"
+            "the workloads disagree: {answers:?} (nodes twice, ops four times, nodes twice)"
         )));
     }
     let mut measured = Vec::with_capacity(rounds);
@@ -232,14 +238,14 @@ pub fn run(a: &WalkSplitArgs) -> Result<std::process::ExitCode> {
     );
     if !a.summary {
         println!(
-            "{:<7} {:<15} {:>12} {:>8} {:>12} {:>8}",
+            "{:<7} {:<16} {:>12} {:>8} {:>12} {:>8}",
             "round", "workload", "least us", "x count", "median us", "x count"
         );
         for (round, figures) in (1..).zip(&split.rounds) {
             let (count_min, count_median) = figures.first().copied().unwrap_or((1.0, 1.0));
             for (name, (min, median)) in WORKLOADS.iter().zip(figures) {
                 println!(
-                    "{round:<7} {name:<15} {min:>12.1} {:>7.2}x {median:>12.1} {:>7.2}x",
+                    "{round:<7} {name:<16} {min:>12.1} {:>7.2}x {median:>12.1} {:>7.2}x",
                     min / count_min,
                     median / count_median
                 );
@@ -251,12 +257,12 @@ pub fn run(a: &WalkSplitArgs) -> Result<std::process::ExitCode> {
         split.rounds.len()
     );
     println!(
-        "{:<15} {:>8} {:>8} {:>8} {:>14}",
+        "{:<16} {:>8} {:>8} {:>8} {:>14}",
         "workload", "p10", "median", "p90", "within 2x"
     );
     for (name, s) in WORKLOADS.iter().zip(spread(&split.rounds)) {
         println!(
-            "{name:<15} {:>7.2}x {:>7.2}x {:>7.2}x {:>7} of {}",
+            "{name:<16} {:>7.2}x {:>7.2}x {:>7.2}x {:>7} of {}",
             s.p10,
             s.median,
             s.p90,

@@ -110,9 +110,11 @@ fn walk_split_compares_every_workload_with_the_count_across_rounds() {
     assert!(out.status.success(), "{out:?}");
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("closure of 49 nodes and 49 ops"), "{text}");
-    // Six workloads in each of the three rounds, then their spread.
+    // Eight workloads in each of the three rounds, then their spread.
     assert_eq!(text.matches("ops by rows").count(), 4, "{text}");
     assert_eq!(text.matches("ops rows unkept").count(), 4, "{text}");
+    assert_eq!(text.matches("nodes by rows").count(), 4, "{text}");
+    assert_eq!(text.matches("nodes by batches").count(), 4, "{text}");
     assert!(text.contains("across the 3 rounds"), "{text}");
     assert!(text.contains("count query"), "{text}");
     assert!(
