@@ -268,11 +268,11 @@ fn refill_op_row<'t>(
 /// read from the labels' `table`; false once `emit` wants no more. A level
 /// whose ops were recorded one after the other (most are) reads their texts
 /// record after record, each where the one before ended, and, when no op of
-/// the trace lacks a name or kind, without looking at presence. Kept out of the
-/// walk's loop, so that the loop over rows is compiled on its own, with the
-/// sink's closure inside it, rather than beside the walk's state: rows took
-/// about a tenth less time so (BENCHMARKS.md, "Rows compiled with their
-/// reader").
+/// the trace lacks an id, a name or a kind, without looking at presence.
+/// Kept out of the walk's loop, so that the loop over rows is compiled on
+/// its own, with the sink's closure inside it, rather than beside the
+/// walk's state: rows took about a tenth less time so (BENCHMARKS.md,
+/// "Rows compiled with their reader, and nodes walked a level at a time").
 #[inline(never)]
 fn level_rows<'t, S>(
     table: &'t TextTable<3>,
