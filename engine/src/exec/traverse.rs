@@ -313,6 +313,49 @@ where
     Ok(true)
 }
 
+/// One level of a walk's new nodes: each with the edge that first reached
+/// it, all at `depth`.
+#[derive(Clone, Copy)]
+struct NodeLevel<'l> {
+    nodes: &'l [u32],
+    via: &'l [u32],
+    depth: u32,
+}
+
+/// Hands the `RETURN nodes` rows of one level of a walk to `emit`, as
+/// [`level_rows`] does the ops', refilling `row`: each node's id and
+/// category read from the trace's `labels`, and the id of the op of the
+/// edge that reached it; false once `emit` wants no more.
+#[inline(never)]
+fn level_node_rows<'t, S>(
+    labels: &'t TraceLabels,
+    g: &TraceGraph,
+    gid: &'t str,
+    level: NodeLevel<'_>,
+    row: &mut [Cell<'t>; 5],
+    emit: &mut S,
+) -> Result<bool>
+where
+    S: ?Sized + CellFn,
+{
+    for (&node, &edge) in level.nodes.iter().zip(level.via) {
+        let via = g
+            .op(edge)
+            .map(|o| labels.ops.get(o).and_then(|[id, _, _]| id).unwrap_or(""));
+        let [id, category] = labels.vars.get(node).unwrap_or([None; 2]);
+        let [gid_cell, id_cell, category_cell, depth_cell, via_cell] = &mut *row;
+        put_text(gid_cell, Some(gid));
+        put_text(id_cell, Some(id.unwrap_or("")));
+        put_text(category_cell, category);
+        put_int(depth_cell, level.depth);
+        put_text(via_cell, via);
+        if !emit(row)? {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
 /// The `RETURN ops` row of an op at its least depth: trace, op id, name,
 /// kind and depth (`texts` are the op's id, name and kind, lent from the
 /// trace; `gid` is its graph id).
@@ -467,6 +510,24 @@ impl<'a> Exec<'a> {
         }
         let mut wanted = true;
         let mut row: [Cell<'_>; 5] = std::array::from_fn(|_| Cell::Value(Value::Null));
+        if let (Some(labels), None) = (texts.labels, &p.filter) {
+            // Every node of each level is a row: a level at a time.
+            let gid = t.graph_id();
+            g.walk_new_nodes(
+                &var_starts,
+                dir,
+                p.max_depth,
+                self.cancel,
+                |depth, nodes, via| {
+                    if depth >= p.min_depth {
+                        let level = NodeLevel { nodes, via, depth };
+                        wanted = level_node_rows(labels, g, gid, level, &mut row, emit)?;
+                    }
+                    Ok(wanted)
+                },
+            )?;
+            return Ok(Some(wanted));
+        }
         g.walk_new_nodes(
             &var_starts,
             dir,
