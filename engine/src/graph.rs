@@ -1124,6 +1124,10 @@ fn op_levels(
     Ok(())
 }
 
+/// How many nodes a level walk makes room for at its start, at most (as
+/// many as the trace's variables when fewer).
+const FIRST_ROOM: usize = 1024;
+
 /// The level loop of [`levels`] over a graph's rows in memory (`off`,
 /// `edges`, `far` as [`CsrRows`] has them), noting the edge that first
 /// reached each new node: after each level, `level(depth, nodes, edges)`
@@ -1146,7 +1150,13 @@ fn node_levels(
     seen.push(u64::MAX);
     // A level's new nodes are `next[..held]`, `spots[..held]` where each
     // was read in `far`, and `via` the edges at those places.
-    let (mut next, mut spots, mut via) = (Vec::new(), Vec::new(), Vec::new());
+    // Room made once for the levels of a small trace (a walk's lists grow
+    // by doubling otherwise: a few reallocations each on every walk).
+    let first_room = (vars as usize).min(FIRST_ROOM);
+    let mut next = Vec::with_capacity(WINDOW * first_room);
+    let mut spots = Vec::with_capacity(WINDOW * first_room);
+    let mut via = Vec::with_capacity(first_room);
+    nodes.reserve(first_room);
     let mut depth = 0u32;
     while !nodes.is_empty() && max_depth.is_none_or(|m| depth < m) {
         cancel.check()?;

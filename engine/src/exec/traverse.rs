@@ -595,10 +595,16 @@ impl<'a> Exec<'a> {
                 if depth < p.min_depth {
                     return Ok(true);
                 }
-                for (&node, &edge) in reached.iter().zip(edges) {
-                    nodes.push(node);
-                    depths.push(depth);
-                    via.push(g.op(edge).unwrap_or(NO_RECORD));
+                // The level's nodes in pieces that fill each batch.
+                let (mut reached, mut edges) = (reached, edges);
+                while !reached.is_empty() {
+                    let take = Gather::ROWS.saturating_sub(nodes.len()).min(reached.len());
+                    let (piece, rest) = reached.split_at(take);
+                    let (piece_edges, rest_edges) = edges.split_at(take.min(edges.len()));
+                    nodes.extend_from_slice(piece);
+                    depths.resize(nodes.len(), depth);
+                    via.extend(piece_edges.iter().map(|&e| g.op(e).unwrap_or(NO_RECORD)));
+                    (reached, edges) = (rest, rest_edges);
                     if nodes.len() >= Gather::ROWS {
                         wanted = send(&mut nodes, &mut depths, &mut via)?;
                         if !wanted {
