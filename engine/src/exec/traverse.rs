@@ -510,24 +510,7 @@ impl<'a> Exec<'a> {
         }
         let mut wanted = true;
         let mut row: [Cell<'_>; 5] = std::array::from_fn(|_| Cell::Value(Value::Null));
-        if let (Some(labels), None) = (texts.labels, &p.filter) {
-            // Every node of each level is a row: a level at a time.
-            let gid = t.graph_id();
-            g.walk_new_nodes(
-                &var_starts,
-                dir,
-                p.max_depth,
-                self.cancel,
-                |depth, nodes, via| {
-                    if depth >= p.min_depth {
-                        let level = NodeLevel { nodes, via, depth };
-                        wanted = level_node_rows(labels, g, gid, level, &mut row, emit)?;
-                    }
-                    Ok(wanted)
-                },
-            )?;
-            return Ok(Some(wanted));
-        }
+        let gid = t.graph_id();
         g.walk_new_nodes(
             &var_starts,
             dir,
@@ -536,6 +519,12 @@ impl<'a> Exec<'a> {
             |depth, nodes, via| {
                 if depth < p.min_depth {
                     return Ok(true);
+                }
+                if let (Some(labels), None) = (texts.labels, &p.filter) {
+                    // Every node of the level is a row: a level at a time.
+                    let level = NodeLevel { nodes, via, depth };
+                    wanted = level_node_rows(labels, g, gid, level, &mut row, emit)?;
+                    return Ok(wanted);
                 }
                 for (&node, &edge) in nodes.iter().zip(via) {
                     let v = Visit {
