@@ -97,89 +97,194 @@ pub struct TraceGraph {
     in_far: Vec<u32>,
     /// The far end of each edge of `out_edges` (its target).
     out_far: Vec<u32>,
-    /// Each variable's incoming edges' ops, each once: a walk that gathers
-    /// ops reads them by row instead of per edge (most rows hold one op:
-    /// the one that wrote the variable). Made by the first such walk (a
-    /// graph only counted or walked for nodes never holds them); `None`
-    /// when the trace has 2^31 ops or more, which the codes cannot name.
-    in_ops: OnceLock<Option<RowOps>>,
-    /// Each variable's outgoing edges' ops, each once (see `in_ops`).
-    out_ops: OnceLock<Option<RowOps>>,
+    /// The ops going backward as a graph of their own (see [`OpGraph`]),
+    /// for a walk that gathers ops. Made by the first such walk (a graph
+    /// only counted or walked for nodes never holds it); `None` when it
+    /// would be larger than walking the variables, which such a walk then
+    /// does.
+    in_ops: OnceLock<Option<OpGraph>>,
+    /// The ops going forward as a graph of their own (see `in_ops`).
+    out_ops: OnceLock<Option<OpGraph>>,
 }
 
-/// Each variable's distinct ops in one direction, for a walk that gathers
-/// ops: the far ends are read from the CSR the count reads, and beside
-/// each variable's CSR offset is a code for its ops. Most rows hold one op
-/// (the one that wrote the variable), whose id is the code itself: a row's
-/// offset, its ops and the next row's offset are then one read, and the
-/// walk holds no second copy of the far ends. A row with no op has
-/// [`NO_OP`]; a row with several has [`MANY_OPS`] set and the rest of the
-/// code is where `more` holds their number, then the ops.
+/// The ops of one direction as a graph of their own, for a walk that
+/// gathers ops ([`TraceGraph::walk_new_ops`]). Each op's edges are cut
+/// into groups: the near ends (where a walk in this direction arrives at
+/// the op: the targets going backward, the sources going forward) whose
+/// far ends are the same make one group, and a walk that reaches any near
+/// end of a group crosses the op to all the group's far ends. Most ops are
+/// one group (each input feeds each output), whose id is the op's own; the
+/// groups of an op cut in several are numbered from the trace's op count
+/// up. A group's row lists the groups that hold its far ends as near ends.
+///
+/// Walked level by level, the groups are reached at the depths at which a
+/// walk over variables first crosses their edges, so each op at the least
+/// depth of its groups. The walk reads no variable that no op wrote (the
+/// inputs of a recorded trace: four in ten of its variables), and an op
+/// with several outputs once, not once per output.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct RowOps {
-    /// Per variable, and one past the last: its row's start in the CSR and
-    /// its ops' code.
-    rows: Vec<[u32; 2]>,
-    /// The ops of rows with several: for each, their number, then the ops
-    /// (in the order the row's edges first name them).
-    more: Vec<u32>,
+struct OpGraph {
+    /// The trace's ops: a group below this is the op of its id, whole.
+    ops: u32,
+    /// Per group, and one past the last: where its row starts in `far`.
+    off: Vec<u32>,
+    /// The rows, each group at most once in a row; padded so that each
+    /// row's window lies inside (see [`keep_row`]).
+    far: Vec<u32>,
+    /// Per variable, and one past the last: where the groups that hold it
+    /// as a near end start in `near`.
+    var_off: Vec<u32>,
+    /// The groups that hold each variable as a near end.
+    near: Vec<u32>,
+    /// The op of each group numbered from `ops` up, in order.
+    split: Vec<u32>,
 }
 
-/// The op code of a row without ops.
-const NO_OP: u32 = u32::MAX;
-/// The bit of an op code that marks a row of several ops.
-const MANY_OPS: u32 = 1 << 31;
-
-impl RowOps {
-    /// The rows `off` delimits in `edges`, `op` naming each edge's op (all
-    /// checked in range by [`Adjacency`]). Linear in the edges: a row's
-    /// repeated op is found by the last row that held it. `None` when ops
-    /// or the lists of several outgrow the codes.
-    fn new(off: &[u32], edges: &[u32], op: &[u32], op_count: u32) -> Option<RowOps> {
-        if op_count >= MANY_OPS {
-            return None;
-        }
-        let mut last_row = vec![u32::MAX; op_count as usize];
-        let mut out = RowOps {
-            rows: Vec::with_capacity(off.len()),
-            more: Vec::new(),
+impl OpGraph {
+    /// The groups of `adj`'s ops in `dir`, and their rows. `None` when the
+    /// rows would hold more than twice as many entries as the trace has
+    /// edges (variables written and read by many ops each: a walk over
+    /// variables reads fewer), or more than 32-bit offsets can name.
+    fn new(adj: &Adjacency, dir: Direction) -> Option<OpGraph> {
+        let (near_of, far_of) = match dir {
+            Direction::Backward => (&adj.target, &adj.source),
+            Direction::Forward => (&adj.source, &adj.target),
         };
-        let mut held = Vec::new();
-        for (row, w) in (0u32..).zip(off.windows(2)) {
-            let entries = edges.get(w[0] as usize..w[1] as usize).unwrap_or(&[]);
-            held.clear();
-            for &e in entries {
-                let Some(&o) = op.get(e as usize) else {
-                    continue;
-                };
-                if let Some(seen) = last_row.get_mut(o as usize) {
-                    if *seen != row {
-                        *seen = row;
-                        held.push(o);
+        let ops = adj.ops as usize;
+        // Each group's far ends, `spans[g]` delimiting them in `fars`; the
+        // near ends as (variable, group).
+        let (mut spans, mut fars) = (vec![[0u32; 2]; ops], Vec::new());
+        let (mut split, mut nears) = (Vec::new(), Vec::new());
+        // Every edge's ends, grouped by op: read in edge order and written
+        // to each op's place (an op's edges need not be recorded together,
+        // and reading them op by op would read the ends out of order).
+        let mut by_op = vec![(0u32, 0u32); near_of.len()];
+        let mut fill = adj.op_off.clone();
+        for ((&o, &n), &f) in adj.op.iter().zip(near_of).zip(far_of) {
+            let slot = fill.get_mut(o as usize)?;
+            *by_op.get_mut(*slot as usize)? = (n, f);
+            *slot += 1;
+        }
+        let mut pairs: Vec<(u32, u32)> = Vec::new();
+        let mut runs: Vec<(usize, usize)> = Vec::new();
+        for (o, w) in (0u32..).zip(adj.op_off.windows(2)) {
+            pairs.clear();
+            pairs.extend_from_slice(by_op.get(w[0] as usize..w[1] as usize)?);
+            pairs.sort_unstable();
+            pairs.dedup();
+            // Runs of one near end each, its far ends in order.
+            runs.clear();
+            let mut at = 0;
+            while at < pairs.len() {
+                let v = pairs[at].0;
+                let end = at + pairs[at..].iter().take_while(|p| p.0 == v).count();
+                runs.push((at, end));
+                at = end;
+            }
+            let far_ends = |&(a, b): &(usize, usize)| pairs[a..b].iter().map(|p| p.1);
+            let whole = runs.windows(2).all(|r| far_ends(&r[0]).eq(far_ends(&r[1])));
+            if whole {
+                if let Some(first) = runs.first() {
+                    let start = u32::try_from(fars.len()).ok()?;
+                    fars.extend(far_ends(first));
+                    spans[o as usize] = [start, u32::try_from(fars.len()).ok()?];
+                    nears.extend(runs.iter().map(|&(a, _)| (pairs[a].0, o)));
+                }
+                continue;
+            }
+            // Near ends with the same far ends, one group each.
+            runs.sort_unstable_by(|x, y| far_ends(x).cmp(far_ends(y)));
+            let mut i = 0;
+            while i < runs.len() {
+                let same = runs[i..]
+                    .iter()
+                    .take_while(|r| far_ends(r).eq(far_ends(&runs[i])))
+                    .count();
+                let g = u32::try_from(ops + split.len()).ok()?;
+                split.push(o);
+                let start = u32::try_from(fars.len()).ok()?;
+                fars.extend(far_ends(&runs[i]));
+                spans.push([start, u32::try_from(fars.len()).ok()?]);
+                nears.extend(runs[i..i + same].iter().map(|&(a, _)| (pairs[a].0, g)));
+                i += same;
+            }
+        }
+        // The groups of each variable, by counting.
+        let vars = adj.vars as usize;
+        let mut var_off = vec![0u32; vars + 1];
+        for &(v, _) in &nears {
+            *var_off.get_mut(v as usize + 1)? += 1;
+        }
+        for i in 1..var_off.len() {
+            var_off[i] += var_off[i - 1];
+        }
+        let mut near = vec![0u32; nears.len()];
+        let mut fill = var_off.clone();
+        for &(v, g) in &nears {
+            let slot = fill.get_mut(v as usize)?;
+            *near.get_mut(*slot as usize)? = g;
+            *slot += 1;
+        }
+        // Each group's row: the groups of its far ends, each once.
+        let most = 2 * near_of.len();
+        let mut off = Vec::with_capacity(spans.len() + 1);
+        let mut far: Vec<u32> = Vec::new();
+        for &[a, b] in &spans {
+            let start = far.len();
+            off.push(u32::try_from(start).ok()?);
+            for &x in fars.get(a as usize..b as usize)? {
+                let x = x as usize;
+                let (&from, &to) = (var_off.get(x)?, var_off.get(x + 1)?);
+                far.extend_from_slice(near.get(from as usize..to as usize)?);
+            }
+            // Each group once, in order (most rows hold one or two).
+            if far.len() - start > 1 {
+                far[start..].sort_unstable();
+                let mut kept = start + 1;
+                for i in start + 1..far.len() {
+                    if far[i] != far[kept - 1] {
+                        far[kept] = far[i];
+                        kept += 1;
                     }
                 }
+                far.truncate(kept);
             }
-            let code = match held.as_slice() {
-                [] => NO_OP,
-                [o] => *o,
-                several => {
-                    let at = u32::try_from(out.more.len())
-                        .ok()
-                        .filter(|&at| at < NO_OP & !MANY_OPS)?;
-                    out.more.push(u32::try_from(several.len()).ok()?);
-                    out.more.extend_from_slice(several);
-                    MANY_OPS | at
-                }
-            };
-            out.rows.push([w[0], code]);
+            if far.len() > most {
+                return None;
+            }
         }
-        out.rows.push([off.last().copied().unwrap_or(0), NO_OP]);
-        out.more.shrink_to_fit();
-        Some(out)
+        off.push(u32::try_from(far.len()).ok()?);
+        far.extend([0; WINDOW]);
+        Some(OpGraph {
+            ops: adj.ops,
+            off,
+            far,
+            var_off,
+            near,
+            split,
+        })
+    }
+
+    /// How many groups the graph has.
+    fn groups(&self) -> usize {
+        self.off.len().saturating_sub(1)
+    }
+
+    /// The groups that hold variable `v` as a near end.
+    fn of_var(&self, v: u32) -> &[u32] {
+        let v = v as usize;
+        match (self.var_off.get(v), self.var_off.get(v + 1)) {
+            (Some(&a), Some(&b)) => self.near.get(a as usize..b as usize).unwrap_or(&[]),
+            _ => &[],
+        }
     }
 
     fn bytes(&self) -> usize {
-        8 * self.rows.capacity() + 4 * self.more.capacity()
+        4 * (self.off.capacity()
+            + self.far.capacity()
+            + self.var_off.capacity()
+            + self.near.capacity()
+            + self.split.capacity())
     }
 }
 
@@ -294,25 +399,14 @@ impl TraceGraph {
         }
     }
 
-    /// Each variable's row in `dir` with its ops beside its far ends, made
-    /// on first use.
-    fn row_ops(&self, dir: Direction) -> Result<&RowOps> {
-        let a = &self.adj;
-        let made = match dir {
-            Direction::Backward => self
-                .in_ops
-                .get_or_init(|| RowOps::new(&a.in_off, &a.in_edges, &a.op, a.ops)),
-            Direction::Forward => self
-                .out_ops
-                .get_or_init(|| RowOps::new(&a.out_off, &a.out_edges, &a.op, a.ops)),
+    /// The ops in `dir` as a graph of their own, made on first use; `None`
+    /// when walking the variables is the smaller walk.
+    fn op_graph(&self, dir: Direction) -> Option<&OpGraph> {
+        let cell = match dir {
+            Direction::Backward => &self.in_ops,
+            Direction::Forward => &self.out_ops,
         };
-        made.as_ref().ok_or_else(|| {
-            EngineError::BadRequest(format!(
-                "{} ops and {} edges: too many for a walk that gathers ops",
-                a.ops,
-                a.edges()
-            ))
-        })
+        cell.get_or_init(|| OpGraph::new(&self.adj, dir)).as_ref()
     }
 
     /// Builds a graph from `(source, target, op)` per edge, edge `i` being
@@ -391,7 +485,7 @@ impl TraceGraph {
         let row_ops = [&self.in_ops, &self.out_ops]
             .iter()
             .filter_map(|r| r.get().and_then(Option::as_ref))
-            .map(RowOps::bytes)
+            .map(OpGraph::bytes)
             .sum::<usize>();
         self.adj.bytes() + beside.iter().map(|v| v.capacity() * 4).sum::<usize>() + row_ops
     }
@@ -454,8 +548,9 @@ impl TraceGraph {
     /// The ops a [`walk_levels`](Self::walk_levels) crosses, each once, at
     /// the level that first crosses one of its edges: `level(depth, ops)`
     /// gets that level's new ops in id order (it may reorder or empty
-    /// `ops`; the next level does not read them). Each expanded row's ops
-    /// are read once, from its code of distinct ops, not per edge. Stops
+    /// `ops`; the next level does not read them). The ops are walked as a
+    /// graph of their own ([`OpGraph`], made by the first such walk), not
+    /// through the variables, unless that graph would be the larger. Stops
     /// when `level` answers false.
     pub fn walk_new_ops(
         &self,
@@ -465,22 +560,39 @@ impl TraceGraph {
         cancel: &Cancel,
         level: impl FnMut(u32, &mut Vec<u32>) -> Result<bool>,
     ) -> Result<()> {
-        let (_, _, far) = self.csr(dir);
-        let row_ops = self.row_ops(dir)?;
-        let rows = OpRows {
-            rows: &row_ops.rows,
-            more: &row_ops.more,
-            far,
-        };
-        op_levels(
-            &rows,
-            self.adj.vars,
-            self.adj.ops,
-            starts,
-            max_depth,
-            cancel,
-            level,
-        )
+        match self.op_graph(dir) {
+            Some(ops) => op_levels(ops, self.adj.vars, starts, max_depth, cancel, level),
+            None => self.new_ops_by_variables(starts, dir, max_depth, cancel, level),
+        }
+    }
+
+    /// [`walk_new_ops`](Self::walk_new_ops) through the variables: each
+    /// level's edges, and their ops not seen before.
+    fn new_ops_by_variables(
+        &self,
+        starts: &[u32],
+        dir: Direction,
+        max_depth: Option<u32>,
+        cancel: &Cancel,
+        mut level: impl FnMut(u32, &mut Vec<u32>) -> Result<bool>,
+    ) -> Result<()> {
+        let mut seen = vec![0u64; (self.adj.ops as usize).div_ceil(64)];
+        let mut order = seen.clone();
+        let mut fresh = Vec::new();
+        self.walk_levels(starts, dir, max_depth, cancel, |depth, edges| {
+            fresh.clear();
+            for o in edges.iter().filter_map(|&e| self.op(e)) {
+                let (w, bit) = (o as usize / 64, 1u64 << (o % 64));
+                if let Some(word) = seen.get_mut(w) {
+                    if *word & bit == 0 {
+                        *word |= bit;
+                        fresh.push(o);
+                    }
+                }
+            }
+            sort_distinct(&mut fresh, &mut order);
+            level(depth, &mut fresh)
+        })
     }
 
     /// The nodes a [`walk`](Self::walk) that expands every node reports,
@@ -703,40 +815,6 @@ impl Rows for CsrRows<'_> {
             return held;
         };
         keep_row(seen, self.far, a as usize, b as usize, out, held, rows)
-    }
-}
-
-/// The rows of a whole graph in memory, their entries being the rows'
-/// distinct ops (see [`RowOps`]).
-struct OpRows<'g> {
-    /// Per variable, and one past the last: its row's start in `far` and
-    /// its ops' code.
-    rows: &'g [[u32; 2]],
-    /// The ops of rows with several.
-    more: &'g [u32],
-    /// The far end of each CSR entry.
-    far: &'g [u32],
-}
-
-impl OpRows<'_> {
-    /// Variable `v`'s op code (see [`RowOps`]) and where its row's far
-    /// ends begin and end in `far`; an unknown variable has no op and no
-    /// far ends.
-    #[inline]
-    fn code_row(&self, v: u32) -> (u32, usize, usize) {
-        let v = v as usize;
-        let (Some(&[a, code]), Some(&[b, _])) = (self.rows.get(v), self.rows.get(v + 1)) else {
-            return (NO_OP, 0, 0);
-        };
-        (code, a as usize, b as usize)
-    }
-
-    /// The ops of a row whose code has [`MANY_OPS`] set.
-    #[inline]
-    fn several(&self, code: u32) -> &[u32] {
-        let at = (code & !MANY_OPS) as usize;
-        let n = self.more.get(at).map_or(0, |&n| n as usize);
-        self.more.get(at + 1..at + 1 + n).unwrap_or(&[])
     }
 }
 
@@ -1055,69 +1133,85 @@ fn keep_long<P: Spots>(
     keep_unseen_at(seen, ids, base, out, spots, held)
 }
 
-/// The level loop of [`levels`] over rows of ops, of a graph of `vars`
-/// variables and `ops` ops: after each level, `level(depth, new_ops)`
-/// gets the ops that the level's expanded rows hold and no row before
-/// held, in id order (it may reorder or empty them); it answers false to
-/// stop. A row of one op, the most common, has its op kept without a
-/// loop over a list of one, and the walk's state (the ops seen, a level's
-/// new ones) is held in locals of this loop, not in a [`Levels`] that
-/// [`levels`] would hand each row to: the ops walk takes about a tenth
-/// less time so (BENCHMARKS.md, "The ops walk on a loop of its own").
-#[allow(clippy::too_many_arguments)]
+/// The level loop over `graph`'s groups of ops (see [`OpGraph`]), from
+/// variables `starts` of a trace of `vars` variables: level 1 is the groups
+/// that hold a start as a near end, and each level after it the groups
+/// that the rows of the level before reach and no level before held, as
+/// the level loop of [`levels`] keeps its nodes. After each level,
+/// `level(depth, new_ops)` gets the ops of its groups that no level before
+/// had, in id order (it may reorder or empty them); it answers false to
+/// stop. A group numbered below the op count is a whole op, new when the
+/// group is; only the ops cut in several groups are looked up in a set of
+/// ops seen.
 fn op_levels(
-    rows: &OpRows<'_>,
+    graph: &OpGraph,
     vars: u32,
-    ops: u32,
     starts: &[u32],
     max_depth: Option<u32>,
     cancel: &Cancel,
     mut level: impl FnMut(u32, &mut Vec<u32>) -> Result<bool>,
 ) -> Result<()> {
     cancel.check()?;
-    let (mut seen, mut nodes) = seed(vars, starts)?;
+    let (_, starts) = seed(vars, starts)?;
+    if max_depth == Some(0) {
+        return Ok(());
+    }
+    let (ops, groups) = (graph.ops, graph.groups());
+    let mut seen = vec![0u64; groups.div_ceil(64)];
     // The sink word of `keep_row`.
     seen.push(u64::MAX);
-    // Ops seen, a bit each; `order` is scratch for ordering a level's new
-    // ops, all clear between levels.
+    // Ops seen, of those cut in several groups; `order` is scratch for
+    // ordering a level's new ops, all clear between levels.
     let words = (ops as usize).div_ceil(64);
-    let (mut ops_seen, mut order) = (vec![0u64; words], vec![0u64; words]);
-    // A level's new ops are `new_ops[..ops_held]` and its next nodes
-    // `next[..held]`, each kept as `keep_unseen` keeps them; the new ops
-    // go to `level` sorted, in `fresh`.
-    let (mut new_ops, mut fresh, mut next) = (Vec::new(), Vec::new(), Vec::new());
-    let mut depth = 0u32;
-    while !nodes.is_empty() && max_depth.is_none_or(|m| depth < m) {
-        cancel.check()?;
-        let (mut held, mut ops_held) = (0usize, 0usize);
-        // Room for a new op per node; a row of several ops makes more. Room
-        // for a window of far ends per row (see `keep_row`).
-        room(&mut new_ops, nodes.len());
-        room(&mut next, WINDOW * nodes.len());
-        for &node in &nodes {
-            let (code, a, b) = rows.code_row(node);
-            if code & MANY_OPS == 0 {
-                if ops_held >= new_ops.len() {
-                    room(&mut new_ops, ops_held + 1);
-                }
-                let (w, bit) = (code as usize / 64, 1u64 << (code % 64));
-                if let (Some(word), Some(slot)) = (ops_seen.get_mut(w), new_ops.get_mut(ops_held)) {
-                    *slot = code;
-                    ops_held += usize::from(*word & bit == 0);
-                    *word |= bit;
-                }
-            } else if code != NO_OP {
-                ops_held = keep_unseen(&mut ops_seen, rows.several(code), &mut new_ops, ops_held);
-            }
-            held = keep_row(&mut seen, rows.far, a, b, &mut next, held, nodes.len());
-        }
-        depth += 1;
+    let mut ops_seen = vec![0u64; if graph.split.is_empty() { 0 } else { words }];
+    let mut order = vec![0u64; words];
+    // A level's groups are `nodes`, the next's `next[..held]`.
+    let (mut nodes, mut next, mut fresh) = (Vec::new(), Vec::new(), Vec::new());
+    let mut held = 0;
+    for &s in &starts {
+        held = keep_unseen(&mut seen, graph.of_var(s), &mut nodes, held);
+    }
+    nodes.truncate(held);
+    let mut depth = 1u32;
+    while !nodes.is_empty() {
         fresh.clear();
-        fresh.extend_from_slice(new_ops.get(..ops_held).unwrap_or(&[]));
+        for &g in &nodes {
+            if g < ops {
+                fresh.push(g);
+            } else if let Some(&o) = graph.split.get((g - ops) as usize) {
+                let (w, bit) = (o as usize / 64, 1u64 << (o % 64));
+                if let Some(word) = ops_seen.get_mut(w) {
+                    if *word & bit == 0 {
+                        *word |= bit;
+                        fresh.push(o);
+                    }
+                }
+            }
+        }
         sort_distinct(&mut fresh, &mut order);
-        if !level(depth, &mut fresh)? {
+        if !level(depth, &mut fresh)? || max_depth.is_some_and(|m| depth >= m) {
             return Ok(());
         }
+        cancel.check()?;
+        held = 0;
+        // Room for a window of far ends per row (see `keep_row`).
+        room(&mut next, WINDOW * nodes.len());
+        for &g in &nodes {
+            let g = g as usize;
+            let (Some(&a), Some(&b)) = (graph.off.get(g), graph.off.get(g + 1)) else {
+                continue;
+            };
+            held = keep_row(
+                &mut seen,
+                &graph.far,
+                a as usize,
+                b as usize,
+                &mut next,
+                held,
+                nodes.len(),
+            );
+        }
+        depth += 1;
         nodes.clear();
         nodes.extend_from_slice(next.get(..held).unwrap_or(&[]));
     }
@@ -1478,31 +1572,80 @@ mod tests {
     }
 
     #[test]
-    fn a_row_of_one_op_is_coded_beside_its_offset_and_several_are_listed() {
-        // Variable 2 is written by op 0 twice (one code), variable 3 by ops
-        // 1 and 2 (a list), variable 0 by nothing.
-        let g =
-            TraceGraph::from_edges(4, 3, &[(0, 2, 0), (1, 2, 0), (0, 3, 1), (1, 3, 2)]).unwrap();
-        let rows = g.row_ops(Direction::Backward).unwrap();
-        assert_eq!(rows.rows[0][1], NO_OP);
-        assert_eq!(rows.rows[2][1], 0);
-        assert_eq!(rows.rows[3][1], MANY_OPS);
-        assert_eq!(rows.more, vec![2, 1, 2]);
-        let r = OpRows {
-            rows: &rows.rows,
-            more: &rows.more,
-            far: &g.in_far,
+    fn an_op_is_cut_into_groups_of_near_ends_with_the_same_far_ends() {
+        // Op 0 feeds both its inputs (0, 1) to both its outputs (2, 3): one
+        // group, numbered 0. Op 1 feeds 2 to 4 and 3 to 5: going backward,
+        // two groups (4 and 5 have different far ends), numbered from the op
+        // count up; going forward, 2 and 3 differ too. Op 2 writes 6 from 4
+        // and 5 (twice over): one group. Variables 0 and 1 are no op's
+        // output.
+        let edges = [
+            (0, 2, 0),
+            (1, 2, 0),
+            (0, 3, 0),
+            (1, 3, 0),
+            (2, 4, 1),
+            (3, 5, 1),
+            (4, 6, 2),
+            (5, 6, 2),
+            (5, 6, 2),
+        ];
+        let g = TraceGraph::from_edges(7, 3, &edges).unwrap();
+        let back = g.op_graph(Direction::Backward).unwrap();
+        assert_eq!((back.groups(), &back.split[..]), (5, &[1, 1][..]));
+        let row = |o: &OpGraph, g: usize| {
+            let mut r = o.far[o.off[g] as usize..o.off[g + 1] as usize].to_vec();
+            r.sort_unstable();
+            r
         };
-        let row = |v| {
-            let (code, a, b) = r.code_row(v);
-            (code, &r.far[a..b])
-        };
-        assert_eq!(row(0), (NO_OP, &[][..]));
-        assert_eq!(row(2), (0, &[0, 1][..]));
-        assert_eq!(row(3), (MANY_OPS, &[0, 1][..]));
-        assert_eq!(r.several(MANY_OPS), &[1, 2][..]);
-        // An unknown variable has an empty row.
-        assert_eq!(row(9), (NO_OP, &[][..]));
+        assert_eq!(back.of_var(0), &[] as &[u32]);
+        assert_eq!(back.of_var(2), &[0]);
+        assert_eq!(back.of_var(3), &[0]);
+        assert_eq!((back.of_var(4), back.of_var(5)), (&[3][..], &[4][..]));
+        assert_eq!(back.of_var(6), &[2]);
+        // Group 0 reaches the inputs, which no op wrote; op 2 reaches both
+        // groups of op 1, and each of those reaches op 0.
+        assert_eq!(row(back, 0), Vec::<u32>::new());
+        assert_eq!(row(back, 2), vec![3, 4]);
+        assert_eq!((row(back, 3), row(back, 4)), (vec![0], vec![0]));
+        assert_eq!(row(back, 1), Vec::<u32>::new());
+        let fwd = g.op_graph(Direction::Forward).unwrap();
+        assert_eq!((fwd.groups(), &fwd.split[..]), (5, &[1, 1][..]));
+        assert_eq!(fwd.of_var(0), &[0]);
+        assert_eq!(fwd.of_var(6), &[] as &[u32]);
+        assert_eq!(row(fwd, 0), vec![3, 4]);
+        // An unknown variable is in no group.
+        assert_eq!(back.of_var(99), &[] as &[u32]);
+    }
+
+    #[test]
+    fn ops_whose_graph_outgrows_the_edges_are_walked_through_the_variables() {
+        // Variable 0 is written by five ops (each from an input of its own)
+        // and read by five (each to an output of its own): going backward,
+        // each reader's row holds all five writers, 25 entries for 10 edges.
+        let mut edges = Vec::new();
+        for k in 0..5u32 {
+            edges.push((1 + k, 0, k));
+            edges.push((0, 6 + k, 5 + k));
+        }
+        let g = TraceGraph::from_edges(11, 10, &edges).unwrap();
+        assert!(g.op_graph(Direction::Backward).is_none());
+        let mut got = Vec::new();
+        g.walk_new_ops(
+            &[6, 7],
+            Direction::Backward,
+            None,
+            &Cancel::new(),
+            |d, ops| {
+                got.extend(ops.iter().map(|&o| (d, o)));
+                Ok(true)
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            got,
+            vec![(1, 5), (1, 6), (2, 0), (2, 1), (2, 2), (2, 3), (2, 4)]
+        );
     }
 
     #[test]
@@ -1802,6 +1945,39 @@ mod tests {
         })
     }
 
+    /// Traces of ops that each feed every input to every output, then a
+    /// few edges dropped and a few added at random.
+    fn op_traces() -> impl Strategy<Value = (u32, Vec<(u32, u32, u32)>)> {
+        (2u32..16).prop_flat_map(|vars| {
+            let op = (
+                proptest::collection::vec(0..vars, 1..4),
+                proptest::collection::vec(0..vars, 1..4),
+            );
+            (
+                Just(vars),
+                proptest::collection::vec(op, 1..10),
+                proptest::collection::vec(any::<u16>(), 0..3),
+                proptest::collection::vec((0..vars, 0..vars, 0u32..10), 0..3),
+            )
+                .prop_map(|(vars, ops, drop, add)| {
+                    let mut edges = Vec::new();
+                    for (o, (ins, outs)) in (0u32..).zip(&ops) {
+                        for &i in ins {
+                            edges.extend(outs.iter().map(|&t| (i, t, o)));
+                        }
+                    }
+                    for d in drop {
+                        if !edges.is_empty() {
+                            edges.remove(d as usize % edges.len());
+                        }
+                    }
+                    let ops = ops.len() as u32;
+                    edges.extend(add.into_iter().map(|(s, t, o)| (s, t, o % ops)));
+                    (vars, edges)
+                })
+        })
+    }
+
     proptest! {
         #[test]
         fn sort_distinct_sorts_near_and_far_ids_and_leaves_the_bitmap_clear(
@@ -1965,15 +2141,52 @@ mod tests {
                 Ok(true)
             })
             .unwrap();
+            // Same order too: level by level, by id within a level.
+            want.sort_unstable();
             let mut got: Vec<(u32, u32)> = Vec::new();
             g.walk_new_ops(&[start], dir, max_depth, &Cancel::new(), |d, ops| {
                 got.extend(ops.iter().map(|&o| (d, o)));
                 Ok(true)
             })
             .unwrap();
-            // Same order too: level by level, by id within a level.
-            want.sort_unstable();
-            prop_assert_eq!(got, want);
+            prop_assert_eq!(&got, &want);
+            let mut by_vars: Vec<(u32, u32)> = Vec::new();
+            g.new_ops_by_variables(&[start], dir, max_depth, &Cancel::new(), |d, ops| {
+                by_vars.extend(ops.iter().map(|&o| (d, o)));
+                Ok(true)
+            })
+            .unwrap();
+            prop_assert_eq!(&by_vars, &want);
+        }
+
+        #[test]
+        fn walk_new_ops_of_whole_and_cut_ops_matches_the_walk_of_variables(
+            (vars, edges) in op_traces(), picks in proptest::collection::vec(any::<u32>(), 1..3),
+            forward: bool, max_depth in proptest::option::of(0u32..6), stop_after in 1usize..5) {
+            // Ops that feed each input to each output, with a few edges
+            // dropped (ops cut into groups) or added: a graph of groups is
+            // made for most, and its walk is the walk of the variables.
+            let ops = edges.iter().map(|e| e.2 + 1).max().unwrap_or(0);
+            let g = TraceGraph::from_edges(vars, ops, &edges).unwrap();
+            let starts: Vec<u32> = picks.iter().map(|p| p % vars).collect();
+            let dir = if forward { Direction::Forward } else { Direction::Backward };
+            prop_assume!(g.op_graph(dir).is_some());
+            let walk = |by_vars: bool| {
+                let (mut got, mut levels) = (Vec::new(), 0);
+                let level = |d: u32, ops: &mut Vec<u32>| {
+                    got.extend(ops.iter().map(|&o| (d, o)));
+                    levels += usize::from(!ops.is_empty());
+                    Ok(levels < stop_after)
+                };
+                if by_vars {
+                    g.new_ops_by_variables(&starts, dir, max_depth, &Cancel::new(), level)
+                } else {
+                    g.walk_new_ops(&starts, dir, max_depth, &Cancel::new(), level)
+                }
+                .unwrap();
+                got
+            };
+            prop_assert_eq!(walk(false), walk(true));
         }
 
         #[test]
