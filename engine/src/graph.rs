@@ -153,8 +153,8 @@ impl OpGraph {
         let ops = adj.ops as usize;
         // Each group's far ends, `spans[g]` delimiting them in `fars`; the
         // near ends as (variable, group).
-        let (mut spans, mut fars) = (vec![[0u32; 2]; ops], Vec::new());
-        let (mut split, mut nears) = (Vec::new(), Vec::new());
+        let (mut spans, mut fars) = (vec![[0u32; 2]; ops], Vec::with_capacity(near_of.len()));
+        let (mut split, mut nears) = (Vec::new(), Vec::with_capacity(near_of.len()));
         // Every edge's ends, grouped by op: read in edge order and written
         // to each op's place (an op's edges need not be recorded together,
         // and reading them op by op would read the ends out of order).
@@ -168,8 +168,21 @@ impl OpGraph {
         let mut pairs: Vec<(u32, u32)> = Vec::new();
         let mut runs: Vec<(usize, usize)> = Vec::new();
         for (o, w) in (0u32..).zip(adj.op_off.windows(2)) {
+            let edges = by_op.get(w[0] as usize..w[1] as usize)?;
+            if let Some(&(v, _)) = edges.first() {
+                if edges.iter().all(|p| p.0 == v) {
+                    // One near end (most ops write one variable): whole.
+                    let start = u32::try_from(fars.len()).ok()?;
+                    fars.extend(edges.iter().map(|p| p.1));
+                    let kept = sort_dedup(fars.get_mut(start as usize..)?);
+                    fars.truncate(start as usize + kept);
+                    spans[o as usize] = [start, u32::try_from(fars.len()).ok()?];
+                    nears.push((v, o));
+                    continue;
+                }
+            }
             pairs.clear();
-            pairs.extend_from_slice(by_op.get(w[0] as usize..w[1] as usize)?);
+            pairs.extend_from_slice(edges);
             pairs.sort_unstable();
             pairs.dedup();
             // Runs of one near end each, its far ends in order.
@@ -235,19 +248,14 @@ impl OpGraph {
             for &x in fars.get(a as usize..b as usize)? {
                 let x = x as usize;
                 let (&from, &to) = (var_off.get(x)?, var_off.get(x + 1)?);
-                far.extend_from_slice(near.get(from as usize..to as usize)?);
+                for &h in near.get(from as usize..to as usize)? {
+                    far.push(h);
+                }
             }
             // Each group once, in order (most rows hold one or two).
-            if far.len() - start > 1 {
-                far[start..].sort_unstable();
-                let mut kept = start + 1;
-                for i in start + 1..far.len() {
-                    if far[i] != far[kept - 1] {
-                        far[kept] = far[i];
-                        kept += 1;
-                    }
-                }
-                far.truncate(kept);
+            if let Some(row) = far.get_mut(start..).filter(|r| r.len() > 1) {
+                let kept = sort_dedup(row);
+                far.truncate(start + kept);
             }
             if far.len() > most {
                 return None;
@@ -1218,6 +1226,31 @@ fn op_levels(
     Ok(())
 }
 
+/// Sorts `ids` and moves its distinct values to its front, in order;
+/// returns how many there are. A few ids (most rows of a trace's ops hold
+/// one to three) are sorted in place by insertion, without a call.
+fn sort_dedup(ids: &mut [u32]) -> usize {
+    if ids.len() <= 8 {
+        for i in 1..ids.len() {
+            let mut j = i;
+            while j > 0 && ids[j - 1] > ids[j] {
+                ids.swap(j - 1, j);
+                j -= 1;
+            }
+        }
+    } else {
+        ids.sort_unstable();
+    }
+    let mut kept = 0;
+    for i in 0..ids.len() {
+        if kept == 0 || ids[i] != ids[kept - 1] {
+            ids[kept] = ids[i];
+            kept += 1;
+        }
+    }
+    kept
+}
+
 /// How many nodes a level walk makes room for at its start, at most (as
 /// many as the trace's variables when fewer).
 const FIRST_ROOM: usize = 1024;
@@ -1979,6 +2012,17 @@ mod tests {
     }
 
     proptest! {
+        #[test]
+        fn sort_dedup_keeps_each_id_once_in_order(
+            ids in proptest::collection::vec(0u32..20, 0..24)) {
+            let mut want = ids.clone();
+            want.sort_unstable();
+            want.dedup();
+            let mut got = ids;
+            let kept = sort_dedup(&mut got);
+            prop_assert_eq!(&got[..kept], &want[..]);
+        }
+
         #[test]
         fn sort_distinct_sorts_near_and_far_ids_and_leaves_the_bitmap_clear(
             ids in proptest::collection::hash_set(0u32..4096, 0..200),
