@@ -1338,3 +1338,52 @@ fn closing_after_imports_leaves_no_log_for_a_reader_to_replay() {
     let db = Database::open_read_only(&path).unwrap();
     assert_eq!(db.traces().unwrap().len(), 3);
 }
+
+/// `RETURN ops` walks the ops as a graph of their own when the walk is
+/// plain; an `UNTIL` that never holds takes the general walk over the
+/// variables' visits. On traces recorded by someone else (ops cut into
+/// groups, variables written by many ops), both give the same rows, from
+/// every variable, both ways, whole and bounded.
+#[test]
+fn ops_of_the_ops_graph_are_the_ops_of_the_general_walk_on_recorded_traces() {
+    let (_dir, db) = db();
+    for system in ["long_context", "rag", "mem0", "evermemos"] {
+        let path = format!(
+            "{}/tests/fixtures/devsplit/{system}-locomo_1.json",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let text = std::fs::read_to_string(&path).unwrap();
+        import(&db, &text).unwrap();
+    }
+    let vars = db.query("FIND vars").unwrap().rows;
+    assert!(vars.len() > 1500, "{} variables", vars.len());
+    let (mut compared, mut with_ops) = (0, 0);
+    for row in &vars {
+        let (Some(trace), Some(node)) = (row[0].as_str(), row[1].as_str()) else {
+            panic!("a variable row without a trace and a node: {row:?}");
+        };
+        let node = node.replace('\'', "''");
+        for walk in ["TRACE", "FORWARD"] {
+            for depth in ["", "DEPTH 2 "] {
+                let head = format!("{walk} '{node}' IN TRACE '{trace}' {depth}");
+                let plain = db.query(&format!("{head}RETURN ops")).unwrap().rows;
+                let general = db
+                    .query(&format!("{head}UNTIL var.name = '\u{1}' RETURN ops"))
+                    .unwrap()
+                    .rows;
+                assert!(
+                    plain == general,
+                    "{head}: {} rows, the general walk's {}",
+                    plain.len(),
+                    general.len()
+                );
+                compared += 1;
+                with_ops += usize::from(!plain.is_empty());
+            }
+        }
+    }
+    assert!(
+        with_ops > compared / 3,
+        "{with_ops} of {compared} walks found ops"
+    );
+}

@@ -99,9 +99,9 @@ pub struct TraceGraph {
     out_far: Vec<u32>,
     /// The ops going backward as a graph of their own (see [`OpGraph`]),
     /// for a walk that gathers ops. Made by the first such walk (a graph
-    /// only counted or walked for nodes never holds it); `None` when it
-    /// would be larger than walking the variables, which such a walk then
-    /// does.
+    /// only counted or walked for nodes never holds it); `None` when its
+    /// ids would outgrow 32 bits, and such a walk goes through the
+    /// variables.
     in_ops: OnceLock<Option<OpGraph>>,
     /// The ops going forward as a graph of their own (see `in_ops`).
     out_ops: OnceLock<Option<OpGraph>>,
@@ -115,7 +115,10 @@ pub struct TraceGraph {
 /// end of a group crosses the op to all the group's far ends. Most ops are
 /// one group (each input feeds each output), whose id is the op's own; the
 /// groups of an op cut in several are numbered from the trace's op count
-/// up. A group's row lists the groups that hold its far ends as near ends.
+/// up. A group's row lists the groups that hold its far ends as near ends,
+/// or, for a far end written by several groups and read by several, the
+/// hub that stands for them (see `hubs`): rows then hold at most three
+/// entries per edge of the trace.
 ///
 /// Walked level by level, the groups are reached at the depths at which a
 /// walk over variables first crosses their edges, so each op at the least
@@ -138,13 +141,18 @@ struct OpGraph {
     near: Vec<u32>,
     /// The op of each group numbered from `ops` up, in order.
     split: Vec<u32>,
+    /// The variable of each hub, the nodes numbered after the groups: a
+    /// variable written by several groups and read by several, which a
+    /// row names once instead of naming each of its writers (a variable
+    /// updated in place by many ops, read by many, would otherwise give
+    /// rows as many entries as writers times readers). A hub reached in a
+    /// level adds its writers' groups to that level; its own row is empty.
+    hubs: Vec<u32>,
 }
 
 impl OpGraph {
-    /// The groups of `adj`'s ops in `dir`, and their rows. `None` when the
-    /// rows would hold more than twice as many entries as the trace has
-    /// edges (variables written and read by many ops each: a walk over
-    /// variables reads fewer), or more than 32-bit offsets can name.
+    /// The groups of `adj`'s ops in `dir`, their hubs and their rows: at
+    /// most three entries per edge. `None` when they outgrow 32-bit ids.
     fn new(adj: &Adjacency, dir: Direction) -> Option<OpGraph> {
         let (near_of, far_of) = match dir {
             Direction::Backward => (&adj.target, &adj.source),
@@ -238,18 +246,41 @@ impl OpGraph {
             *near.get_mut(*slot as usize)? = g;
             *slot += 1;
         }
-        // Each group's row: the groups of its far ends, each once.
-        let most = 2 * near_of.len();
-        let mut off = Vec::with_capacity(spans.len() + 1);
+        // The hubs: variables whose writers' groups, named in each row that
+        // reads them, would be more entries than naming them once.
+        let mut readers = vec![0u32; vars];
+        for &x in &fars {
+            let r = readers.get_mut(x as usize)?;
+            *r = r.saturating_add(1);
+        }
+        let first_hub = u32::try_from(spans.len()).ok()?;
+        let (mut hub_of, mut hubs) = (vec![u32::MAX; vars], Vec::new());
+        for (x, (&r, w)) in (0u32..).zip(readers.iter().zip(var_off.windows(2))) {
+            let writers = w[1] - w[0];
+            if u64::from(writers) * u64::from(r) > u64::from(writers) + u64::from(r) {
+                *hub_of.get_mut(x as usize)? =
+                    first_hub.checked_add(u32::try_from(hubs.len()).ok()?)?;
+                hubs.push(x);
+            }
+        }
+        drop(readers);
+        // Each group's row: the groups of its far ends, or their hubs, each
+        // once.
+        let mut off = Vec::with_capacity(spans.len() + hubs.len() + 1);
         let mut far: Vec<u32> = Vec::new();
         for &[a, b] in &spans {
             let start = far.len();
             off.push(u32::try_from(start).ok()?);
             for &x in fars.get(a as usize..b as usize)? {
                 let x = x as usize;
-                let (&from, &to) = (var_off.get(x)?, var_off.get(x + 1)?);
-                for &h in near.get(from as usize..to as usize)? {
-                    far.push(h);
+                match *hub_of.get(x)? {
+                    u32::MAX => {
+                        let (&from, &to) = (var_off.get(x)?, var_off.get(x + 1)?);
+                        for &h in near.get(from as usize..to as usize)? {
+                            far.push(h);
+                        }
+                    }
+                    hub => far.push(hub),
                 }
             }
             // Each group once, in order (most rows hold one or two).
@@ -257,11 +288,10 @@ impl OpGraph {
                 let kept = sort_dedup(row);
                 far.truncate(start + kept);
             }
-            if far.len() > most {
-                return None;
-            }
         }
-        off.push(u32::try_from(far.len()).ok()?);
+        // The hubs' rows, empty, then the end.
+        let end = u32::try_from(far.len()).ok()?;
+        off.extend(std::iter::repeat_n(end, hubs.len() + 1));
         far.extend([0; WINDOW]);
         Some(OpGraph {
             ops: adj.ops,
@@ -270,11 +300,17 @@ impl OpGraph {
             var_off,
             near,
             split,
+            hubs,
         })
     }
 
-    /// How many groups the graph has.
+    /// How many groups the graph has (its nodes before the hubs).
     fn groups(&self) -> usize {
+        self.off.len().saturating_sub(1 + self.hubs.len())
+    }
+
+    /// How many nodes the graph has: its groups and its hubs.
+    fn nodes(&self) -> usize {
         self.off.len().saturating_sub(1)
     }
 
@@ -292,7 +328,8 @@ impl OpGraph {
             + self.far.capacity()
             + self.var_off.capacity()
             + self.near.capacity()
-            + self.split.capacity())
+            + self.split.capacity()
+            + self.hubs.capacity())
     }
 }
 
@@ -408,7 +445,7 @@ impl TraceGraph {
     }
 
     /// The ops in `dir` as a graph of their own, made on first use; `None`
-    /// when walking the variables is the smaller walk.
+    /// when its ids would outgrow 32 bits.
     fn op_graph(&self, dir: Direction) -> Option<&OpGraph> {
         let cell = match dir {
             Direction::Backward => &self.in_ops,
@@ -558,7 +595,7 @@ impl TraceGraph {
     /// gets that level's new ops in id order (it may reorder or empty
     /// `ops`; the next level does not read them). The ops are walked as a
     /// graph of their own ([`OpGraph`], made by the first such walk), not
-    /// through the variables, unless that graph would be the larger. Stops
+    /// through the variables (unless its ids would outgrow 32 bits). Stops
     /// when `level` answers false.
     pub fn walk_new_ops(
         &self,
@@ -1164,8 +1201,8 @@ fn op_levels(
     if max_depth == Some(0) {
         return Ok(());
     }
-    let (ops, groups) = (graph.ops, graph.groups());
-    let mut seen = vec![0u64; groups.div_ceil(64)];
+    let ops = graph.ops;
+    let mut seen = vec![0u64; graph.nodes().div_ceil(64)];
     // The sink word of `keep_row`.
     seen.push(u64::MAX);
     // Ops seen, of those cut in several groups; `order` is scratch for
@@ -1182,6 +1219,9 @@ fn op_levels(
     nodes.truncate(held);
     let mut depth = 1u32;
     while !nodes.is_empty() {
+        if !graph.hubs.is_empty() {
+            reach_through_hubs(graph, &mut seen, &mut nodes);
+        }
         fresh.clear();
         for &g in &nodes {
             if g < ops {
@@ -1224,6 +1264,24 @@ fn op_levels(
         nodes.extend_from_slice(next.get(..held).unwrap_or(&[]));
     }
     Ok(())
+}
+
+/// Adds to a level of `graph`'s `nodes` the groups, not yet `seen`, of
+/// each hub among them (a hub reached in a level stands for its writers'
+/// groups in that level; see [`OpGraph::hubs`]).
+fn reach_through_hubs(graph: &OpGraph, seen: &mut [u64], nodes: &mut Vec<u32>) {
+    let first_hub = graph.groups();
+    let mut i = 0;
+    while let Some(&h) = nodes.get(i) {
+        if let Some(&x) = (h as usize)
+            .checked_sub(first_hub)
+            .and_then(|k| graph.hubs.get(k))
+        {
+            let held = keep_unseen(seen, graph.of_var(x), nodes, nodes.len());
+            nodes.truncate(held);
+        }
+        i += 1;
+    }
 }
 
 /// Sorts `ids` and moves its distinct values to its front, in order;
@@ -1652,32 +1710,48 @@ mod tests {
     }
 
     #[test]
-    fn ops_whose_graph_outgrows_the_edges_are_walked_through_the_variables() {
+    fn a_variable_of_many_writers_and_readers_is_a_hub_named_once_per_row() {
         // Variable 0 is written by five ops (each from an input of its own)
-        // and read by five (each to an output of its own): going backward,
-        // each reader's row holds all five writers, 25 entries for 10 edges.
+        // and read by five (each to an output of its own). Going backward,
+        // each reader's row would name all five writers (25 entries for 10
+        // edges); it names the hub instead, which reaches them in the same
+        // level.
         let mut edges = Vec::new();
         for k in 0..5u32 {
             edges.push((1 + k, 0, k));
             edges.push((0, 6 + k, 5 + k));
         }
         let g = TraceGraph::from_edges(11, 10, &edges).unwrap();
-        assert!(g.op_graph(Direction::Backward).is_none());
-        let mut got = Vec::new();
-        g.walk_new_ops(
-            &[6, 7],
-            Direction::Backward,
-            None,
-            &Cancel::new(),
-            |d, ops| {
-                got.extend(ops.iter().map(|&o| (d, o)));
-                Ok(true)
-            },
-        )
-        .unwrap();
+        let back = g.op_graph(Direction::Backward).unwrap();
+        assert_eq!((back.groups(), &back.hubs[..]), (10, &[0][..]));
+        for reader in 5..10 {
+            assert_eq!(
+                &back.far[back.off[reader] as usize..back.off[reader + 1] as usize],
+                &[10]
+            );
+        }
+        let walk = |starts: &[u32], max_depth| {
+            let mut got = Vec::new();
+            g.walk_new_ops(
+                starts,
+                Direction::Backward,
+                max_depth,
+                &Cancel::new(),
+                |d, ops| {
+                    got.extend(ops.iter().map(|&o| (d, o)));
+                    Ok(true)
+                },
+            )
+            .unwrap();
+            got
+        };
+        let all = vec![(1, 5), (1, 6), (2, 0), (2, 1), (2, 2), (2, 3), (2, 4)];
+        assert_eq!(walk(&[6, 7], None), all);
+        assert_eq!(walk(&[6, 7], Some(1)), all[..2].to_vec());
+        // From the hub itself: its writers at depth 1, once.
         assert_eq!(
-            got,
-            vec![(1, 5), (1, 6), (2, 0), (2, 1), (2, 2), (2, 3), (2, 4)]
+            walk(&[0, 8], None),
+            vec![(1, 0), (1, 1), (1, 2), (1, 3), (1, 4), (1, 7)]
         );
     }
 
