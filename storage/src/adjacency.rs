@@ -69,10 +69,10 @@ fn damaged(reason: String) -> StorageError {
     }
 }
 
-/// Counting sort of edge ids by a key: offsets (`groups + 1` of them) and
-/// the edge ids grouped by key, each group in edge order. Every key must be
-/// below `groups`.
-fn group(groups: u32, keys: &[u32]) -> (Vec<u32>, Vec<u32>) {
+/// Counting sort of ids by a key (`keys[i]` is id `i`'s): offsets (`groups
+/// + 1` of them) and the ids grouped by key, each group in id order. Every
+/// key must be below `groups` (the keys of a checked [`Adjacency`] are).
+pub fn group(groups: u32, keys: &[u32]) -> (Vec<u32>, Vec<u32>) {
     let mut off = vec![0u32; groups as usize + 1];
     for &k in keys {
         off[k as usize + 1] += 1;
