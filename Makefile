@@ -9,11 +9,14 @@ demo: deps
 
 # Run every test of the workspace (unit, property, end-to-end, crash safety, doc tests), then the
 # web viewer's tests in headless Chromium against the binary that cargo test built, then the Python
-# binding's tests (its wheel built with the same profile and target/, in a virtual environment).
+# binding's tests (its wheel built with the same profile and target/, in a virtual environment),
+# then the live tests: an OpenTelemetry-instrumented app exporting to `memtrace serve`, and
+# `memtrace mcp` driven by the MCP Python client SDK (pinned packages, in a virtual environment).
 test: deps
 	cargo test --locked
 	bash scripts/browser-tests.sh
 	bash scripts/python-tests.sh
+	bash scripts/live-tests.sh
 
 deps:
 	@bash scripts/deps.sh

@@ -9,6 +9,7 @@ mod import_bench;
 mod llm_bench;
 mod measure;
 mod memtrace_side;
+mod otlp_bench;
 mod pattern_bench;
 mod peer;
 mod protocol;
@@ -101,6 +102,10 @@ enum BenchCommand {
     /// and the ops' walks alone, and the ops read by batches and by rows, taking turns in
     /// rounds; least and median times beside the count query's.
     WalkSplit(crate::walk_split::WalkSplitArgs),
+    /// Spans per second taken by the OTLP/HTTP receiver (`memtrace collect`, several exporters
+    /// posting protobuf batches), beside `memtrace import` of the same spans; needs the release
+    /// `memtrace` binary beside this one (cargo build --release -p memtrace-repl).
+    Otlp(crate::otlp_bench::OtlpBenchArgs),
     /// One measured step of the pattern benchmark (internal).
     #[command(hide = true)]
     PatternStep(crate::pattern_bench::PatternStepArgs),
@@ -130,6 +135,7 @@ fn run(cmd: BenchCommand) -> Result<ExitCode> {
         BenchCommand::Patterns(a) => pattern_bench::run(&a),
         BenchCommand::Attribution(a) => attr_bench::run(&a),
         BenchCommand::WalkSplit(a) => walk_split::run(&a),
+        BenchCommand::Otlp(a) => otlp_bench::run(&a),
         BenchCommand::PatternStep(a) => {
             let r = pattern_bench::step(&a)?;
             println!("{}", serde_json::to_string(&r)?);

@@ -274,6 +274,22 @@ impl Database {
         }
     }
 
+    /// Imports the spans an OTLP receiver kept until their traces were
+    /// complete: OTLP requests (each with a name for its place in errors;
+    /// [`crate::split_request`] makes one per trace), `bytes` long in all,
+    /// one trace per trace id, mapped as the OTLP file import maps them.
+    /// A span received twice is kept as first received (an exporter that
+    /// retries sends it again). Each trace is stored whole, or not at all.
+    pub fn import_otlp(
+        &self,
+        requests: Vec<(String, serde_json::Map<String, serde_json::Value>)>,
+        bytes: u64,
+        source: &str,
+        opts: &ImportOptions,
+    ) -> Result<Vec<ImportedTrace>> {
+        import::import_otlp(&self.store, requests, bytes, source, opts)
+    }
+
     /// Imports files and folders (searched recursively for `*.json` and
     /// `*.jsonl`). Each file is all-or-nothing; a failed file does not stop
     /// the others. `progress` hears about files and bytes read.

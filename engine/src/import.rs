@@ -363,8 +363,9 @@ fn otlp_traces(
     requests: Vec<(String, Map<String, Value>)>,
     bytes: u64,
     source: &str,
+    keep_first: bool,
 ) -> Result<Vec<Ready>> {
-    let traces = otlp::convert(requests).map_err(|(at, i)| invalid(&at, i))?;
+    let traces = otlp::convert(requests, keep_first).map_err(|(at, i)| invalid(&at, i))?;
     let total = traces.iter().map(|t| t.spans as u64).sum::<u64>().max(1);
     let mut left = bytes;
     let last = traces.len().saturating_sub(1);
@@ -403,7 +404,9 @@ fn read_traces<R: Read>(
 fn traces_of(input: Input, source: &str) -> Result<Vec<Ready>> {
     match input {
         Input::Export(r) => Ok(vec![*r]),
-        Input::Otlp(doc, bytes) => otlp_traces(vec![(source.to_string(), doc)], bytes, source),
+        Input::Otlp(doc, bytes) => {
+            otlp_traces(vec![(source.to_string(), doc)], bytes, source, false)
+        }
     }
 }
 
@@ -687,6 +690,20 @@ pub(crate) fn import_json<R: Read>(
     store_all(store, traces, opts, source)
 }
 
+/// Imports the spans an OTLP receiver kept, as requests (each named by its
+/// place, for errors), `bytes` long in all: one trace per trace id, a span
+/// received twice kept as first received.
+pub(crate) fn import_otlp(
+    store: &Store,
+    requests: Vec<(String, Map<String, Value>)>,
+    bytes: u64,
+    source: &str,
+    opts: &ImportOptions,
+) -> Result<Vec<ImportedTrace>> {
+    let traces = otlp_traces(requests, bytes, source, true)?;
+    store_all(store, traces, opts, source)
+}
+
 /// Imports JSON Lines from a buffered reader. Every line is validated before
 /// any is stored; `reopen` gives the input again for the writing pass (the
 /// lines are kept in memory when it is `None`). A file whose lines are OTLP
@@ -786,7 +803,7 @@ pub(crate) fn import_lines(
         }
     }
     if !requests.is_empty() {
-        let traces = otlp_traces(requests, read, source)?;
+        let traces = otlp_traces(requests, read, source, false)?;
         return store_all(store, traces, opts, source);
     }
     let mut out = Vec::new();

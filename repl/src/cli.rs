@@ -233,6 +233,38 @@ pub enum Command {
         /// Print one line per request on standard error.
         #[arg(long)]
         log: bool,
+        /// Do not receive OpenTelemetry traces on /v1/traces.
+        #[arg(long)]
+        no_otlp: bool,
+        #[command(flatten)]
+        otlp: OtlpArgs,
+    },
+    /// Receive OpenTelemetry traces over OTLP/HTTP (POST /v1/traces) and store each trace once complete.
+    #[command(
+        after_help = "Examples:\n  memtrace collect                       then run your app with OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318\n  memtrace --db live.db collect --otlp-quiet 2 --log\n\nThe receiver of `memtrace serve`, without the viewer, on the OTLP/HTTP port (4318). It creates\nthe database when it is missing. Protobuf and JSON bodies, gzip or not. Spans are written ahead\nto the database folder's otlp-spool.log before each 200, so a crash loses nothing acknowledged.\nA trace is stored once its root span came and --otlp-quiet seconds passed without a new span of\nit (--otlp-orphan-wait seconds when its root never came), and every trace held is stored at\nCtrl-C. A span that comes after its trace was stored has the trace stored again, whole, under\nthe same graph id, and the earlier one dropped (`memtrace log` says so)."
+    )]
+    Collect {
+        /// Address to listen on (HOST:PORT; port 0 picks a free port). Loopback unless you say otherwise.
+        #[arg(long, default_value = "127.0.0.1:4318")]
+        addr: String,
+        /// Disconnect a client that sends nothing for this many seconds (headers, body, or between requests).
+        #[arg(long, default_value = "20", value_parser = crate::query::parse_timeout)]
+        idle_timeout: std::time::Duration,
+        /// Print one line per request and per stored trace on standard error.
+        #[arg(long)]
+        log: bool,
+        #[command(flatten)]
+        otlp: OtlpArgs,
+    },
+    /// A Model Context Protocol server on standard input and output, for coding agents.
+    #[command(
+        after_help = "Examples:\n  memtrace mcp                           what an MCP client starts (it speaks on stdin/stdout)\n  memtrace --db runs.db mcp --allow-writes\n  claude mcp add memtrace -- memtrace --db /abs/path/memtrace.db mcp\n\nTools: list_traces, query (a statement with a row and a time limit), explain, show_value,\nfailed_cases, attribute_case (evidence; llm and hybrid when an endpoint is configured),\nrun_pattern, describe (schema and language); with --allow-writes also execute (ATTRIBUTE,\nSAVE PATTERN, DROP PATTERN). Without --allow-writes it opens the database read-only at each\ncall, so it runs beside memtrace serve. README.md, section \"memtrace mcp\", tells how to\nregister it with an agent."
+    )]
+    Mcp {
+        /// Add the execute tool, which stores verdicts and patterns (the database is then held
+        /// open to write, so memtrace serve cannot run beside it).
+        #[arg(long)]
+        allow_writes: bool,
     },
     /// Run failure patterns (built-in and saved) over every trace: hits per pattern and per trace, with examples.
     #[command(
@@ -447,6 +479,8 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             query_timeout,
             idle_timeout,
             log,
+            no_otlp,
+            otlp,
         } => crate::serve::serve(
             &cli.db,
             &crate::serve::ServeOptions {
@@ -455,6 +489,30 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
                 query_timeout: std::time::Duration::from_secs(query_timeout),
                 idle_timeout,
                 log,
+                receiver: (!no_otlp).then(|| otlp.options(log)),
+                viewer: true,
+                create: false,
+            },
+        ),
+        Command::Mcp { allow_writes } => {
+            crate::mcp::run(&cli.db, &crate::mcp::McpOptions { allow_writes })
+        }
+        Command::Collect {
+            addr,
+            idle_timeout,
+            log,
+            otlp,
+        } => crate::serve::serve(
+            &cli.db,
+            &crate::serve::ServeOptions {
+                addr,
+                threads: 2,
+                query_timeout: std::time::Duration::from_secs(30),
+                idle_timeout,
+                log,
+                receiver: Some(otlp.options(log)),
+                viewer: false,
+                create: true,
             },
         ),
         Command::Patterns {
@@ -573,6 +631,35 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             seed,
             output,
         } => synth(variables, edges, sessions, traces, seed, &output),
+    }
+}
+
+/// The OTLP/HTTP receiver's settings (`memtrace serve`, `memtrace collect`).
+#[derive(Debug, clap::Args)]
+pub struct OtlpArgs {
+    /// OTLP: store a trace this many seconds after its root span and its last span came.
+    #[arg(long, default_value = "5", value_parser = crate::query::parse_timeout)]
+    otlp_quiet: std::time::Duration,
+    /// OTLP: store a trace whose root span never came after this many seconds without a new span.
+    #[arg(long, default_value = "60", value_parser = crate::query::parse_timeout)]
+    otlp_orphan_wait: std::time::Duration,
+    /// OTLP: largest request body in MiB, as sent and once decompressed (413 past it).
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    otlp_max_body: u64,
+    /// OTLP: MiB of spans held for traces not yet stored; past it, requests get 503 with Retry-After.
+    #[arg(long, default_value_t = 512, value_parser = clap::value_parser!(u64).range(1..=65536))]
+    otlp_max_pending: u64,
+}
+
+impl OtlpArgs {
+    fn options(&self, log: bool) -> crate::receiver::ReceiverOptions {
+        crate::receiver::ReceiverOptions {
+            quiet: self.otlp_quiet,
+            orphan: self.otlp_orphan_wait,
+            max_body: (self.otlp_max_body << 20) as usize,
+            max_pending: (self.otlp_max_pending << 20) as usize,
+            log,
+        }
     }
 }
 

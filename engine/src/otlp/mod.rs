@@ -11,6 +11,7 @@
 mod eval;
 mod map;
 mod read;
+pub mod split;
 
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -43,9 +44,12 @@ pub(crate) type Failed = (String, Invalid);
 /// into one export per trace id, ordered by the trace's first start (then
 /// trace id). A trace may be spread over several requests (the lines of a
 /// collector's file); a span sent twice is kept once when both copies
-/// agree, and is an error when they differ.
+/// agree, and is an error when they differ, unless `keep_first` (a
+/// receiver's spans, where a copy is an exporter's retry): then the first
+/// copy is kept.
 pub(crate) fn convert(
     requests: Vec<(String, Map<String, Value>)>,
+    keep_first: bool,
 ) -> Result<Vec<Converted>, Failed> {
     let mut traces: Vec<(String, Vec<read::Span>)> = Vec::new();
     let mut by_id: HashMap<String, usize> = HashMap::new();
@@ -62,7 +66,7 @@ pub(crate) fn convert(
             let key = (s.trace_id.clone(), s.span_id.clone());
             if let Some(&(ti, si)) = seen.get(&key) {
                 let first = &traces[ti].1[si];
-                if same(first, &s) {
+                if keep_first || same(first, &s) {
                     continue;
                 }
                 return Err((
@@ -137,23 +141,26 @@ mod tests {
 
     #[test]
     fn spans_group_by_trace_across_requests() {
-        let out = convert(vec![
-            (
-                "f:1".into(),
-                req(json!([
-                    sp(T2, "00000000000000a1", "x", 50),
-                    sp(T1, "00000000000000b1", "y", 10)
-                ])),
-            ),
-            (
-                "f:2".into(),
-                req(json!([
-                    sp(T2, "00000000000000a2", "z", 60),
-                    // Sent again, the same: kept once.
-                    sp(T1, "00000000000000b1", "y", 10)
-                ])),
-            ),
-        ])
+        let out = convert(
+            vec![
+                (
+                    "f:1".into(),
+                    req(json!([
+                        sp(T2, "00000000000000a1", "x", 50),
+                        sp(T1, "00000000000000b1", "y", 10)
+                    ])),
+                ),
+                (
+                    "f:2".into(),
+                    req(json!([
+                        sp(T2, "00000000000000a2", "z", 60),
+                        // Sent again, the same: kept once.
+                        sp(T1, "00000000000000b1", "y", 10)
+                    ])),
+                ),
+            ],
+            false,
+        )
         .unwrap();
         assert_eq!(out.len(), 2);
         assert_eq!(out[0].export["graph_id"], format!("otel-{T1}"));
@@ -162,7 +169,7 @@ mod tests {
 
     #[test]
     fn a_span_sent_twice_with_other_content_is_an_error() {
-        let e = convert(vec![
+        let both = vec![
             (
                 "f:1".into(),
                 req(json!([sp(T1, "00000000000000b1", "y", 10)])),
@@ -171,16 +178,20 @@ mod tests {
                 "f:2".into(),
                 req(json!([sp(T1, "00000000000000b1", "other", 10)])),
             ),
-        ])
-        .unwrap_err();
+        ];
+        let e = convert(both.clone(), false).unwrap_err();
         assert_eq!(e.0, "f:2");
         assert_eq!(e.1.path, "resourceSpans[0].scopeSpans[0].spans[0].spanId");
         assert!(e.1.reason.contains("first at f:1"), "{}", e.1.reason);
+        // A receiver keeps the first copy (the second is an exporter's retry).
+        let kept = convert(both, true).unwrap();
+        assert_eq!(kept[0].spans, 1);
+        assert_eq!(kept[0].export["metadata"]["root_span_name"], "y");
     }
 
     #[test]
     fn no_spans_is_an_error() {
-        let e = convert(vec![("f".into(), req(json!([])))]).unwrap_err();
+        let e = convert(vec![("f".into(), req(json!([])))], false).unwrap_err();
         assert_eq!(e.1.path, "resourceSpans");
     }
 }

@@ -120,7 +120,7 @@ pub(crate) fn spans(doc: &Map<String, Value>, source: &Rc<str>) -> Result<Vec<Sp
     Ok(out)
 }
 
-fn array<'v>(v: Option<&'v Value>, path: &str) -> Result<&'v [Value], Invalid> {
+pub(crate) fn array<'v>(v: Option<&'v Value>, path: &str) -> Result<&'v [Value], Invalid> {
     match v {
         Some(Value::Array(a)) => Ok(a),
         None => Err(bad(path, "required field is missing")),
@@ -131,7 +131,7 @@ fn array<'v>(v: Option<&'v Value>, path: &str) -> Result<&'v [Value], Invalid> {
     }
 }
 
-fn object<'v>(v: &'v Value, path: &str) -> Result<&'v Map<String, Value>, Invalid> {
+pub(crate) fn object<'v>(v: &'v Value, path: &str) -> Result<&'v Map<String, Value>, Invalid> {
     match v {
         Value::Object(m) => Ok(m),
         other => Err(bad(
@@ -152,7 +152,7 @@ fn opt_str(m: &Map<String, Value>, key: &str, path: &str) -> Result<Option<Strin
     }
 }
 
-fn scope(v: Option<&Value>, path: &str) -> Result<Value, Invalid> {
+pub(crate) fn scope(v: Option<&Value>, path: &str) -> Result<Value, Invalid> {
     let mut out = Map::new();
     if let Some(v) = v.filter(|v| !v.is_null()) {
         let m = object(v, path)?;
@@ -169,7 +169,7 @@ fn scope(v: Option<&Value>, path: &str) -> Result<Value, Invalid> {
     Ok(Value::Object(out))
 }
 
-fn span(
+pub(crate) fn span(
     v: &Value,
     path: &str,
     resource: &Rc<Map<String, Value>>,

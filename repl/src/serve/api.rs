@@ -263,6 +263,19 @@ impl Api {
         &self.db
     }
 
+    /// Forgets what it keeps of traces (after traces were stored or dropped
+    /// beside it).
+    pub fn forget(&self) {
+        self.structures
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
+        self.failed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
+    }
+
     /// Answers one request. `body` is read only by the endpoints that take one.
     #[cfg(test)]
     pub fn handle(&self, method: &str, url: &str, body: &mut dyn Read) -> Reply {

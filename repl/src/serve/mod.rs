@@ -5,6 +5,7 @@
 mod api;
 mod assets;
 mod http;
+mod otlp;
 mod server;
 
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -19,6 +20,7 @@ pub use api::Api;
 use server::{Limits, Server};
 
 use crate::error::{CliError, Result};
+use crate::receiver::{Receiver, ReceiverOptions, Sink};
 
 /// How to serve.
 #[derive(Debug, Clone)]
@@ -34,7 +36,16 @@ pub struct ServeOptions {
     pub idle_timeout: Duration,
     /// Print one line per request on standard error.
     pub log: bool,
+    /// The OTLP/HTTP receiver on `/v1/traces`, when it receives.
+    pub receiver: Option<ReceiverOptions>,
+    /// Whether the viewer answers (`memtrace collect`: only the receiver).
+    pub viewer: bool,
+    /// Create the database when it is missing (`memtrace collect`).
+    pub create: bool,
 }
+
+/// OTLP requests written ahead at once.
+const OTLP_PLACES: usize = 8;
 
 /// How long a request waits for a free place before it gets 503.
 const QUEUE_WAIT: Duration = Duration::from_secs(10);
@@ -77,10 +88,29 @@ pub fn busy_hint(db_path: &Path, err: &CliError) -> Option<String> {
     ))
 }
 
+impl Sink for Api {
+    fn db(&self) -> &Database {
+        Api::db(self)
+    }
+
+    fn changed(&self) {
+        self.forget();
+    }
+}
+
 /// Serves the database at `db_path` until Ctrl-C.
 pub fn serve(db_path: &Path, opts: &ServeOptions) -> Result<ExitCode> {
     let addr = resolve(&opts.addr)?;
-    let db = Database::open_existing(db_path)?;
+    let name = if opts.viewer {
+        "memtrace serve"
+    } else {
+        "memtrace collect"
+    };
+    let db = if opts.create {
+        memtrace::Database::open(db_path)?
+    } else {
+        Database::open_existing(db_path)?
+    };
     if !addr.ip().is_loopback() {
         eprintln!(
             "warning: serving on {addr}, which other machines may reach: anyone who can connect can read every trace and add labels (there is no login); the default, 127.0.0.1, keeps it to this machine"
@@ -109,8 +139,33 @@ pub fn serve(db_path: &Path, opts: &ServeOptions) -> Result<ExitCode> {
         db_path.display().to_string(),
         opts.query_timeout,
     ));
+    let receiver = match &opts.receiver {
+        Some(ro) => Some(Arc::new(
+            Receiver::start(db_path, api.clone() as Arc<dyn Sink>, ro.clone()).map_err(|e| {
+                CliError::Usage(format!(
+                    "cannot open the OTLP spool in {}: {e}",
+                    db_path.display()
+                ))
+            })?,
+        )),
+        None => None,
+    };
+    let endpoint = receiver.as_ref().map(|r| {
+        Arc::new(otlp::Endpoint::new(
+            r.clone(),
+            OTLP_PLACES,
+            opts.idle_timeout,
+        ))
+    });
     let server = runtime
-        .block_on(Server::bind(addr, api.clone(), limits, opts.log))
+        .block_on(Server::bind(
+            addr,
+            api.clone(),
+            limits,
+            opts.log,
+            endpoint,
+            opts.viewer,
+        ))
         .map_err(|e| CliError::Usage(format!("cannot listen on {addr}: {e}")))?;
     let local = server
         .local_addr()
@@ -120,17 +175,39 @@ pub fn serve(db_path: &Path, opts: &ServeOptions) -> Result<ExitCode> {
     if let Err(e) = std::fs::write(&serve_file, note.to_string()) {
         eprintln!("warning: cannot write {}: {e}", serve_file.display());
     }
-    println!("memtrace serve: listening on http://{local}");
-    eprintln!(
-        "serving {} to http://{local}, {workers} requests at once; Ctrl-C stops",
-        db_path.display()
-    );
+    println!("{name}: listening on http://{local}");
+    if opts.viewer {
+        eprintln!(
+            "serving {} to http://{local}, {workers} requests at once; Ctrl-C stops",
+            db_path.display()
+        );
+    } else {
+        eprintln!(
+            "receiving OpenTelemetry traces into {}; Ctrl-C stops (and stores every trace held)",
+            db_path.display()
+        );
+    }
+    if let Some(r) = &receiver {
+        let o = r.options();
+        eprintln!(
+            "OTLP/HTTP: export with OTEL_EXPORTER_OTLP_ENDPOINT=http://{local} (spans to http://{local}{}); a trace is stored {} s after its root span and its last span came",
+            otlp::PATH,
+            o.quiet.as_secs_f64()
+        );
+    }
     runtime.block_on(server.run());
     // Work that a dropped answer left running stops at its next check.
     runtime.shutdown_timeout(DRAIN);
+    if let Some(r) = &receiver {
+        let held = r.counters().pending;
+        if held > 0 {
+            eprintln!("{name}: storing the {held} trace(s) held");
+        }
+        r.finish();
+    }
     let _ = std::fs::remove_file(&serve_file);
     api.db().flush()?;
-    eprintln!("memtrace serve: stopped");
+    eprintln!("{name}: stopped");
     Ok(ExitCode::SUCCESS)
 }
 

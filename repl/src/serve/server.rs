@@ -35,6 +35,7 @@ use tower_http::timeout::{TimeoutBody, TimeoutError};
 
 use super::api::MAX_SMALL_BODY;
 use super::http::{ApiError, Reply};
+use super::otlp::{self, Endpoint};
 use super::Api;
 
 /// The server's limits.
@@ -58,6 +59,10 @@ pub struct Limits {
 /// What the handlers share.
 struct Shared {
     api: Arc<Api>,
+    /// The OTLP/HTTP endpoint, when it receives.
+    otlp: Option<Arc<Endpoint>>,
+    /// Whether the viewer and its API answer (not under `memtrace collect`).
+    viewer: bool,
     loopback: bool,
     log: bool,
     limits: Limits,
@@ -383,8 +388,35 @@ async fn answer(
         .path_and_query()
         .map_or("/", |p| p.as_str())
         .to_string();
+    let path = req.uri().path().trim_end_matches('/').to_string();
+    if path == otlp::PATH {
+        if let Some(endpoint) = &shared.otlp {
+            // Only the Host check: the endpoint checks its own content types.
+            let resp = match guard(req.headers(), &Method::GET, shared.loopback) {
+                Some(e) => response(e.reply(), false),
+                None => {
+                    let (parts, body) = req.into_parts();
+                    endpoint.answer(&parts.method, &parts.headers, body).await
+                }
+            };
+            if shared.log {
+                eprintln!(
+                    "{method} {url} {} {:.1} ms",
+                    resp.status().as_u16(),
+                    start.elapsed().as_secs_f64() * 1e3
+                );
+            }
+            return Ok(resp);
+        }
+    }
+    let viewer_path = shared.viewer || path == "/api/health";
     let reply = match guard(req.headers(), &method, shared.loopback) {
         Some(e) => e.reply(),
+        None if !viewer_path => ApiError::not_found(format!(
+            "memtrace collect only receives OpenTelemetry traces: POST them to {} (memtrace serve has the viewer)",
+            otlp::PATH
+        ))
+        .reply(),
         None => work(&shared, method.as_str(), &url, req.into_body()).await,
     };
     if shared.log {
@@ -450,10 +482,14 @@ impl Server {
         api: Arc<Api>,
         limits: Limits,
         log: bool,
+        otlp: Option<Arc<Endpoint>>,
+        viewer: bool,
     ) -> io::Result<Server> {
         let listener = TcpListener::bind(addr).await?;
         let shared = Arc::new(Shared {
             api,
+            otlp,
+            viewer,
             loopback: addr.ip().is_loopback(),
             log,
             work: Arc::new(Semaphore::new(limits.workers.max(1))),

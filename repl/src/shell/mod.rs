@@ -6,7 +6,7 @@
 //! with standard input from a pipe or file it reads the same input without
 //! prompts.
 
-mod help;
+pub(crate) mod help;
 mod helper;
 mod lex;
 mod names;
