@@ -57,6 +57,7 @@ fn kv(key: &str, value: any_value::Value) -> KeyValue {
     KeyValue {
         key: key.into(),
         value: Some(AnyValue { value: Some(value) }),
+        ..Default::default()
     }
 }
 
@@ -331,7 +332,7 @@ pub fn run(a: &OtlpBenchArgs) -> Result<std::process::ExitCode> {
         }
         f.flush().map_err(fail)?;
     }
-    let json_bytes = std::fs::metadata(&jsonl)?.len();
+    let json_bytes = std::fs::metadata(&jsonl).map_err(fail)?.len();
     println!(
         "{} traces x {} spans = {spans} spans in {} requests ({} MiB protobuf, {} MiB as OTLP/JSON Lines); {} exporters",
         a.traces,

@@ -518,14 +518,21 @@ impl McpServer {
                         .is_none_or(|g| t.graph_id.contains(g.as_str()))
                 })
                 .collect();
+            let failed_only = a.failed_only.unwrap_or(false);
             let mut out = Vec::new();
             let mut matched = 0;
             for t in picked {
+                // Failed cases are counted only for the traces returned, and
+                // for every trace when only those with failed cases are asked for.
+                if !failed_only && out.len() >= limit {
+                    matched += 1;
+                    continue;
+                }
                 let failed = db
                     .failed_cases(Some(&format!("#{}", t.id)))
                     .map_err(analysis)?
                     .len();
-                if a.failed_only.unwrap_or(false) && failed == 0 {
+                if failed_only && failed == 0 {
                     continue;
                 }
                 matched += 1;

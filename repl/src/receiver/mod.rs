@@ -93,7 +93,6 @@ struct Held {
     offset: u64,
     /// Its JSON, while the trace is not stored (else read from the spool).
     json: Option<Arc<Vec<u8>>>,
-    spans: usize,
 }
 
 /// What the receiver knows of one trace id.
@@ -124,7 +123,7 @@ struct State {
 
 /// A batch of parts to write, and where to say it is written.
 struct Batch {
-    parts: Vec<(String, bool, usize, Vec<u8>)>,
+    parts: Vec<(String, bool, Vec<u8>)>,
     done: mpsc::SyncSender<Result<(), Refusal>>,
 }
 
@@ -181,11 +180,7 @@ impl Receiver {
                     root,
                 } => {
                     let t = state.traces.entry(trace_id).or_default();
-                    t.parts.push(Held {
-                        offset,
-                        json: None,
-                        spans: 0,
-                    });
+                    t.parts.push(Held { offset, json: None });
                     t.root |= root;
                     t.last = Some(now);
                 }
@@ -290,7 +285,7 @@ impl Receiver {
             bytes += json.len();
             spans += p.spans.len();
             let root = p.spans.iter().any(|s| s.parent.is_none());
-            parts.push((p.trace_id.clone(), root, p.spans.len(), json));
+            parts.push((p.trace_id.clone(), root, json));
         }
         if parts.is_empty() {
             self.inner.requests.fetch_add(1, Ordering::Relaxed);
@@ -341,6 +336,20 @@ impl Drop for Receiver {
     }
 }
 
+/// A part appended to the spool, to hold for its trace.
+struct Written {
+    trace_id: String,
+    root: bool,
+    offset: u64,
+    json: Vec<u8>,
+}
+
+/// A part of a trace being stored: where it is, and its JSON when held.
+struct PartRef {
+    offset: u64,
+    json: Option<Arc<Vec<u8>>>,
+}
+
 /// The writer: takes every batch waiting, appends them, syncs once, holds
 /// their parts, then says so to each.
 fn write_batches(inner: &Inner, rx: &mpsc::Receiver<Batch>) {
@@ -349,13 +358,13 @@ fn write_batches(inner: &Inner, rx: &mpsc::Receiver<Batch>) {
         while let Ok(b) = rx.try_recv() {
             batches.push(b);
         }
-        let mut written: Vec<Vec<(String, bool, usize, u64, Vec<u8>)>> = Vec::new();
+        let mut written: Vec<Vec<Written>> = Vec::new();
         let result = {
             let mut spool = lock(&inner.spool);
             let mut out = Ok(());
             for b in &mut batches {
                 let mut w = Vec::new();
-                for (trace_id, root, spans, json) in b.parts.drain(..) {
+                for (trace_id, root, json) in b.parts.drain(..) {
                     let rec = Record::Part {
                         trace_id,
                         root,
@@ -371,7 +380,12 @@ fn write_batches(inner: &Inner, rx: &mpsc::Receiver<Batch>) {
                             else {
                                 unreachable!("the record was made above")
                             };
-                            w.push((trace_id, root, spans, offset, json));
+                            w.push(Written {
+                                trace_id,
+                                root,
+                                offset,
+                                json,
+                            });
                         }
                         Err(e) => {
                             out = Err(e);
@@ -403,13 +417,18 @@ fn write_batches(inner: &Inner, rx: &mpsc::Receiver<Batch>) {
             let mut st = lock(&inner.state);
             let now = Instant::now();
             for w in &mut written {
-                for (trace_id, root, spans, offset, json) in w.drain(..) {
+                for Written {
+                    trace_id,
+                    root,
+                    offset,
+                    json,
+                } in w.drain(..)
+                {
                     st.pending_bytes += json.len();
                     let t = st.traces.entry(trace_id).or_default();
                     t.parts.push(Held {
                         offset,
                         json: Some(Arc::new(json)),
-                        spans,
                     });
                     t.root |= root;
                     t.last = Some(now);
@@ -468,10 +487,13 @@ fn assemble(inner: &Inner, trace_id: &str) {
             return;
         };
         t.busy = true;
-        let held: Vec<(u64, Option<Arc<Vec<u8>>>, usize)> = t
+        let held: Vec<PartRef> = t
             .parts
             .iter()
-            .map(|h| (h.offset, h.json.clone(), h.spans))
+            .map(|h| PartRef {
+                offset: h.offset,
+                json: h.json.clone(),
+            })
             .collect();
         (held, t.stored)
     };
@@ -526,12 +548,12 @@ fn assemble(inner: &Inner, trace_id: &str) {
 fn store(
     inner: &Inner,
     trace_id: &str,
-    held: &[(u64, Option<Arc<Vec<u8>>>, usize)],
+    held: &[PartRef],
     previous: Option<u64>,
 ) -> Result<u64, String> {
     let mut requests: Vec<(String, Map<String, Value>)> = Vec::with_capacity(held.len());
     let mut bytes = 0u64;
-    for (k, (offset, json, _)) in held.iter().enumerate() {
+    for (k, PartRef { offset, json }) in held.iter().enumerate() {
         let json = match json {
             Some(j) => j.clone(),
             None => match lock(&inner.spool).read_at(*offset) {

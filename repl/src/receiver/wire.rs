@@ -218,12 +218,14 @@ mod tests {
                     value: Some(AnyValue {
                         value: Some(any_value::Value::StringValue("LLM".into())),
                     }),
+                    ..Default::default()
                 },
                 KeyValue {
                     key: "llm.token_count.total".into(),
                     value: Some(AnyValue {
                         value: Some(any_value::Value::IntValue(42)),
                     }),
+                    ..Default::default()
                 },
             ],
             ..Default::default()

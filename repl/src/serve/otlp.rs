@@ -157,21 +157,15 @@ impl Endpoint {
                 )
             }
         };
-        let permit = match tokio::time::timeout(PLACE_WAIT, self.places.clone().acquire_owned())
-            .await
-        {
-            Ok(Ok(p)) => p,
-            _ => return Answer::error(
-                format,
-                429,
-                code::RESOURCE_EXHAUSTED,
-                &format!(
-                    "{} OTLP requests are being written and none finished within {} s; retry later",
-                    self.total,
-                    PLACE_WAIT.as_secs()
-                ),
-            )
-            .retry(1),
+        let place = self.places.clone().acquire_owned();
+        let waited = tokio::time::timeout(PLACE_WAIT, place).await;
+        let Ok(Ok(permit)) = waited else {
+            let message = format!(
+                "{} OTLP requests are being written and none finished within {} s; retry later",
+                self.total,
+                PLACE_WAIT.as_secs()
+            );
+            return Answer::error(format, 429, code::RESOURCE_EXHAUSTED, &message).retry(1);
         };
         let encoding = header("content-encoding");
         let receiver = self.receiver.clone();
