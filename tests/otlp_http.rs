@@ -5,7 +5,10 @@
 //! between the acknowledgement and the assembly loses nothing; spans that
 //! come after their trace was stored have it stored again; malformed,
 //! oversized and stalled bodies get their status; a burst of concurrent
-//! exporters (bounded, on loopback) loses and doubles nothing.
+//! exporters (bounded, on loopback) loses and doubles nothing. A trace
+//! stored again keeps the earlier one's verdicts and labels, even across a
+//! kill -9 between the two writes; the spool is emptied and rewritten, and
+//! a kill -9 in the middle of a rewrite loses no acknowledged span.
 
 mod common_cli;
 
@@ -37,9 +40,15 @@ impl Drop for Server {
 
 /// `memtrace ARGS...` (serve or collect), once it listens.
 fn start(cwd: &Path, db: &Path, args: &[&str]) -> Server {
+    start_with(cwd, db, args, &[], Stdio::null())
+}
+
+/// `start`, with these environment variables and its standard error there.
+fn start_with(cwd: &Path, db: &Path, args: &[&str], env: &[(&str, &str)], stderr: Stdio) -> Server {
     let mut child = command(cwd, Some(db), args)
+        .envs(env.iter().copied())
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(stderr)
         .spawn()
         .expect("start memtrace");
     let mut line = String::new();
@@ -168,6 +177,9 @@ fn fixture() -> Value {
     let text = std::fs::read_to_string(fixtures().join("otlp").join("rag_session.json")).unwrap();
     serde_json::from_str(&text).unwrap()
 }
+
+/// A span, with its resource and scope.
+type Span = (Value, Value, Value);
 
 /// Every span of an OTLP request, with its resource and scope.
 fn spans_of(doc: &Value) -> Vec<(Value, Value, Value)> {
@@ -728,4 +740,326 @@ fn too_much_held_gets_503_with_retry_after_and_collect_only_receives() {
         &["stats", "--format", "json"],
     )));
     assert!(stats["traces"].as_u64().unwrap() >= 2, "{stats}");
+}
+
+/// Stops a server with SIGTERM, as Ctrl-C would, and waits for it to exit.
+fn stop(mut server: Server) {
+    let pid = server.child.id().to_string();
+    assert!(std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let status = server.child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+}
+
+/// The ids (`#N`) of the traces stored under `graph_id`, as the viewer lists them.
+fn ids_of(addr: &str, graph_id: &str) -> Vec<u64> {
+    api(addr, "/api/traces")["traces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["graph_id"] == graph_id)
+        .map(|t| t["id"].as_u64().unwrap())
+        .collect()
+}
+
+/// Waits (30 s at most) until `graph_id` names one trace other than `old`; returns it.
+fn wait_for_replacement(addr: &str, graph_id: &str, old: u64) -> u64 {
+    let start = Instant::now();
+    loop {
+        let ids = ids_of(addr, graph_id);
+        if let [id] = ids[..] {
+            if id != old {
+                return id;
+            }
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "{graph_id} is still {ids:?} after 30 s"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// `text` with every byte but letters, digits and `-_.` percent-encoded.
+fn percent(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'_' | b'.' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// The spans of one trace of the fixture (its graph id), split by `late`.
+fn split_trace(graph_id: &str, late: impl Fn(&Value) -> bool) -> (Vec<Span>, Vec<Span>) {
+    let id = graph_id.trim_start_matches("otel-");
+    spans_of(&fixture())
+        .into_iter()
+        .filter(|(_, _, sp)| sp["traceId"] == id)
+        .partition(|(_, _, sp)| late(sp))
+}
+
+/// The verdicts and labels stored, as `FIND attributions` lists them.
+const ATTRIBUTIONS: &str =
+    "FIND attributions RETURN trace, case, method, author, error_type, op_id, reason ORDER BY method";
+
+/// A database whose RAG turn was received without its `embed_query` span,
+/// then attributed and labelled. Returns it, the id of the RAG trace, what
+/// `FIND attributions` lists and the span held back.
+fn attributed_without_a_span() -> (tempfile::TempDir, PathBuf, u64, Value, Vec<Span>) {
+    let (dir, db) = database();
+    let (late, first) = split_trace(RAG, |sp| sp["name"] == "embed_query");
+    assert_eq!(late.len(), 1);
+    let server = serve(dir.path(), &db, &["--otlp-quiet", "0.2"]);
+    assert_eq!(post_json(&server.addr, &request_of(&first)).0, 200);
+    wait_for(&server.addr, &[RAG]);
+    stop(server);
+    ok(run(dir.path(), Some(&db), &["attribute", "--trace", RAG]));
+    let server = serve(dir.path(), &db, &["--otlp-quiet", "0.2"]);
+    let cases = api(&server.addr, &format!("/api/traces/{RAG}/cases"));
+    let case = cases["cases"][0]["case"].as_str().unwrap().to_string();
+    let (status, _, body) = request(
+        &server.addr,
+        "POST",
+        &format!("/api/traces/{RAG}/cases/{}/labels", percent(&case)),
+        &[("Content-Type", "application/json")],
+        json!({
+            "error_type": "RetrievalError",
+            "op_id": "span-cdcc69292f45e678",
+            "reason": "the profile lookup left the move out",
+            "author": "reviewer"
+        })
+        .to_string()
+        .as_bytes(),
+    );
+    assert_eq!(status, 201, "{}", String::from_utf8_lossy(&body));
+    let listed = api_query(&server.addr, ATTRIBUTIONS);
+    assert_eq!(listed["rows"].as_array().unwrap().len(), 2, "{listed}");
+    let [old] = ids_of(&server.addr, RAG)[..] else {
+        panic!("{RAG} is not one trace")
+    };
+    stop(server);
+    (dir, db, old, listed, late)
+}
+
+/// Checks that the RAG trace `new`, stored again with its late span, holds
+/// the verdict and the label `listed` on the earlier trace `old`, and that
+/// `old` is gone.
+fn moved_over(addr: &str, old: u64, new: u64, listed: &Value) {
+    assert_eq!(&api_query(addr, ATTRIBUTIONS)["rows"], &listed["rows"]);
+    let (_, ops, _) = counts(&api(addr, "/api/traces"), RAG);
+    assert_eq!(ops, 7, "the late span is in the trace");
+    let labels = api(addr, &format!("/api/labels?trace=%23{new}"));
+    assert_eq!(labels["labels"].as_array().unwrap().len(), 1, "{labels}");
+    assert_eq!(labels["labels"][0]["author"], "reviewer", "{labels}");
+    let (status, _, _) = request(
+        addr,
+        "GET",
+        &format!("/api/labels?trace=%23{old}"),
+        &[],
+        b"",
+    );
+    assert_eq!(status, 404, "#{old} is dropped");
+}
+
+#[test]
+fn a_trace_stored_again_with_late_spans_keeps_its_verdicts_and_labels() {
+    let (dir, db, old, listed, late) = attributed_without_a_span();
+    let server = serve(dir.path(), &db, &["--otlp-quiet", "0.2"]);
+    assert_eq!(post_json(&server.addr, &request_of(&late)).0, 200);
+    let new = wait_for_replacement(&server.addr, RAG, old);
+    moved_over(&server.addr, old, new, &listed);
+    drop(server);
+    let log = stdout(&ok(run(dir.path(), Some(&db), &["log"])));
+    assert!(log.contains(&format!("superseded by #{new}")), "{log}");
+}
+
+#[test]
+fn a_kill_between_storing_a_trace_again_and_dropping_the_earlier_one_is_finished_at_the_next_start()
+{
+    let (dir, db, old, listed, late) = attributed_without_a_span();
+    let log = dir.path().join("stderr.log");
+    let server = start_with(
+        dir.path(),
+        &db,
+        &["serve", "--addr", "127.0.0.1:0", "--otlp-quiet", "0.2"],
+        &[("MEMTRACE_TEST_OTLP_STALL", "superseding")],
+        Stdio::from(std::fs::File::create(&log).unwrap()),
+    );
+    assert_eq!(post_json(&server.addr, &request_of(&late)).0, 200);
+    wait_stalled(&log, "superseding");
+    drop(server);
+    // Both are stored, whole; the verdict and the label are still the earlier one's.
+    let both = json(&ok(run(
+        dir.path(),
+        Some(&db),
+        &["traces", "--format", "json"],
+    )));
+    let rag: Vec<&Value> = both
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["graph_id"] == RAG)
+        .collect();
+    assert_eq!(rag.len(), 2, "{both}");
+    let server = serve(dir.path(), &db, &["--otlp-quiet", "0.2"]);
+    let new = wait_for_replacement(&server.addr, RAG, old);
+    assert!(new > old);
+    moved_over(&server.addr, old, new, &listed);
+}
+
+/// Waits (30 s at most) until the server logging to `log` stalls at `step`.
+fn wait_stalled(log: &Path, step: &str) {
+    let start = Instant::now();
+    let want = format!("stalled at {step}");
+    loop {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        if text.contains(&want) {
+            return;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "no {want:?} after 30 s: {text}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The size of the database's OTLP spool.
+fn spool_size(db: &Path) -> u64 {
+    std::fs::metadata(db.join("otlp-spool.log")).unwrap().len()
+}
+
+/// Waits (30 s at most) until `ok` holds of the spool's size; returns it.
+fn wait_spool(db: &Path, what: &str, ok: impl Fn(u64) -> bool) -> u64 {
+    let start = Instant::now();
+    loop {
+        let size = spool_size(db);
+        if ok(size) {
+            return size;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the spool is {size} bytes after 30 s, not {what}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The spool's size with no record in it (its header).
+const EMPTY_SPOOL: u64 = 8;
+
+/// Sends the follow-up turn without its root span (it waits: the orphan
+/// wait is long) and then the RAG turn (stored once quiet); returns the
+/// follow-up's root span and the spool's size once both are acknowledged.
+fn one_waiting_one_stored(addr: &str, db: &Path) -> (Vec<Span>, u64) {
+    let (root, waiting) = split_trace(FOLLOW_UP, |sp| {
+        sp["parentSpanId"].as_str().unwrap_or_default().is_empty()
+    });
+    assert_eq!(root.len(), 1);
+    assert_eq!(post_json(addr, &request_of(&waiting)).0, 200);
+    let (_, rag) = split_trace(RAG, |_| false);
+    assert_eq!(post_json(addr, &request_of(&rag)).0, 200);
+    (root, spool_size(db))
+}
+
+/// The export of `graph_id` is the file import's.
+fn as_the_file_import(dir: &Path, db: &Path, graph_id: &str) {
+    let other = dir.join("file.db");
+    if !other.exists() {
+        ok(run(
+            dir,
+            Some(&other),
+            &[
+                "import",
+                fixtures().join("otlp/rag_session.json").to_str().unwrap(),
+            ],
+        ));
+    }
+    assert_eq!(export(dir, db, graph_id), export(dir, &other, graph_id));
+}
+
+const WAITING: &[&str] = &[
+    "serve",
+    "--addr",
+    "127.0.0.1:0",
+    "--otlp-quiet",
+    "0.2",
+    "--otlp-orphan-wait",
+    "600",
+];
+
+#[test]
+fn the_spool_is_emptied_once_its_traces_are_stored_and_rewritten_past_its_slack() {
+    // The default slack: the stored trace's spans stay until the spool is emptied.
+    let (dir, db) = database();
+    let server = start(dir.path(), &db, WAITING);
+    let (root, sent) = one_waiting_one_stored(&server.addr, &db);
+    wait_for(&server.addr, &[RAG]);
+    // The marker saying the RAG turn is stored is appended.
+    let marked = wait_spool(&db, "longer", |s| s != sent);
+    assert!(marked > sent, "{marked} <= {sent}");
+    assert_eq!(post_json(&server.addr, &request_of(&root)).0, 200);
+    wait_for(&server.addr, &[FOLLOW_UP]);
+    wait_spool(&db, "emptied", |s| s == EMPTY_SPOOL);
+    drop(server);
+
+    // No slack: once the RAG turn is stored, the spool is rewritten with
+    // only the follow-up's spans, while the server runs.
+    let (dir, db) = database();
+    let server = start(
+        dir.path(),
+        &db,
+        &[WAITING, &["--otlp-spool-slack", "0"]].concat(),
+    );
+    let (root, sent) = one_waiting_one_stored(&server.addr, &db);
+    wait_for(&server.addr, &[RAG]);
+    let rewritten = wait_spool(&db, "smaller", |s| s < sent);
+    assert!(rewritten > EMPTY_SPOOL, "the waiting spans are kept");
+    // They are taken back from the rewritten spool after a kill -9.
+    drop(server);
+    let server = start(dir.path(), &db, WAITING);
+    assert_eq!(post_json(&server.addr, &request_of(&root)).0, 200);
+    wait_for(&server.addr, &[FOLLOW_UP]);
+    wait_spool(&db, "emptied", |s| s == EMPTY_SPOOL);
+    assert_eq!(ids_of(&server.addr, RAG).len(), 1);
+    drop(server);
+    as_the_file_import(dir.path(), &db, FOLLOW_UP);
+}
+
+#[test]
+fn a_kill_in_the_middle_of_a_spool_rewrite_loses_no_acknowledged_span() {
+    for step in ["written", "renamed"] {
+        let (dir, db) = database();
+        let log = dir.path().join("stderr.log");
+        let server = start_with(
+            dir.path(),
+            &db,
+            &[WAITING, &["--otlp-spool-slack", "0"]].concat(),
+            &[("MEMTRACE_TEST_OTLP_STALL", step)],
+            Stdio::from(std::fs::File::create(&log).unwrap()),
+        );
+        let (root, sent) = one_waiting_one_stored(&server.addr, &db);
+        wait_stalled(&log, step);
+        let new_spool = db.join("otlp-spool.log.new");
+        match step {
+            // The new spool is beside the old one, which is whole.
+            "written" => assert!(new_spool.exists() && spool_size(&db) > sent),
+            // The new spool replaced the old one.
+            _ => assert!(!new_spool.exists() && spool_size(&db) < sent),
+        }
+        drop(server);
+        let server = start(dir.path(), &db, WAITING);
+        assert!(!new_spool.exists(), "{step}");
+        assert_eq!(post_json(&server.addr, &request_of(&root)).0, 200);
+        wait_for(&server.addr, &[RAG, FOLLOW_UP]);
+        wait_spool(&db, "emptied", |s| s == EMPTY_SPOOL);
+        assert_eq!(ids_of(&server.addr, RAG).len(), 1, "{step}");
+        drop(server);
+        as_the_file_import(dir.path(), &db, FOLLOW_UP);
+        as_the_file_import(dir.path(), &db, RAG);
+    }
 }

@@ -91,6 +91,9 @@ pub struct Definition {
     pub json: String,
 }
 
+/// One OTLP/JSON request, `{"resourceSpans": [...]}`.
+pub type OtlpRequest = serde_json::Map<String, serde_json::Value>;
+
 impl Database {
     /// Opens the database at `path`, creating it when the path does not
     /// exist. No extension is registered.
@@ -279,7 +282,9 @@ impl Database {
     /// [`crate::split_request`] makes one per trace), `bytes` long in all,
     /// one trace per trace id, mapped as the OTLP file import maps them.
     /// A span received twice is kept as first received (an exporter that
-    /// retries sends it again). Each trace is stored whole, or not at all.
+    /// retries sends it again). Each trace is stored whole, or not at all,
+    /// and keeps the requests that hold its spans (see
+    /// [`Database::otlp_requests`]).
     pub fn import_otlp(
         &self,
         requests: Vec<(String, serde_json::Map<String, serde_json::Value>)>,
@@ -288,6 +293,39 @@ impl Database {
         opts: &ImportOptions,
     ) -> Result<Vec<ImportedTrace>> {
         import::import_otlp(&self.store, requests, bytes, source, opts)
+    }
+
+    /// The traces stored under `graph_id` by [`Database::import_otlp`], by
+    /// id, each with the OTLP requests it keeps (the spans it was made
+    /// from), for a receiver to store a trace again whole when more of its
+    /// spans come. Traces under that graph id that keep none (imported
+    /// from a file, or stored before requests were kept) are left out.
+    pub fn otlp_requests(&self, graph_id: &str) -> Result<Vec<(TraceId, Vec<OtlpRequest>)>> {
+        let view = self.store.read();
+        let mut out = Vec::new();
+        for t in view.traces_with_graph_id(graph_id)? {
+            let Some(bytes) = view.otlp_requests(t)? else {
+                continue;
+            };
+            let requests = serde_json::from_slice(&bytes).map_err(|e| {
+                EngineError::Storage(memtrace_storage::StorageError::Decode {
+                    what: "kept OTLP requests",
+                    reason: format!("trace #{t}: {e}"),
+                })
+            })?;
+            out.push((t, requests));
+        }
+        Ok(out)
+    }
+
+    /// Replaces trace `old` with `new` (the same trace stored again with
+    /// more in it): `old`'s appended records (verdicts, labels) move onto
+    /// `new` after its own, with their times, and `old` is dropped, logging
+    /// `reason`, in one write. Returns how many records moved.
+    pub fn supersede_trace(&self, old: TraceId, new: TraceId, reason: &str) -> Result<usize> {
+        let (_, moved) = self.store.supersede(old, new, reason)?;
+        self.cache.evict_trace(old);
+        Ok(moved)
     }
 
     /// Imports files and folders (searched recursively for `*.json` and

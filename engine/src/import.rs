@@ -198,6 +198,8 @@ pub(crate) struct Ready {
     resolved: Resolved,
     read: Source,
     format: &'static str,
+    /// The OTLP requests it is made from, to keep with it (a receiver's).
+    otlp: Option<Vec<u8>>,
 }
 
 /// What one input object is.
@@ -352,20 +354,32 @@ fn checked(
         resolved,
         read,
         format,
+        otlp: None,
     })
 }
 
 /// OTLP requests (each with its source's name) as checked traces, one per
 /// trace id. Each trace's content, compared on a second import, is its
 /// export's JSON; the `bytes` read are shared among the traces by their
-/// number of spans.
+/// number of spans. A `receiver`'s spans keep the first copy of a span
+/// sent twice, and each trace keeps the requests that hold its spans (as a
+/// JSON array), so that spans that come after it was stored can have it
+/// stored again whole.
 fn otlp_traces(
     requests: Vec<(String, Map<String, Value>)>,
     bytes: u64,
     source: &str,
-    keep_first: bool,
+    receiver: bool,
 ) -> Result<Vec<Ready>> {
-    let traces = otlp::convert(requests, keep_first).map_err(|(at, i)| invalid(&at, i))?;
+    let texts = if receiver {
+        requests
+            .iter()
+            .map(|(_, doc)| serde_json::to_vec(doc))
+            .collect::<std::result::Result<Vec<_>, _>>()?
+    } else {
+        Vec::new()
+    };
+    let traces = otlp::convert(requests, receiver).map_err(|(at, i)| invalid(&at, i))?;
     let total = traces.iter().map(|t| t.spans as u64).sum::<u64>().max(1);
     let mut left = bytes;
     let last = traces.len().saturating_sub(1);
@@ -385,7 +399,19 @@ fn otlp_traces(
                 bytes: share,
                 digest: Digest::Known(content_digest(&text)),
             };
-            checked(header, data, source, read, Some("otlp"))
+            let mut ready = checked(header, data, source, read, Some("otlp"))?;
+            if receiver {
+                let mut kept = b"[".to_vec();
+                for (n, &i) in t.requests.iter().enumerate() {
+                    if n > 0 {
+                        kept.push(b',');
+                    }
+                    kept.extend_from_slice(&texts[i]);
+                }
+                kept.push(b']');
+                ready.otlp = Some(kept);
+            }
+            Ok(ready)
         })
         .collect()
 }
@@ -561,6 +587,7 @@ fn store_trace(
         resolved: r,
         mut read,
         format,
+        otlp,
     } = ready;
     if let Some((trace, record)) =
         stored_already(store, &t.graph_id, &mut read.digest, opts, source)?
@@ -652,6 +679,9 @@ fn store_trace(
     };
     // Last: a large file's digest is taken while the records are written.
     w.set_content_digest(read.digest.get());
+    if let Some(requests) = otlp {
+        w.keep_otlp_requests(requests);
+    }
     let counts = w.counts();
     match w.commit(record, !opts.force)? {
         Ok(trace) => Ok(ImportedTrace {

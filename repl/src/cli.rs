@@ -241,7 +241,7 @@ pub enum Command {
     },
     /// Receive OpenTelemetry traces over OTLP/HTTP (POST /v1/traces) and store each trace once complete.
     #[command(
-        after_help = "Examples:\n  memtrace collect                       then run your app with OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318\n  memtrace --db live.db collect --otlp-quiet 2 --log\n\nThe receiver of `memtrace serve`, without the viewer, on the OTLP/HTTP port (4318). It creates\nthe database when it is missing. Protobuf and JSON bodies, gzip or not. Spans are written ahead\nto the database folder's otlp-spool.log before each 200, so a crash loses nothing acknowledged.\nA trace is stored once its root span came and --otlp-quiet seconds passed without a new span of\nit (--otlp-orphan-wait seconds when its root never came), and every trace held is stored at\nCtrl-C. A span that comes after its trace was stored has the trace stored again, whole, under\nthe same graph id, and the earlier one dropped (`memtrace log` says so)."
+        after_help = "Examples:\n  memtrace collect                       then run your app with OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318\n  memtrace --db live.db collect --otlp-quiet 2 --log\n\nThe receiver of `memtrace serve`, without the viewer, on the OTLP/HTTP port (4318). It creates\nthe database when it is missing. Protobuf and JSON bodies, gzip or not. Spans are written ahead\nto the database folder's otlp-spool.log before each 200, so a crash loses nothing acknowledged.\nA trace is stored once its root span came and --otlp-quiet seconds passed without a new span of\nit (--otlp-orphan-wait seconds when its root never came), and every trace held is stored at\nCtrl-C. A span that comes after its trace was stored has the trace stored again, whole, under\nthe same graph id, with the earlier one's verdicts and labels, and the earlier one dropped\n(`memtrace log` says so). The spool keeps only the spans of traces not yet stored."
     )]
     Collect {
         /// Address to listen on (HOST:PORT; port 0 picks a free port). Loopback unless you say otherwise.
@@ -649,6 +649,9 @@ pub struct OtlpArgs {
     /// OTLP: MiB of spans held for traces not yet stored; past it, requests get 503 with Retry-After.
     #[arg(long, default_value_t = 512, value_parser = clap::value_parser!(u64).range(1..=65536))]
     otlp_max_pending: u64,
+    /// OTLP: MiB of stored traces' spans the spool may hold beyond twice the spans not yet stored, before it is rewritten without them.
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u64).range(0..=65536))]
+    otlp_spool_slack: u64,
 }
 
 impl OtlpArgs {
@@ -658,6 +661,7 @@ impl OtlpArgs {
             orphan: self.otlp_orphan_wait,
             max_body: (self.otlp_max_body << 20) as usize,
             max_pending: (self.otlp_max_pending << 20) as usize,
+            spool_slack: self.otlp_spool_slack << 20,
             log,
         }
     }

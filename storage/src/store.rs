@@ -52,6 +52,15 @@ const META_HASH_GRAPH_IDS: &[u8] = b"hash_graph_ids";
 const META_HEADS_FROM: &[u8] = b"heads_from";
 /// Prefix of a trace's content digest in [`cf::META`] (then the trace id).
 const META_CONTENT: &[u8] = b"content:";
+/// Prefix of the OTLP requests a trace was made from, when it keeps them
+/// (see [`TraceWriter::keep_otlp_requests`]), in [`cf::META`] (then the trace id).
+const META_OTLP: &[u8] = b"otlp:";
+
+fn otlp_key(trace: TraceId) -> Vec<u8> {
+    let mut k = META_OTLP.to_vec();
+    k.extend_from_slice(&keys::trace_key(trace));
+    k
+}
 
 /// Where a trace's content digest is kept.
 /// Marks a trace whose table files are being ingested (see
@@ -1022,6 +1031,7 @@ impl Store {
             counts: Counts::default(),
             ends: Default::default(),
             content: None,
+            otlp: None,
             bulk: bulk.then(|| BULK_FAMILIES.iter().map(|_| Run::default()).collect()),
             finished: 0,
             early: Vec::new(),
@@ -1233,9 +1243,61 @@ impl Store {
     pub fn drop_trace(&self, trace: TraceId, reason: &str) -> Result<TraceRecord> {
         let _guard = self.write_lock.lock().unwrap_or_else(|p| p.into_inner());
         let view = self.read();
-        let record = view.trace(trace)?.ok_or(StorageError::NoSuchTrace(trace))?;
         let mut batch = WriteBatch::default();
-        let hashes = self.delete_index_entries(&view, trace, &mut batch)?;
+        let record = self.drop_into(&view, trace, reason, &mut batch)?;
+        drop(view);
+        self.write(batch)?;
+        Ok(record)
+    }
+
+    /// Moves the attribution records of `old` onto `new`, after the ones
+    /// `new` has (each with its time and content), and removes `old` as
+    /// [`Store::drop_trace`] does, logging `reason`: all in one batch, so a
+    /// reader sees `old` with its records or `new` with them, never both
+    /// or neither. Returns `old`'s record and how many records moved.
+    pub fn supersede(
+        &self,
+        old: TraceId,
+        new: TraceId,
+        reason: &str,
+    ) -> Result<(TraceRecord, usize)> {
+        let _guard = self.write_lock.lock().unwrap_or_else(|p| p.into_inner());
+        let view = self.read();
+        if old == new || view.trace(new)?.is_none() {
+            return Err(StorageError::NoSuchTrace(new));
+        }
+        let next = match view.attributions(new).last().transpose()? {
+            Some((seq, _)) => seq + 1,
+            None => 1,
+        };
+        let mut batch = WriteBatch::default();
+        let mut moved = 0;
+        for (i, item) in view.attributions(old).enumerate() {
+            let (_, record) = item?;
+            batch.put_cf(
+                self.cf(cf::ATTRIBUTIONS),
+                keys::attribution_key(new, next + i as u64),
+                encode("attribution", &record)?,
+            );
+            moved += 1;
+        }
+        let record = self.drop_into(&view, old, reason, &mut batch)?;
+        drop(view);
+        self.write(batch)?;
+        Ok((record, moved))
+    }
+
+    /// Adds the removal of `trace` (see [`Store::drop_trace`]) to `batch`,
+    /// as `view` sees the trace; returns its record.
+    fn drop_into(
+        &self,
+        view: &ReadView<'_>,
+        trace: TraceId,
+        reason: &str,
+        batch: &mut WriteBatch,
+    ) -> Result<TraceRecord> {
+        let record = view.trace(trace)?.ok_or(StorageError::NoSuchTrace(trace))?;
+        let hashes = self.delete_index_entries(view, trace, batch)?;
         for hash in &hashes {
             let own = keys::value_ref_key(hash, trace);
             let shared = view
@@ -1269,6 +1331,7 @@ impl Store {
         );
         batch.delete_cf(self.cf(cf::TRACES), start);
         batch.delete_cf(self.cf(cf::META), content_key(trace));
+        batch.delete_cf(self.cf(cf::META), otlp_key(trace));
         let event = LogEvent {
             at_ms: now_ms(),
             action: "drop".into(),
@@ -1281,8 +1344,6 @@ impl Store {
             self.next_log_key(),
             encode("log event", &event)?,
         );
-        drop(view);
-        self.write(batch)?;
         Ok(record)
     }
 
@@ -1451,6 +1512,8 @@ pub struct TraceWriter<'s> {
     ends: [Vec<u32>; 3],
     /// The digest of what the trace is imported from, when known.
     content: Option<[u8; 32]>,
+    /// The OTLP requests the trace is made from, when it keeps them.
+    otlp: Option<Vec<u8>>,
     /// A bulk write's entries of each of [`BULK_FAMILIES`] (see
     /// [`BULK_BYTES`]); `None` for a trace written in one batch.
     bulk: Option<Vec<Run>>,
@@ -1500,6 +1563,13 @@ impl<'s> TraceWriter<'s> {
     /// trace is imported from.
     pub fn set_content_digest(&mut self, digest: [u8; 32]) {
         self.content = Some(digest);
+    }
+
+    /// Keeps `requests` (the OTLP requests the trace is made from, as the
+    /// importer encodes them) with the trace, written with its record and
+    /// dropped with it; [`ReadView::otlp_requests`] reads them back.
+    pub fn keep_otlp_requests(&mut self, requests: Vec<u8>) {
+        self.otlp = Some(requests);
     }
 
     /// Adds a record under `key` to column family `name` (see
@@ -1881,6 +1951,9 @@ impl<'s> TraceWriter<'s> {
         if let Some(digest) = self.content {
             self.put(cf::META, content_key(t), digest);
         }
+        if let Some(requests) = self.otlp.take() {
+            self.put(cf::META, otlp_key(t), requests);
+        }
         let next = store
             .next_trace
             .load(Ordering::SeqCst)
@@ -2006,6 +2079,12 @@ impl<'a> ReadView<'a> {
         self.get(cf::TRACES, &keys::trace_key(trace))?
             .map(|v| decode("trace", &v))
             .transpose()
+    }
+
+    /// The OTLP requests a trace keeps (see
+    /// [`TraceWriter::keep_otlp_requests`]), if it keeps them.
+    pub fn otlp_requests(&self, trace: TraceId) -> Result<Option<Vec<u8>>> {
+        self.get(cf::META, &otlp_key(trace))
     }
 
     /// The digest of what a trace was imported from ([`content_digest`]);
@@ -2551,6 +2630,17 @@ mod tests {
     }
 
     fn write_trace(store: &Store, graph_id: &str, value: &str) -> TraceId {
+        write_trace_again(store, graph_id, value, true)
+    }
+
+    /// `write_trace`, which with `refuse_duplicate` false may store a graph
+    /// id stored already.
+    fn write_trace_again(
+        store: &Store,
+        graph_id: &str,
+        value: &str,
+        refuse_duplicate: bool,
+    ) -> TraceId {
         let mut w = store.begin_trace().unwrap();
         let s = SessionRecord {
             session_id: "s".into(),
@@ -2587,7 +2677,9 @@ mod tests {
             })
             .unwrap();
         }
-        w.commit(trace_record(graph_id), true).unwrap().unwrap()
+        w.commit(trace_record(graph_id), refuse_duplicate)
+            .unwrap()
+            .unwrap()
     }
 
     /// Puts a trace's records: two sessions, `n` variables in a chain
@@ -2910,6 +3002,94 @@ mod tests {
         drop(view);
         store.drop_trace(with, "test").unwrap();
         assert_eq!(store.read().content_digest(with).unwrap(), None);
+    }
+
+    #[test]
+    fn kept_otlp_requests_go_with_their_trace() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("db"), &StoreOptions::default()).unwrap();
+        let without = write_trace(&store, "g0", "x");
+        let mut w = store.begin_trace().unwrap();
+        w.keep_otlp_requests(b"[{\"resourceSpans\": []}]".to_vec());
+        let with = w.commit(trace_record("g1"), true).unwrap().unwrap();
+        let view = store.read();
+        assert_eq!(
+            view.otlp_requests(with).unwrap().as_deref(),
+            Some(&b"[{\"resourceSpans\": []}]"[..])
+        );
+        assert_eq!(view.otlp_requests(without).unwrap(), None);
+        drop(view);
+        store.drop_trace(with, "test").unwrap();
+        assert_eq!(store.read().otlp_requests(with).unwrap(), None);
+    }
+
+    #[test]
+    fn superseding_moves_the_records_and_drops_the_old_trace_in_one_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("db"), &StoreOptions::default()).unwrap();
+        let old = write_trace(&store, "g", "shared");
+        let record = |at_ms, json: &str| AttributionRecord {
+            at_ms,
+            json: json.into(),
+        };
+        store
+            .append_attributions(old, &[record(10, "verdict"), record(20, "label")])
+            .unwrap();
+        let new = write_trace_again(&store, "g", "shared", false);
+        store
+            .append_attributions(new, &[record(30, "own")])
+            .unwrap();
+        let before = store.read();
+        let (dropped, moved) = store.supersede(old, new, "superseded").unwrap();
+        assert_eq!((dropped.graph_id.as_str(), moved), ("g", 2));
+        // A view taken before sees the old trace whole, with its records.
+        assert_eq!(before.attributions(old).count(), 2);
+        assert!(before.trace(old).unwrap().is_some());
+        drop(before);
+        let view = store.read();
+        assert!(view.trace(old).unwrap().is_none());
+        assert_eq!(view.attributions(old).count(), 0);
+        let moved: Vec<(u64, AttributionRecord)> =
+            view.attributions(new).map(|r| r.unwrap()).collect();
+        assert_eq!(
+            moved,
+            vec![
+                (1, record(30, "own")),
+                (2, record(10, "verdict")),
+                (3, record(20, "label"))
+            ]
+        );
+        // The values the new trace shares stay; the graph id names it alone.
+        assert_eq!(view.variables(new).count(), 2);
+        assert!(view
+            .value(
+                &view
+                    .variables(new)
+                    .next()
+                    .unwrap()
+                    .unwrap()
+                    .1
+                    .value
+                    .unwrap()
+            )
+            .is_ok());
+        assert_eq!(view.traces_with_graph_id("g").unwrap(), vec![new]);
+        let last = view.log().last().unwrap().unwrap().1;
+        assert_eq!(
+            (last.action.as_str(), last.trace, last.detail.as_str()),
+            ("drop", old, "superseded")
+        );
+        drop(view);
+        // Nothing is written when either trace is missing.
+        assert!(matches!(
+            store.supersede(old, new, "again"),
+            Err(StorageError::NoSuchTrace(t)) if t == old
+        ));
+        assert!(matches!(
+            store.supersede(new, old, "backwards"),
+            Err(StorageError::NoSuchTrace(t)) if t == old
+        ));
+        assert_eq!(store.read().attributions(new).count(), 3);
     }
 
     #[test]

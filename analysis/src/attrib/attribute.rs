@@ -948,6 +948,39 @@ mod tests {
     }
 
     #[test]
+    fn verdicts_moved_to_a_trace_that_supersedes_theirs_name_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = crate::open(dir.path().join("db")).unwrap();
+        let mut b = TraceBuilder::new("g-again", "u", "rag", json!({}), 19_000);
+        let (_, qa) = conversation(&mut b, "Q1", "0.0", true);
+        let export = b.finish();
+        import(&db, export.clone());
+        let cases = db.failed_cases(Some("g-again")).unwrap();
+        let old = cases[0].trace;
+        db.store_verdicts(
+            &[verdict_for(&cases[0], &qa, "held, then ignored")],
+            "tester",
+        )
+        .unwrap();
+        let new = db
+            .import_reader(
+                export.to_string().as_bytes(),
+                InputFormat::Json,
+                "again",
+                &ImportOptions { force: true },
+            )
+            .unwrap()[0]
+            .trace;
+        assert_eq!(db.supersede_trace(old, new, "stored again").unwrap(), 1);
+        let moved = db.attributions(Some("g-again")).unwrap();
+        assert_eq!(moved.len(), 1);
+        assert_eq!(
+            (moved[0].verdict.trace, moved[0].author.as_str()),
+            (new, "tester")
+        );
+    }
+
+    #[test]
     fn find_attributions_lists_the_stored_verdicts() {
         let dir = tempfile::tempdir().unwrap();
         let db = crate::open(dir.path().join("db")).unwrap();

@@ -42,6 +42,9 @@ pub(crate) fn read_verdicts(snapshot: &Snapshot<'_>, trace: u32) -> Result<Vec<S
             })?;
             s.seq = seq;
             s.at_ms = rec.at_ms;
+            // A verdict moved from a trace this one superseded names the
+            // trace it was made on; it belongs to the one that holds it now.
+            s.verdict.trace = trace;
             Ok(s)
         })
         .collect()

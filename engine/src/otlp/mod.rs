@@ -35,6 +35,8 @@ pub(crate) struct Converted {
     pub export: Value,
     /// How many spans it holds.
     pub spans: usize,
+    /// The requests that hold its spans, by their place in the input, in order.
+    pub requests: Vec<usize>,
 }
 
 /// An error in one of the requests: its source's name and where.
@@ -52,17 +54,22 @@ pub(crate) fn convert(
     keep_first: bool,
 ) -> Result<Vec<Converted>, Failed> {
     let mut traces: Vec<(String, Vec<read::Span>)> = Vec::new();
+    let mut holding: Vec<Vec<usize>> = Vec::new();
     let mut by_id: HashMap<String, usize> = HashMap::new();
     let mut seen: HashMap<(String, String), (usize, usize)> = HashMap::new();
     let mut last_source = String::from("<input>");
-    for (source, doc) in requests {
+    for (r, (source, doc)) in requests.into_iter().enumerate() {
         let name: Rc<str> = Rc::from(source.as_str());
         let spans = read::spans(&doc, &name).map_err(|i| (source.clone(), i))?;
         for s in spans {
             let t = *by_id.entry(s.trace_id.clone()).or_insert_with(|| {
                 traces.push((s.trace_id.clone(), Vec::new()));
+                holding.push(Vec::new());
                 traces.len() - 1
             });
+            if holding[t].last() != Some(&r) {
+                holding[t].push(r);
+            }
             let key = (s.trace_id.clone(), s.span_id.clone());
             if let Some(&(ti, si)) = seen.get(&key) {
                 let first = &traces[ti].1[si];
@@ -95,12 +102,14 @@ pub(crate) fn convert(
             },
         ));
     }
-    traces.sort_by_key(|(id, spans)| (spans.iter().map(|s| s.start).min(), id.clone()));
+    let mut traces: Vec<_> = traces.into_iter().zip(holding).collect();
+    traces.sort_by_key(|((id, spans), _)| (spans.iter().map(|s| s.start).min(), id.clone()));
     Ok(traces
         .into_iter()
-        .map(|(id, spans)| Converted {
+        .map(|((id, spans), requests)| Converted {
             spans: spans.len(),
             export: map::trace(&id, spans),
+            requests,
         })
         .collect())
 }
@@ -165,6 +174,10 @@ mod tests {
         assert_eq!(out.len(), 2);
         assert_eq!(out[0].export["graph_id"], format!("otel-{T1}"));
         assert_eq!((out[0].spans, out[1].spans), (1, 2));
+        assert_eq!(
+            (&out[0].requests[..], &out[1].requests[..]),
+            (&[0, 1][..], &[0, 1][..])
+        );
     }
 
     #[test]

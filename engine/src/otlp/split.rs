@@ -307,4 +307,55 @@ mod tests {
             .parts
             .is_empty());
     }
+
+    #[test]
+    fn a_trace_received_keeps_its_requests_and_one_stored_again_takes_over_its_records() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = crate::Database::open(dir.path().join("t.db")).unwrap();
+        let first = doc(json!({"resourceSpans": [{"scopeSpans": [{"spans": [
+            sp(T1, "00000000000000a1", None), sp(T2, "00000000000000b1", None)]}]}]}));
+        let late = doc(json!({"resourceSpans": [{"scopeSpans": [{"spans": [
+            sp(T1, "00000000000000a2", Some("00000000000000a1"))]}]}]}));
+        let receive = |docs: &[&Map<String, Value>], force| {
+            let requests = docs
+                .iter()
+                .map(|d| ("r".to_string(), (*d).clone()))
+                .collect();
+            db.import_otlp(requests, 100, "receiver", &crate::ImportOptions { force })
+                .unwrap()
+        };
+        let old = receive(&[&first], false)[0].trace;
+        let graph_id = format!("otel-{T1}");
+        // Each trace keeps the whole request its spans came in.
+        let kept = db.otlp_requests(&graph_id).unwrap();
+        assert_eq!(kept, vec![(old, vec![first.clone()])]);
+        let seq = db.append_trace_results(old, &["verdict".into()]).unwrap()[0].seq;
+        assert_eq!(seq, 1);
+        // Stored again with the late span: both keep requests until superseded.
+        let new = receive(&[&first, &late], true)[0].trace;
+        assert_eq!(db.otlp_requests(&graph_id).unwrap().len(), 2);
+        assert_eq!(db.supersede_trace(old, new, "late spans").unwrap(), 1);
+        let kept = db.otlp_requests(&graph_id).unwrap();
+        assert_eq!(kept, vec![(new, vec![first, late])]);
+        let moved = db.trace_results(new).unwrap();
+        assert_eq!((moved.len(), moved[0].json.as_str()), (1, "verdict"));
+        assert!(matches!(
+            db.trace(&format!("#{old}")),
+            Err(crate::EngineError::UnknownTrace(_))
+        ));
+        // A file's import keeps none.
+        let file = crate::Database::open(dir.path().join("f.db")).unwrap();
+        let text = json!({"resourceSpans": [{"scopeSpans": [{"spans": [
+            sp(T1, "00000000000000a1", None)]}]}]})
+        .to_string();
+        file.import_reader(
+            text.as_bytes(),
+            crate::InputFormat::Json,
+            "f",
+            &crate::ImportOptions::default(),
+        )
+        .unwrap();
+        assert_eq!(file.trace(&graph_id).unwrap().id(), 1);
+        assert!(file.otlp_requests(&graph_id).unwrap().is_empty());
+    }
 }

@@ -5,14 +5,17 @@
 //! trace, through the same mapping as the OTLP file import, once it is
 //! complete: its root span received and no new span for the quiet period
 //! (or no new span for the orphan wait, when its root never came), or at
-//! shutdown. A span that arrives after its trace was stored has the trace
-//! stored again, whole, as a new trace under the same graph id, and the
-//! earlier one dropped (logged, with the reason).
+//! shutdown. A stored trace keeps the requests it was made from, so the
+//! spool is rewritten without them. A span that arrives after its trace
+//! was stored has the trace stored again, whole (the spans it keeps and
+//! the new ones), as a new trace under the same graph id, which takes over
+//! the earlier one's verdicts and labels as the earlier one is dropped
+//! (logged, with the reason).
 
 mod spool;
 pub mod wire;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
@@ -36,6 +39,10 @@ pub struct ReceiverOptions {
     pub max_body: usize,
     /// Bytes of spans held for traces not yet stored; past it, requests get 503.
     pub max_pending: usize,
+    /// Bytes of stored traces' spans the spool may hold beyond twice the
+    /// spans not yet stored before it is rewritten without them (it is
+    /// emptied anyway once every trace in it is stored).
+    pub spool_slack: u64,
     /// Print a line per stored trace on standard error.
     pub log: bool,
 }
@@ -47,6 +54,7 @@ impl Default for ReceiverOptions {
             orphan: Duration::from_secs(60),
             max_body: 16 << 20,
             max_pending: 512 << 20,
+            spool_slack: 16 << 20,
             log: false,
         }
     }
@@ -88,37 +96,46 @@ pub enum Refusal {
     Stopping,
 }
 
-/// One part held for a trace.
+/// One part held for a trace not yet stored with it.
 struct Held {
+    /// Where its record is in the spool.
     offset: u64,
-    /// Its JSON, while the trace is not stored (else read from the spool).
-    json: Option<Arc<Vec<u8>>>,
+    /// Its record's size in the spool.
+    size: u64,
+    /// Its JSON.
+    json: Arc<Vec<u8>>,
 }
 
-/// What the receiver knows of one trace id.
+/// What the receiver holds of one trace id: its parts not yet stored.
 #[derive(Default)]
 struct TraceState {
+    /// In the spool's order.
     parts: Vec<Held>,
-    /// Parts covered by the last storing.
-    stored_parts: usize,
-    /// The memtrace trace that holds them.
-    stored: Option<u64>,
+    /// Its root span came (now or with a part stored before).
     root: bool,
     last: Option<Instant>,
     /// Being assembled now.
     busy: bool,
+    /// Storing failed: tried again when more of its spans come, or at the
+    /// next start.
+    failed: bool,
+    /// The database was asked whether the trace was stored before.
+    looked: bool,
 }
 
 impl TraceState {
     fn pending(&self) -> bool {
-        self.parts.len() > self.stored_parts
+        !self.parts.is_empty()
     }
 }
 
 #[derive(Default)]
 struct State {
     traces: HashMap<String, TraceState>,
+    /// Bytes of JSON held in `traces`.
     pending_bytes: usize,
+    /// Bytes of the spool's records that hold them.
+    spool_live: u64,
 }
 
 /// A batch of parts to write, and where to say it is written.
@@ -180,35 +197,34 @@ impl Receiver {
                     root,
                 } => {
                     let t = state.traces.entry(trace_id).or_default();
-                    t.parts.push(Held { offset, json: None });
+                    t.parts.push(Held {
+                        offset,
+                        size: 0,
+                        json: Arc::default(),
+                    });
                     t.root |= root;
                     t.last = Some(now);
                 }
-                Entry::Stored {
-                    trace_id,
-                    parts,
-                    trace,
-                } => {
-                    let t = state.traces.entry(trace_id).or_default();
-                    t.stored_parts = parts.min(t.parts.len());
-                    if trace.is_some() {
-                        t.stored = trace;
+                Entry::Stored { trace_id, through } => {
+                    if let Some(t) = state.traces.get_mut(&trace_id) {
+                        t.parts.retain(|h| h.offset > through);
                     }
                 }
             }
         }
+        state.traces.retain(|_, t| t.pending());
         let mut recovered = (0usize, 0usize);
         for t in state.traces.values_mut() {
-            for h in &mut t.parts[t.stored_parts..] {
-                if let Record::Part { json, .. } = spool.read_at(h.offset)? {
+            for h in &mut t.parts {
+                if let (Record::Part { json, .. }, size) = spool.read_at(h.offset)? {
                     state.pending_bytes += json.len();
-                    h.json = Some(Arc::new(json));
+                    state.spool_live += size;
+                    h.size = size;
+                    h.json = Arc::new(json);
                     recovered.1 += 1;
                 }
             }
-            if t.pending() {
-                recovered.0 += 1;
-            }
+            recovered.0 += 1;
         }
         if recovered.0 > 0 {
             eprintln!(
@@ -341,13 +357,8 @@ struct Written {
     trace_id: String,
     root: bool,
     offset: u64,
+    size: u64,
     json: Vec<u8>,
-}
-
-/// A part of a trace being stored: where it is, and its JSON when held.
-struct PartRef {
-    offset: u64,
-    json: Option<Arc<Vec<u8>>>,
 }
 
 /// The writer: takes every batch waiting, appends them, syncs once, holds
@@ -358,53 +369,49 @@ fn write_batches(inner: &Inner, rx: &mpsc::Receiver<Batch>) {
         while let Ok(b) = rx.try_recv() {
             batches.push(b);
         }
-        let mut written: Vec<Vec<Written>> = Vec::new();
-        let result = {
-            let mut spool = lock(&inner.spool);
-            let mut out = Ok(());
-            for b in &mut batches {
-                let mut w = Vec::new();
-                for (trace_id, root, json) in b.parts.drain(..) {
-                    let rec = Record::Part {
-                        trace_id,
-                        root,
-                        json,
-                    };
-                    match spool.append(&rec) {
-                        Ok(offset) => {
-                            let Record::Part {
-                                trace_id,
-                                root,
-                                json,
-                            } = rec
-                            else {
-                                unreachable!("the record was made above")
-                            };
-                            w.push(Written {
-                                trace_id,
-                                root,
-                                offset,
-                                json,
-                            });
-                        }
-                        Err(e) => {
-                            out = Err(e);
-                            break;
-                        }
+        let mut written: Vec<Written> = Vec::new();
+        // The spool stays locked until the parts are held: a rewrite of
+        // the spool keeps exactly the parts held.
+        let mut spool = lock(&inner.spool);
+        let mut result = Ok(());
+        'all: for b in &mut batches {
+            for (trace_id, root, json) in b.parts.drain(..) {
+                let rec = Record::Part {
+                    trace_id,
+                    root,
+                    json,
+                };
+                match spool.append(&rec) {
+                    Ok(offset) => {
+                        let Record::Part {
+                            trace_id,
+                            root,
+                            json,
+                        } = rec
+                        else {
+                            unreachable!("the record was made above")
+                        };
+                        written.push(Written {
+                            trace_id,
+                            root,
+                            offset,
+                            size: spool.len() - offset,
+                            json,
+                        });
+                    }
+                    Err(e) => {
+                        result = Err(e);
+                        break 'all;
                     }
                 }
-                written.push(w);
-                if out.is_err() {
-                    break;
-                }
             }
-            out.and_then(|()| spool.sync())
-        };
-        if let Err(e) = result {
+        }
+        if let Err(e) = result.and_then(|()| spool.sync()) {
             let why = format!(
                 "cannot write the OTLP spool ({}): {e}",
-                lock(&inner.spool).path().display()
+                spool.path().display()
             );
+            drop(spool);
             eprintln!("memtrace: {why}");
             // What was appended is not acknowledged; a later start takes
             // it back, and an exporter's retry is kept once.
@@ -416,25 +423,28 @@ fn write_batches(inner: &Inner, rx: &mpsc::Receiver<Batch>) {
         {
             let mut st = lock(&inner.state);
             let now = Instant::now();
-            for w in &mut written {
-                for Written {
-                    trace_id,
-                    root,
+            for Written {
+                trace_id,
+                root,
+                offset,
+                size,
+                json,
+            } in written
+            {
+                st.pending_bytes += json.len();
+                st.spool_live += size;
+                let t = st.traces.entry(trace_id).or_default();
+                t.parts.push(Held {
                     offset,
-                    json,
-                } in w.drain(..)
-                {
-                    st.pending_bytes += json.len();
-                    let t = st.traces.entry(trace_id).or_default();
-                    t.parts.push(Held {
-                        offset,
-                        json: Some(Arc::new(json)),
-                    });
-                    t.root |= root;
-                    t.last = Some(now);
-                }
+                    size,
+                    json: Arc::new(json),
+                });
+                t.root |= root;
+                t.last = Some(now);
+                t.failed = false;
             }
         }
+        drop(spool);
         inner.wake.notify_all();
         for b in batches {
             let _ = b.done.send(Ok(()));
@@ -442,33 +452,51 @@ fn write_batches(inner: &Inner, rx: &mpsc::Receiver<Batch>) {
     }
 }
 
-/// The assembler: every so often, stores the traces that are complete; at
-/// the stop, every trace held.
+/// The assembler: every so often, stores the traces that are complete and
+/// rewrites the spool when it is due; at the stop, stores every trace held.
 fn assemble_loop(inner: &Inner) {
     let tick = Duration::from_millis(100)
         .min(inner.opts.quiet / 2)
         .max(Duration::from_millis(5));
     loop {
         let stopping = inner.stopping.load(Ordering::SeqCst);
+        let mut look = Vec::new();
         let ready: Vec<String> = {
             let st = lock(&inner.state);
-            st.traces
-                .iter()
-                .filter(|(_, t)| t.pending() && !t.busy)
-                .filter(|(_, t)| {
-                    let quiet = t.last.map_or(Duration::MAX, |l| l.elapsed());
-                    stopping || (t.root && quiet >= inner.opts.quiet) || quiet >= inner.opts.orphan
-                })
-                .map(|(k, _)| k.clone())
-                .collect()
+            let mut ready = Vec::new();
+            for (k, t) in &st.traces {
+                if !t.pending() || t.busy || t.failed {
+                    continue;
+                }
+                let quiet = t.last.map_or(Duration::MAX, |l| l.elapsed());
+                if stopping || (t.root && quiet >= inner.opts.quiet) || quiet >= inner.opts.orphan {
+                    ready.push(k.clone());
+                } else if !t.root && !t.looked && quiet >= inner.opts.quiet {
+                    look.push(k.clone());
+                }
+            }
+            ready
         };
+        // Spans of a trace stored before (its root among them) wait only
+        // the quiet period: the spool no longer says that its root came.
+        for trace_id in look {
+            let before = !matches!(
+                inner.sink.db().trace(&format!("otel-{trace_id}")),
+                Err(EngineError::UnknownTrace(_))
+            );
+            if let Some(t) = lock(&inner.state).traces.get_mut(&trace_id) {
+                t.looked = true;
+                t.root |= before;
+            }
+        }
         for trace_id in &ready {
             assemble(inner, trace_id);
         }
+        rewrite_spool_if_due(inner);
         if inner.written.load(Ordering::SeqCst) && ready.is_empty() {
             // The writer has stopped; nothing more comes.
             let st = lock(&inner.state);
-            if !st.traces.values().any(TraceState::pending) {
+            if !st.traces.values().any(|t| t.pending() && !t.failed) {
                 return;
             }
         }
@@ -479,41 +507,70 @@ fn assemble_loop(inner: &Inner) {
     }
 }
 
+/// Rewrites the spool with only the parts not yet stored, once every trace
+/// in it is stored or once it holds more than twice their size plus the
+/// slack. Run by the assembler between two storings, so no part is being
+/// stored meanwhile; the spool stays locked, so none is added.
+fn rewrite_spool_if_due(inner: &Inner) {
+    let mut spool = lock(&inner.spool);
+    let held = spool.records_len();
+    if held == 0 {
+        return;
+    }
+    let mut st = lock(&inner.state);
+    let live = st.spool_live;
+    if live > 0
+        && held
+            <= live
+                .saturating_mul(2)
+                .saturating_add(inner.opts.spool_slack)
+    {
+        return;
+    }
+    let mut parts: Vec<&mut Held> = st
+        .traces
+        .values_mut()
+        .flat_map(|t| t.parts.iter_mut())
+        .collect();
+    parts.sort_by_key(|h| h.offset);
+    let keep: Vec<u64> = parts.iter().map(|h| h.offset).collect();
+    match spool.rewrite(&keep) {
+        Ok(offsets) => {
+            for (h, offset) in parts.into_iter().zip(offsets) {
+                h.offset = offset;
+            }
+        }
+        // The old spool stays in use, whole; tried again at the next pass.
+        Err(e) => eprintln!(
+            "memtrace: cannot rewrite the OTLP spool ({}) without the spans of stored traces: {e}",
+            spool.path().display()
+        ),
+    }
+}
+
 /// Stores one trace from all its parts.
 fn assemble(inner: &Inner, trace_id: &str) {
-    let (held, previous) = {
+    let (held, through) = {
         let mut st = lock(&inner.state);
         let Some(t) = st.traces.get_mut(trace_id) else {
             return;
         };
+        let Some(last) = t.parts.last() else {
+            return;
+        };
         t.busy = true;
-        let held: Vec<PartRef> = t
-            .parts
-            .iter()
-            .map(|h| PartRef {
-                offset: h.offset,
-                json: h.json.clone(),
-            })
-            .collect();
-        (held, t.stored)
+        let through = last.offset;
+        let held: Vec<Arc<Vec<u8>>> = t.parts.iter().map(|h| h.json.clone()).collect();
+        (held, through)
     };
     let n = held.len();
-    let outcome = store(inner, trace_id, &held, previous);
-    let trace = match &outcome {
-        Ok(id) => Some(*id),
-        Err(e) => {
-            eprintln!(
-                "memtrace: OTLP trace {trace_id} ({n} part(s)) could not be stored: {e}; its spans stay in the spool, and it is tried again when more of them come"
-            );
-            None
-        }
-    };
-    {
+    let outcome = store(inner, trace_id, &held);
+    if let Ok(trace) = outcome {
         let mut spool = lock(&inner.spool);
         let marked = spool
             .append(&Record::Stored {
                 trace_id: trace_id.to_string(),
-                parts: n,
+                through,
                 trace,
             })
             .and_then(|_| spool.sync());
@@ -523,61 +580,82 @@ fn assemble(inner: &Inner, trace_id: &str) {
         }
     }
     let mut st = lock(&inner.state);
-    let mut freed = 0;
+    let mut freed = (0, 0);
+    let mut done = false;
     if let Some(t) = st.traces.get_mut(trace_id) {
         t.busy = false;
-        t.stored_parts = n;
-        if trace.is_some() {
-            t.stored = trace;
-        }
-        for h in &mut t.parts[..n] {
-            if let Some(j) = h.json.take() {
-                freed += j.len();
+        match &outcome {
+            Ok(_) => {
+                for h in t.parts.drain(..n) {
+                    freed.0 += h.json.len();
+                    freed.1 += h.size;
+                }
+                done = !t.pending();
+            }
+            Err(e) => {
+                t.failed = true;
+                eprintln!(
+                    "memtrace: OTLP trace {trace_id} ({n} part(s)) could not be stored: {e}; its spans stay in the spool, and it is tried again when more of them come or at the next start"
+                );
             }
         }
     }
-    st.pending_bytes = st.pending_bytes.saturating_sub(freed);
+    if done {
+        st.traces.remove(trace_id);
+    }
+    st.pending_bytes = st.pending_bytes.saturating_sub(freed.0);
+    st.spool_live = st.spool_live.saturating_sub(freed.1);
     drop(st);
-    if trace.is_some() {
+    if outcome.is_ok() {
         inner.sink.changed();
     }
 }
 
-/// Imports a trace's parts; with an earlier storing, stores the whole
-/// trace again and drops the earlier one. Returns the trace stored.
-fn store(
-    inner: &Inner,
-    trace_id: &str,
-    held: &[PartRef],
-    previous: Option<u64>,
-) -> Result<u64, String> {
-    let mut requests: Vec<(String, Map<String, Value>)> = Vec::with_capacity(held.len());
+/// Imports a trace's parts. When the receiver stored the trace before, its
+/// kept spans come first (the earlier storings' requests, each once) and
+/// the new trace supersedes the earlier ones. Returns the trace stored.
+fn store(inner: &Inner, trace_id: &str, held: &[Arc<Vec<u8>>]) -> Result<u64, String> {
+    let db = inner.sink.db();
+    let graph_id = format!("otel-{trace_id}");
+    let earlier = db
+        .otlp_requests(&graph_id)
+        .map_err(|e| format!("reading the spans {graph_id} was stored with: {e}"))?;
+    let previous: Vec<u32> = earlier.iter().map(|(t, _)| *t).collect();
+    let mut seen: HashSet<[u8; 32]> = HashSet::new();
+    let mut requests: Vec<(String, Map<String, Value>)> = Vec::new();
     let mut bytes = 0u64;
-    for (k, PartRef { offset, json }) in held.iter().enumerate() {
-        let json = match json {
-            Some(j) => j.clone(),
-            None => match lock(&inner.spool).read_at(*offset) {
-                Ok(Record::Part { json, .. }) => Arc::new(json),
-                Ok(_) => return Err(format!("the spool has no part at {offset}")),
-                Err(e) => return Err(format!("reading the spool: {e}")),
-            },
-        };
+    for (t, docs) in earlier {
+        for (k, doc) in docs.into_iter().enumerate() {
+            let text = serde_json::to_vec(&doc).map_err(|e| e.to_string())?;
+            if seen.insert(*blake3::hash(&text).as_bytes()) {
+                bytes += text.len() as u64;
+                requests.push((
+                    format!("part {} of trace {graph_id} as #{t} keeps it", k + 1),
+                    doc,
+                ));
+            }
+        }
+    }
+    for (k, json) in held.iter().enumerate() {
+        // A part stored already (the marker saying so was not written
+        // before a stop) is in the kept requests.
+        if !seen.insert(*blake3::hash(json).as_bytes()) {
+            continue;
+        }
         bytes += json.len() as u64;
-        let doc: Map<String, Value> = serde_json::from_slice(&json)
+        let doc: Map<String, Value> = serde_json::from_slice(json)
             .map_err(|e| format!("a part in the spool is not JSON: {e}"))?;
         requests.push((format!("OTLP/HTTP part {} of trace {trace_id}", k + 1), doc));
     }
-    let db = inner.sink.db();
-    let prev_trace = previous;
-    let source = match prev_trace {
+    let source = match previous.last() {
         None => "OTLP/HTTP receiver".to_string(),
         Some(t) => format!("OTLP/HTTP receiver: stored again with late spans (before: #{t})"),
     };
     // Only a graph id stored already (an earlier storing of this trace, or
     // a file's import) makes the import refuse the spans as other content;
     // they are then stored again, whole, beside it.
-    let graph_id = format!("otel-{trace_id}");
-    let exists = !matches!(db.trace(&graph_id), Err(EngineError::UnknownTrace(_)));
+    let exists =
+        !previous.is_empty() || !matches!(db.trace(&graph_id), Err(EngineError::UnknownTrace(_)));
     let keep = exists.then(|| requests.clone());
     let imported = match db.import_otlp(requests, bytes, &source, &ImportOptions { force: false }) {
         Ok(v) => v,
@@ -594,18 +672,33 @@ fn store(
     let Some(first) = imported.first() else {
         return Err("the import stored nothing".into());
     };
-    let id = u64::from(first.trace);
+    let id = first.trace;
     if !first.unchanged {
         inner.stored.fetch_add(1, Ordering::Relaxed);
     }
-    if let Some(old) = prev_trace.filter(|&o| o != id) {
-        inner.revisions.fetch_add(1, Ordering::Relaxed);
+    let mut superseded = Vec::new();
+    for old in previous.into_iter().filter(|&o| o != id) {
         let reason = format!(
             "superseded by #{id}: OTLP trace {trace_id} stored again with the spans that came after it was stored"
         );
-        match db.drop_trace(&format!("#{old}"), &reason) {
-            Ok(_) | Err(EngineError::UnknownTrace(_)) => {}
-            Err(e) => eprintln!("memtrace: could not drop #{old}, which #{id} supersedes: {e}"),
+        // The new trace is committed before this one write moves the records
+        // and drops the old: a crash between leaves both whole, and the next
+        // start stores the same spans again, finds the new one unchanged and
+        // finishes here.
+        spool::stall("superseding");
+        match db.supersede_trace(old, id, &reason) {
+            Ok(moved) => {
+                inner.revisions.fetch_add(1, Ordering::Relaxed);
+                superseded.push(format!(
+                    "#{old} ({moved} verdict(s) and label(s) carried over)"
+                ));
+            }
+            Err(EngineError::Storage(memtrace::StorageError::NoSuchTrace(_))) => {}
+            Err(e) => {
+                return Err(format!(
+                    "#{id} is stored, but #{old}, which it supersedes, could not be dropped: {e}"
+                ))
+            }
         }
     }
     if inner.opts.log {
@@ -614,11 +707,12 @@ fn store(
             first.graph_id,
             first.counts.variables,
             first.counts.ops,
-            match prev_trace {
-                Some(o) if o != id => format!("; it supersedes #{o}"),
-                _ => String::new(),
+            if superseded.is_empty() {
+                String::new()
+            } else {
+                format!("; it supersedes {}", superseded.join(", "))
             }
         );
     }
-    Ok(id)
+    Ok(u64::from(id))
 }

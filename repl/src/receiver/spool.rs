@@ -4,9 +4,11 @@
 //! trace, as an OTLP/JSON request of their own) is appended and synced to
 //! disk before the request is answered, so a process killed right after
 //! its 200 loses nothing: the next start reads the log back and assembles
-//! what was not stored yet. When a trace is stored, a marker says which
-//! parts it holds. The parts stay after that, so that a span that arrives
-//! late can have its trace stored again whole.
+//! what was not stored yet. When a trace is stored, a marker says which of
+//! its parts it holds. Stored parts are not needed again (the stored trace
+//! keeps its spans), so the log is rewritten with only the parts not yet
+//! stored ([`Spool::rewrite`]): through a new file renamed over it, so a
+//! crash leaves the old log or the new one, each whole.
 //!
 //! A record is a kind byte, the payload's length (u32, little-endian), the
 //! first 8 bytes of the payload's blake3 hash (with the kind), and the
@@ -20,6 +22,13 @@ use std::path::{Path, PathBuf};
 
 /// The log's file name in the database folder.
 pub const FILE: &str = "otlp-spool.log";
+/// The new log being written by [`Spool::rewrite`], renamed to [`FILE`] once whole.
+const NEW_FILE: &str = "otlp-spool.log.new";
+/// For crash tests: names a step of the receiver at which the process says
+/// so on standard error and stops, to be killed there: `written` (a
+/// rewrite's new log is synced), `renamed` (it replaced the old one), or
+/// `superseding` (a trace stored again, the earlier one not yet dropped).
+const STALL_VAR: &str = "MEMTRACE_TEST_OTLP_STALL";
 
 /// What starts the file, so that another file is not taken for a log.
 const MAGIC: &[u8; 8] = b"MTOTLP1\n";
@@ -41,14 +50,15 @@ pub enum Record {
         /// `{"resourceSpans": [...]}` as JSON.
         json: Vec<u8>,
     },
-    /// The first `parts` parts of a trace were stored (or failed to be).
+    /// A trace was stored with every part of it up to an offset.
     Stored {
         /// The trace id (hex).
         trace_id: String,
-        /// How many of its parts, counted from the first, this covers.
-        parts: usize,
-        /// The memtrace trace that holds them; `None` when storing failed.
-        trace: Option<u64>,
+        /// The offset of the last part stored; every part of the trace at
+        /// or before it is stored.
+        through: u64,
+        /// The memtrace trace that holds them.
+        trace: u64,
     },
 }
 
@@ -68,10 +78,8 @@ pub enum Entry {
     Stored {
         /// The trace id.
         trace_id: String,
-        /// Parts covered.
-        parts: usize,
-        /// The trace stored.
-        trace: Option<u64>,
+        /// The offset of the last part stored.
+        through: u64,
     },
 }
 
@@ -80,6 +88,8 @@ pub struct Spool {
     file: File,
     path: PathBuf,
     len: u64,
+    /// A rewrite renamed the log and the folder was not synced since.
+    dir_unsynced: bool,
 }
 
 fn check(kind: u8, payload: &[u8]) -> [u8; 8] {
@@ -107,10 +117,10 @@ fn encode(record: &Record) -> (u8, Vec<u8>) {
         }
         Record::Stored {
             trace_id,
-            parts,
+            through,
             trace,
         } => {
-            let v = serde_json::json!({"trace_id": trace_id, "parts": parts, "trace": trace});
+            let v = serde_json::json!({"trace_id": trace_id, "through": through, "trace": trace});
             (STORED, v.to_string().into_bytes())
         }
     }
@@ -145,11 +155,18 @@ fn decode(kind: u8, p: &[u8]) -> io::Result<Record> {
         STORED => {
             let v: serde_json::Value = serde_json::from_slice(p)
                 .map_err(|e| bad(format!("a stored marker is not JSON: {e}")))?;
-            Ok(Record::Stored {
-                trace_id: v["trace_id"].as_str().unwrap_or_default().to_string(),
-                parts: v["parts"].as_u64().unwrap_or(0) as usize,
-                trace: v["trace"].as_u64(),
-            })
+            match (
+                v["trace_id"].as_str(),
+                v["through"].as_u64(),
+                v["trace"].as_u64(),
+            ) {
+                (Some(trace_id), Some(through), Some(trace)) => Ok(Record::Stored {
+                    trace_id: trace_id.to_string(),
+                    through,
+                    trace,
+                }),
+                _ => Err(bad(format!("a stored marker lacks a field: {v}"))),
+            }
         }
         other => Err(bad(format!("unknown record kind {other}"))),
     }
@@ -160,6 +177,11 @@ impl Spool {
     /// order, and how many bytes of a torn last record were cut off.
     pub fn open(dir: &Path) -> io::Result<(Spool, Vec<Entry>, u64)> {
         let path = dir.join(FILE);
+        // A rewrite cut short: the old log is still whole.
+        match std::fs::remove_file(dir.join(NEW_FILE)) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
         let fresh = !path.exists();
         let mut file = OpenOptions::new()
             .read(true)
@@ -212,14 +234,8 @@ impl Spool {
                 }
                 _ => match decode(kind, &payload)? {
                     Record::Stored {
-                        trace_id,
-                        parts,
-                        trace,
-                    } => Entry::Stored {
-                        trace_id,
-                        parts,
-                        trace,
-                    },
+                        trace_id, through, ..
+                    } => Entry::Stored { trace_id, through },
                     Record::Part { .. } => unreachable!("decode keeps the kind"),
                 },
             };
@@ -238,6 +254,7 @@ impl Spool {
                 file,
                 path,
                 len: at,
+                dir_unsynced: false,
             },
             entries,
             torn,
@@ -267,13 +284,30 @@ impl Spool {
         Ok(at)
     }
 
-    /// Makes every record appended so far durable.
+    /// Makes every record appended so far durable (and a rewrite's rename
+    /// of the log, if it is not yet).
     pub fn sync(&mut self) -> io::Result<()> {
-        self.file.sync_data()
+        self.file.sync_data()?;
+        if self.dir_unsynced {
+            self.sync_dir()?;
+        }
+        Ok(())
     }
 
-    /// The record at `offset`.
-    pub fn read_at(&mut self, offset: u64) -> io::Result<Record> {
+    fn sync_dir(&mut self) -> io::Result<()> {
+        File::open(self.path.parent().unwrap_or(Path::new(".")))?.sync_all()?;
+        self.dir_unsynced = false;
+        Ok(())
+    }
+
+    /// The record at `offset`, and its size in the log.
+    pub fn read_at(&mut self, offset: u64) -> io::Result<(Record, u64)> {
+        let raw = self.read_raw(offset)?;
+        Ok((decode(raw[0], &raw[HEAD..])?, raw.len() as u64))
+    }
+
+    /// The record at `offset` as it is in the file, its hash checked.
+    fn read_raw(&mut self, offset: u64) -> io::Result<Vec<u8>> {
         let mut head = [0u8; HEAD];
         self.file.seek(SeekFrom::Start(offset))?;
         let out = (|| {
@@ -282,29 +316,102 @@ impl Spool {
             if len > MAX_PAYLOAD {
                 return Err(bad("a record's length is out of range"));
             }
-            let mut payload = vec![0u8; len as usize];
-            self.file.read_exact(&mut payload)?;
-            if check(head[0], &payload) != head[5..] {
+            let mut raw = vec![0u8; HEAD + len as usize];
+            raw[..HEAD].copy_from_slice(&head);
+            self.file.read_exact(&mut raw[HEAD..])?;
+            if check(head[0], &raw[HEAD..]) != head[5..] {
                 return Err(bad(format!(
                     "the record at {offset} of {} does not match its hash",
                     self.path.display()
                 )));
             }
-            decode(head[0], &payload)
+            Ok(raw)
         })();
         self.file.seek(SeekFrom::Start(self.len))?;
         out
     }
 
+    /// Replaces the log with one holding only the records at `keep` (in
+    /// that order); returns their offsets in it. The new log is written
+    /// and synced beside the old one, then renamed over it, and the folder
+    /// synced: a crash before the rename leaves the old log whole (the new
+    /// one is removed at the next open), a crash after it the new one. On
+    /// an error before the rename, the old log stays in use; after it, the
+    /// new one is in use, and a folder not synced is synced by the next
+    /// [`Spool::sync`] (which fails until it is).
+    pub fn rewrite(&mut self, keep: &[u64]) -> io::Result<Vec<u64>> {
+        let dir = self.path.parent().unwrap_or(Path::new(".")).to_path_buf();
+        let new_path = dir.join(NEW_FILE);
+        let written = (|| {
+            let mut out = io::BufWriter::with_capacity(
+                1 << 20,
+                OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .create(true)
+                    .truncate(true)
+                    .open(&new_path)?,
+            );
+            out.write_all(MAGIC)?;
+            let mut at = MAGIC.len() as u64;
+            let mut offsets = Vec::with_capacity(keep.len());
+            for &offset in keep {
+                let raw = self.read_raw(offset)?;
+                out.write_all(&raw)?;
+                offsets.push(at);
+                at += raw.len() as u64;
+            }
+            let file = out.into_inner().map_err(|e| e.into_error())?;
+            file.sync_all()?;
+            Ok((file, offsets, at))
+        })();
+        let (file, offsets, len) = match written {
+            Ok(w) => w,
+            Err(e) => {
+                let _ = std::fs::remove_file(&new_path);
+                return Err(e);
+            }
+        };
+        stall("written");
+        if let Err(e) = std::fs::rename(&new_path, &self.path) {
+            let _ = std::fs::remove_file(&new_path);
+            return Err(e);
+        }
+        // Written sequentially, the new file's position is at its end.
+        self.file = file;
+        self.len = len;
+        self.dir_unsynced = true;
+        stall("renamed");
+        // Until the rename is durable nothing more is acknowledged: a crash
+        // could bring the old log back without what was appended to this one.
+        let _ = self.sync_dir();
+        Ok(offsets)
+    }
+
     /// The log's size in bytes.
-    #[cfg(test)]
     pub fn len(&self) -> u64 {
         self.len
+    }
+
+    /// Bytes of records it holds (its size without the file's header).
+    pub fn records_len(&self) -> u64 {
+        self.len - MAGIC.len() as u64
     }
 
     /// Where the log is.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+}
+
+/// Stops the thread at `step` when a crash test asks for it (see
+/// [`STALL_VAR`]), so that the test can kill the process exactly there.
+pub(super) fn stall(step: &str) {
+    if std::env::var_os(STALL_VAR).is_some_and(|v| v == step) {
+        eprintln!("memtrace: the OTLP receiver stalled at {step}");
+        loop {
+            std::thread::park();
+        }
     }
 }
 
@@ -330,12 +437,12 @@ mod tests {
         let b = s.append(&part("bb", true, r#"{"y":2}"#)).unwrap();
         s.append(&Record::Stored {
             trace_id: "aa".into(),
-            parts: 1,
-            trace: Some(7),
+            through: a,
+            trace: 7,
         })
         .unwrap();
         s.sync().unwrap();
-        assert_eq!(s.read_at(b).unwrap(), part("bb", true, r#"{"y":2}"#));
+        assert_eq!(s.read_at(b).unwrap().0, part("bb", true, r#"{"y":2}"#));
         let full = s.len();
         drop(s);
         // A record half written when the process died.
@@ -363,15 +470,84 @@ mod tests {
                 },
                 Entry::Stored {
                     trace_id: "aa".into(),
-                    parts: 1,
-                    trace: Some(7)
+                    through: a,
                 },
             ]
         );
-        assert_eq!(s.read_at(a).unwrap(), part("aa", false, r#"{"x":1}"#));
+        assert_eq!(s.read_at(a).unwrap().0, part("aa", false, r#"{"x":1}"#));
         // Appending goes on after the cut.
         let c = s.append(&part("cc", false, "{}")).unwrap();
         assert_eq!(c, full);
+    }
+
+    #[test]
+    fn a_rewrite_keeps_only_the_records_asked_for_and_appending_goes_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut s, _, _) = Spool::open(dir.path()).unwrap();
+        let a = s.append(&part("aa", true, r#"{"a":1}"#)).unwrap();
+        let b = s.append(&part("bb", false, r#"{"b":2}"#)).unwrap();
+        s.append(&Record::Stored {
+            trace_id: "aa".into(),
+            through: a,
+            trace: 3,
+        })
+        .unwrap();
+        let c = s.append(&part("cc", false, r#"{"c":3}"#)).unwrap();
+        s.sync().unwrap();
+        let before = s.len();
+        let kept = s.rewrite(&[b, c]).unwrap();
+        assert!(s.len() < before);
+        assert_eq!(kept[0], MAGIC.len() as u64);
+        assert_eq!(
+            s.read_at(kept[1]).unwrap().0,
+            part("cc", false, r#"{"c":3}"#)
+        );
+        let d = s.append(&part("dd", true, "{}")).unwrap();
+        s.sync().unwrap();
+        assert!(!dir.path().join(NEW_FILE).exists());
+        drop(s);
+        let (_, entries, torn) = Spool::open(dir.path()).unwrap();
+        assert_eq!(torn, 0);
+        let ids: Vec<_> = entries
+            .iter()
+            .map(|e| match e {
+                Entry::Part {
+                    trace_id, offset, ..
+                } => (trace_id.clone(), *offset),
+                Entry::Stored { .. } => panic!("no marker is kept: {e:?}"),
+            })
+            .collect();
+        assert_eq!(
+            ids,
+            vec![
+                ("bb".into(), kept[0]),
+                ("cc".into(), kept[1]),
+                ("dd".into(), d)
+            ]
+        );
+        // Nothing kept: the log is emptied.
+        let (mut s, _, _) = Spool::open(dir.path()).unwrap();
+        assert!(s.rewrite(&[]).unwrap().is_empty());
+        assert_eq!(s.records_len(), 0);
+        assert_eq!(
+            std::fs::metadata(dir.path().join(FILE)).unwrap().len(),
+            MAGIC.len() as u64
+        );
+    }
+
+    #[test]
+    fn a_rewrite_cut_short_leaves_the_old_log_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut s, _, _) = Spool::open(dir.path()).unwrap();
+        let a = s.append(&part("aa", true, r#"{"a":1}"#)).unwrap();
+        s.sync().unwrap();
+        drop(s);
+        // What a crash before the rename leaves: the new log beside the old.
+        std::fs::write(dir.path().join(NEW_FILE), MAGIC).unwrap();
+        let (mut s, entries, _) = Spool::open(dir.path()).unwrap();
+        assert!(!dir.path().join(NEW_FILE).exists());
+        assert_eq!(entries.len(), 1);
+        assert_eq!(s.read_at(a).unwrap().0, part("aa", true, r#"{"a":1}"#));
     }
 
     #[test]
