@@ -973,6 +973,8 @@ fn attribution_through_the_embedding_api() {
         trace: None,
         cases: None,
         method: Method::Evidence,
+        setting: Default::default(),
+        search: Default::default(),
     };
     let verdicts = db.attribute(&req, &Cancel::new(), &mut |_| {}).unwrap();
     assert_eq!(verdicts.len(), failed);
@@ -1045,7 +1047,13 @@ fn picked_cases_are_attributed_each_in_its_own_trace() {
         },
     ];
     let verdicts = db
-        .attribute_picked(&picks, Method::Evidence, &Cancel::new(), &mut |_| {})
+        .attribute_picked(
+            &picks,
+            Method::Evidence,
+            memtrace::attrib::Setting::Benchmark,
+            &Cancel::new(),
+            &mut |_| {},
+        )
         .unwrap();
     let got: Vec<(u32, &str)> = verdicts
         .iter()
@@ -1065,6 +1073,8 @@ fn picked_cases_are_attributed_each_in_its_own_trace() {
                 trace: Some(&format!("#{}", other.trace)),
                 cases: Some(std::slice::from_ref(&other.id)),
                 method: Method::Evidence,
+                setting: Default::default(),
+                search: Default::default(),
             },
             &Cancel::new(),
             &mut |_| {},
@@ -1086,6 +1096,7 @@ fn picked_cases_are_attributed_each_in_its_own_trace() {
                 origin: CaseOrigin::Annotation(10_000),
             }],
             Method::Evidence,
+            memtrace::attrib::Setting::Benchmark,
             &Cancel::new(),
             &mut |_| {},
         )
@@ -1096,7 +1107,13 @@ fn picked_cases_are_attributed_each_in_its_own_trace() {
         "{e}"
     );
     assert!(db
-        .attribute_picked(&[], Method::Llm, &Cancel::new(), &mut |_| {})
+        .attribute_picked(
+            &[],
+            Method::Llm,
+            memtrace::attrib::Setting::Benchmark,
+            &Cancel::new(),
+            &mut |_| {}
+        )
         .unwrap()
         .is_empty());
 }
@@ -1129,6 +1146,8 @@ fn llm_attribution_summaries_and_feedback_through_the_embedding_api() {
         trace: None,
         cases: None,
         method: Method::Hybrid,
+        setting: Default::default(),
+        search: Default::default(),
     };
     let verdicts = db.attribute(&req, &Cancel::new(), &mut |_| {}).unwrap();
     assert_eq!(verdicts.len(), db.failed_cases(None).unwrap().len());
@@ -1200,6 +1219,8 @@ fn patterns_are_saved_run_and_dropped_through_the_embedding_api() {
                 trace: None,
                 cases: None,
                 method: memtrace::attrib::Method::Evidence,
+                setting: Default::default(),
+                search: Default::default(),
             },
             &memtrace::Cancel::new(),
             &mut |_| {},

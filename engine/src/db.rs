@@ -248,6 +248,11 @@ impl Database {
         Ok(self.store.cache_answer(key, body)?)
     }
 
+    /// Stores several memos in one write.
+    pub fn put_memos(&self, entries: &[([u8; 32], Vec<u8>)]) -> Result<()> {
+        Ok(self.store.cache_answers(entries)?)
+    }
+
     /// Where the database lives.
     pub fn path(&self) -> &Path {
         self.store.path()

@@ -52,6 +52,7 @@ pub use memtrace_storage::store::BULK_BYTES;
 pub use memtrace_storage::TextRun;
 pub use memtrace_storage::{LocalId, StorageError, TraceId};
 pub use model::{Case, Edge, LogEntry, Node, Operation, Session, Stats, TraceInfo, Variable};
+pub use otlp::label_fails;
 pub use parse::json_kind;
 /// The graph library a [`QueryGraph`] is built on, for its algorithms.
 pub use petgraph;

@@ -76,6 +76,74 @@ enum Failure {
     Malformed(String),
 }
 
+impl Failure {
+    /// The error once no retry is left.
+    fn into_error(self, endpoint: String, attempts: u32) -> LlmError {
+        match self {
+            Failure::Unreachable(detail) => LlmError::Unreachable {
+                endpoint,
+                attempts,
+                detail,
+            },
+            Failure::Status(status, detail) => LlmError::Status {
+                endpoint,
+                status,
+                detail,
+            },
+            Failure::Malformed(detail) => LlmError::Malformed { endpoint, detail },
+        }
+    }
+}
+
+/// The vectors of an embeddings answer, in the order of the inputs (by
+/// each item's `index` when it has one).
+fn parse_embeddings(raw: &str, count: usize) -> std::result::Result<Vec<Vec<f32>>, String> {
+    let v: Value = serde_json::from_str(raw)
+        .map_err(|e| format!("the answer is not JSON ({e}): {}", excerpt(raw, 200)))?;
+    let data = v
+        .get("data")
+        .and_then(Value::as_array)
+        .ok_or_else(|| format!("the answer has no `data` list: {}", excerpt(raw, 200)))?;
+    if data.len() != count {
+        return Err(format!(
+            "the answer has {} vectors for {count} inputs",
+            data.len()
+        ));
+    }
+    let mut out: Vec<Option<Vec<f32>>> = vec![None; count];
+    for (i, item) in data.iter().enumerate() {
+        let at = match item.get("index") {
+            None => i,
+            Some(x) => x
+                .as_u64()
+                .and_then(|n| usize::try_from(n).ok())
+                .filter(|&n| n < count)
+                .ok_or_else(|| format!("data item {i} has a bad index {x}"))?,
+        };
+        let numbers = item
+            .get("embedding")
+            .and_then(Value::as_array)
+            .ok_or_else(|| format!("data item {i} has no `embedding` list"))?;
+        let vector = numbers
+            .iter()
+            .map(|x| x.as_f64().map(|f| f as f32))
+            .collect::<Option<Vec<f32>>>()
+            .filter(|v| !v.is_empty() && v.iter().all(|x| x.is_finite()))
+            .ok_or_else(|| format!("data item {i} is not a list of finite numbers"))?;
+        if out[at].replace(vector).is_some() {
+            return Err(format!("two vectors for input {at}"));
+        }
+    }
+    let vectors: Vec<Vec<f32>> = out.into_iter().flatten().collect();
+    if vectors.len() != count {
+        return Err("some input has no vector".into());
+    }
+    if vectors.iter().any(|v| v.len() != vectors[0].len()) {
+        return Err("the vectors differ in length".into());
+    }
+    Ok(vectors)
+}
+
 impl Client {
     /// A client for `config`. Fails when the pool is empty, a base URL is
     /// not an http(s) URL, or the HTTP stack cannot start.
@@ -175,7 +243,7 @@ impl Client {
                     .await?
                     // The semaphore is never closed.
                     .map_err(|_| LlmError::Cancelled)?;
-                or_cancel(self.send(endpoint, &body), cancelled).await?
+                or_cancel(self.send(endpoint, "chat/completions", &body), cancelled).await?
             };
             attempts = attempts.saturating_add(1);
             let key = endpoint.api_key.as_ref();
@@ -232,20 +300,7 @@ impl Client {
                 }
             };
             if retry >= self.config.retries {
-                let endpoint = endpoint_name(&endpoint.base_url);
-                return Err(match failure {
-                    Failure::Unreachable(detail) => LlmError::Unreachable {
-                        endpoint,
-                        attempts,
-                        detail,
-                    },
-                    Failure::Status(status, detail) => LlmError::Status {
-                        endpoint,
-                        status,
-                        detail,
-                    },
-                    Failure::Malformed(detail) => LlmError::Malformed { endpoint, detail },
-                });
+                return Err(failure.into_error(endpoint_name(&endpoint.base_url), attempts));
             }
             let mut wait = backoff(self.config.backoff, retry);
             if let Some(after) = retry_after {
@@ -256,12 +311,83 @@ impl Client {
         }
     }
 
-    /// One POST to `endpoint`, its answer read to the end.
-    async fn send(&self, endpoint: &Endpoint, body: &Value) -> Outcome {
-        let url = format!(
-            "{}/chat/completions",
-            endpoint.base_url.trim_end_matches('/')
-        );
+    /// Embeds `texts` with the configured model (`POST /embeddings`, as
+    /// OpenAI, vLLM and Ollama serve it): one vector per text, in order.
+    /// Retries, the pool, the limit on requests in flight and cancellation
+    /// work as for [`Client::chat`]; an answer that does not hold one vector
+    /// of numbers per text, all of one length, is malformed.
+    pub async fn embed(
+        &self,
+        texts: &[String],
+        cancelled: &(dyn Fn() -> bool + Sync),
+    ) -> Result<Vec<Vec<f32>>> {
+        if texts.is_empty() {
+            return Ok(Vec::new());
+        }
+        let endpoints = &self.config.endpoints;
+        let first = self.next.fetch_add(1, Ordering::Relaxed);
+        let body = serde_json::json!({ "model": self.config.model, "input": texts });
+        let mut retry: u32 = 0;
+        let mut attempts: u32 = 0;
+        loop {
+            if cancelled() {
+                return Err(LlmError::Cancelled);
+            }
+            let endpoint = &endpoints[first.wrapping_add(retry as usize) % endpoints.len()];
+            let outcome = {
+                let _permit = or_cancel(self.permits.acquire(), cancelled)
+                    .await?
+                    .map_err(|_| LlmError::Cancelled)?;
+                or_cancel(self.send(endpoint, "embeddings", &body), cancelled).await?
+            };
+            attempts = attempts.saturating_add(1);
+            let key = endpoint.api_key.as_ref();
+            let mut retry_after = None;
+            let failure = match outcome {
+                Outcome::Body(raw) => match parse_embeddings(&raw, texts.len()) {
+                    Ok(vectors) => return Ok(vectors),
+                    Err(detail) => Failure::Malformed(scrub(&detail, key)),
+                },
+                Outcome::Status {
+                    status,
+                    retry_after: after,
+                    body,
+                } if status == 429 || (500..=599).contains(&status) => {
+                    if matches!(status, 429 | 503) {
+                        retry_after = after;
+                    }
+                    Failure::Status(status, body_excerpt(&body, key))
+                }
+                Outcome::Status { status, body, .. } => {
+                    return Err(LlmError::Status {
+                        endpoint: endpoint_name(&endpoint.base_url),
+                        status,
+                        detail: refusal_detail(status, &body, key),
+                    })
+                }
+                Outcome::Transport(detail) => Failure::Unreachable(detail),
+                Outcome::Invalid(detail) => {
+                    return Err(LlmError::Config(format!(
+                        "endpoint {}: {detail}",
+                        endpoint_name(&endpoint.base_url)
+                    )))
+                }
+            };
+            if retry >= self.config.retries {
+                return Err(failure.into_error(endpoint_name(&endpoint.base_url), attempts));
+            }
+            let mut wait = backoff(self.config.backoff, retry);
+            if let Some(after) = retry_after {
+                wait = wait.max(after.min(Config::MAX_BACKOFF));
+            }
+            or_cancel(tokio::time::sleep(wait), cancelled).await?;
+            retry += 1;
+        }
+    }
+
+    /// One POST to `path` under `endpoint`, its answer read to the end.
+    async fn send(&self, endpoint: &Endpoint, path: &str, body: &Value) -> Outcome {
+        let url = format!("{}/{path}", endpoint.base_url.trim_end_matches('/'));
         let mut request = self.http.post(url).json(body);
         if let Some(key) = &endpoint.api_key {
             request = request.bearer_auth(key.expose());
@@ -568,6 +694,43 @@ mod tests {
                 .collect(),
             body: body.into(),
         }
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn embeddings_come_back_in_input_order_and_bad_answers_are_named() {
+        let server = ScriptedServer::start(Box::new(|r| {
+            let mut v = scripted::embeddings(r, 8);
+            // Answered out of order: the index puts each vector back.
+            if let Some(items) = v["data"].as_array_mut() {
+                items.reverse();
+            }
+            Reply::Json(v)
+        }))
+        .unwrap();
+        let client = Client::new(config(&[&server])).unwrap();
+        let texts = vec!["blue volvo".to_string(), "cat named luna".to_string()];
+        let vectors = client.embed(&texts, &never).await.unwrap();
+        assert_eq!(vectors.len(), 2);
+        assert_eq!(vectors[0].len(), 8);
+        let alone = client.embed(&texts[1..], &never).await.unwrap();
+        assert_eq!(alone[0], vectors[1]);
+        let r = &server.requests()[0];
+        assert_eq!(r.path, "/v1/embeddings");
+        assert_eq!(r.json.as_ref().unwrap()["input"], json!(texts));
+        assert_eq!(r.json.as_ref().unwrap()["model"], "test-model");
+        assert!(client.embed(&[], &never).await.unwrap().is_empty());
+
+        let short = ScriptedServer::start(Box::new(|_| {
+            Reply::Json(json!({"data": [{"index": 0, "embedding": [0.1, 0.2]}]}))
+        }))
+        .unwrap();
+        let client = Client::new(config(&[&short])).unwrap();
+        let e = client.embed(&texts, &never).await.unwrap_err().to_string();
+        assert!(e.contains("1 vectors for 2 inputs"), "{e}");
+        let refused = ScriptedServer::start(Box::new(|_| status(401, &[], "bad key"))).unwrap();
+        let client = Client::new(config(&[&refused])).unwrap();
+        let e = client.embed(&texts, &never).await.unwrap_err().to_string();
+        assert!(e.contains("401") && e.contains("check the API key"), "{e}");
     }
 
     #[tokio::test(flavor = "current_thread")]

@@ -74,10 +74,15 @@ class Database:
         author: Optional[str] = None,
         progress: Optional[Callable[[Dict[str, Any]], None]] = None,
         timeout: Optional[float] = None,
+        setting: Optional[str] = None,
     ) -> List[Dict[str, Any]]: ...
     def attributions(self, trace: Optional[str] = None) -> List[Dict[str, Any]]: ...
     def eval(
-        self, method: str, trace: Optional[str] = None, timeout: Optional[float] = None
+        self,
+        method: str,
+        trace: Optional[str] = None,
+        timeout: Optional[float] = None,
+        setting: Optional[str] = None,
     ) -> Dict[str, Any]: ...
     def report(self, dir: str, method: str, trace: Optional[str] = None) -> Dict[str, Any]: ...
     def export_parquet(

@@ -314,6 +314,7 @@ fn keyword_of(rule: Rule) -> Option<&'static str> {
         kw_over => "OVER",
         kw_drop => "DROP",
         kw_history => "HISTORY",
+        kw_setting | setting => "SETTING",
         _ => return None,
     })
 }
@@ -361,6 +362,7 @@ fn describe(rule: Rule) -> String {
         Rule::subquery => "a subquery such as (FIND cases ...)".into(),
         Rule::subquery_end => "')' (the end of the subquery)".into(),
         Rule::method => "an attribution method such as evidence".into(),
+        Rule::setting_name => "a setting (benchmark, evaluation or production)".into(),
         Rule::expr | Rule::or_expr | Rule::and_expr | Rule::not_expr | Rule::comparison => {
             "an expression".into()
         }

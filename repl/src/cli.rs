@@ -145,21 +145,25 @@ pub enum Command {
         #[arg(long, value_parser = crate::query::parse_timeout)]
         timeout: Option<std::time::Duration>,
     },
-    /// Recall@k of BM25 pseudo-evidence against the known source evidence of failed cases.
+    /// Recall@k of pseudo-evidence against the known source evidence of failed cases.
     #[command(
-        after_help = "Examples:\n  memtrace evidence-recall\n  memtrace evidence-recall --k 4 --format json\n\nA case without source evidence gets pseudo-evidence: the k messages of its trace that best match\nits question and gold answer (BM25). Over the cases whose source evidence is known\n(MemTraceBench source_evidence_ids, or the query's metadata.evidence), this reports how many\nsource items pseudo-evidence finds, per memory system and in total."
+        after_help = "Examples:\n  memtrace evidence-recall\n  memtrace evidence-recall --k 4 --format json\n  memtrace evidence-recall --method hybrid   (an embeddings endpoint: MEMTRACE_EMBED_MODEL, see the README)\n\nA case without source evidence gets pseudo-evidence: the k messages of its trace chosen from its\nquestion and gold answer (BM25 by default, or embeddings, or both fused), each weighed by how\nlikely the answer needed it. Over the cases whose source evidence is known (MemTraceBench\nsource_evidence_ids, or the query's metadata.evidence), this reports how many source items the\nchosen evidence finds, per memory system and in total."
     )]
     EvidenceRecall {
         /// Messages pseudo-evidence takes per case.
         #[arg(long, default_value_t = memtrace::attrib::DEFAULT_K)]
         k: usize,
+        /// How evidence is searched for: sparse (BM25), dense (embeddings) or hybrid (both,
+        /// fused by reciprocal rank).
+        #[arg(long, default_value = "sparse", value_parser = crate::attribute::parse_search)]
+        method: memtrace::attrib::Search,
         /// Output format.
         #[arg(long, value_enum, default_value_t = Listing::Table)]
         format: Listing,
     },
     /// Attribute every failed case: name its earliest decisive faulty op and error type, and store the verdicts.
     #[command(
-        after_help = "Examples:\n  memtrace attribute\n  memtrace attribute --trace mem0-0002-s7 --using evidence --format json\n  memtrace attribute --using hybrid      (an LLM endpoint: see MEMTRACE_LLM_* in the README)\n\nCases come from MemTraceBench annotations, else from llm-judge ops that scored 0. The\nevidence method follows each needed evidence message forward through the ops that carried it\nand names the op where it was lost, left out of the answer's context, or ignored. The llm method\nhas an LLM explore the trace with tools; hybrid gives it the evidence verdict to check. Verdicts are\nappended to the database (a verdict already stored is not stored again) and can be queried:\n  memtrace query \"FIND attributions GROUP BY error_type RETURN error_type, count(*)\""
+        after_help = "Examples:\n  memtrace attribute\n  memtrace attribute --trace mem0-0002-s7 --using evidence --format json\n  memtrace attribute --setting production   as if no case had its gold answer or evidence\n  memtrace attribute --using hybrid      (an LLM endpoint: see MEMTRACE_LLM_* in the README)\n\nCases come from MemTraceBench annotations, else from llm-judge ops that scored 0. The\nevidence method follows each needed evidence message forward through the ops that carried it\nand names the op where it was lost, left out of the answer's context, or ignored. The llm method\nhas an LLM explore the trace with tools; hybrid gives it the evidence verdict to check. Verdicts are\nappended to the database (a verdict already stored is not stored again) and can be queried:\n  memtrace query \"FIND attributions GROUP BY error_type RETURN error_type, count(*)\""
     )]
     Attribute {
         /// Only this trace (graph id or #ID).
@@ -168,13 +172,21 @@ pub enum Command {
         /// The attribution method.
         #[arg(long = "using", default_value = "evidence", value_parser = crate::attribute::parse_method)]
         method: memtrace::attrib::Method,
+        /// What each case shows the method: benchmark (all it holds), evaluation (its annotated
+        /// evidence hidden) or production (its evidence and gold answer hidden).
+        #[arg(long, default_value = "benchmark", value_parser = crate::attribute::parse_setting)]
+        setting: memtrace::attrib::Setting,
+        /// How a case without source evidence has its evidence searched for: sparse (BM25),
+        /// dense (embeddings) or hybrid.
+        #[arg(long, default_value = "sparse", value_parser = crate::attribute::parse_search)]
+        search: memtrace::attrib::Search,
         /// Output format: a summary table, or every verdict as JSON.
         #[arg(long, value_enum, default_value_t = Listing::Table)]
         format: Listing,
     },
     /// Score an attribution method against the labelled failed cases (MemTraceBench labels).
     #[command(
-        after_help = "Examples:\n  memtrace eval --method evidence\n  memtrace eval --method evidence --format json\n  memtrace eval --misses 10            show ten cases it got wrong\n  memtrace eval --method hybrid        with cost columns (calls, tokens, seconds)\n\nRuns the method over every failed case (nothing is stored) and compares each verdict with the\ncase's final_error_type and final_op_id: error-type accuracy and op-id exact match, per memory\nsystem and per true error type, a confusion matrix, and the median time per case."
+        after_help = "Examples:\n  memtrace eval                        the three settings side by side\n  memtrace eval --setting production   one setting in detail, with a confusion matrix\n  memtrace eval --setting evaluation --format json\n  memtrace eval --setting benchmark --misses 10    ten cases it got wrong\n  memtrace eval --method hybrid --setting benchmark   with cost columns (calls, tokens, seconds)\n\nRuns the method over every failed case (nothing is stored) and compares each verdict with the\ncase's final_error_type and final_op_id: error-type accuracy and op-id exact match, per memory\nsystem and per true error type, and the median time per case. Each labelled set is scored in\nthree settings: benchmark (the case as recorded), evaluation (its annotated evidence hidden)\nand production (its evidence and gold answer hidden). Confidence is scored too: the accuracy of\nthe most confident verdicts at each share of the cases, and of the verdicts at or above each\nconfidence band; confident means 0.8 or more."
     )]
     Eval {
         /// The attribution method.
@@ -189,10 +201,14 @@ pub enum Command {
         /// Show this many misses (cases it got wrong) after the tables.
         #[arg(long, default_value_t = 0)]
         misses: usize,
-        /// Give every case BM25 pseudo-evidence instead of its known source evidence, to see how
-        /// the method does on traces without evidence labels.
-        #[arg(long)]
-        pseudo_evidence: bool,
+        /// Score one setting in detail (benchmark, evaluation or production) instead of all three
+        /// side by side.
+        #[arg(long, value_parser = crate::attribute::parse_setting)]
+        setting: Option<memtrace::attrib::Setting>,
+        /// How a case without source evidence has its evidence searched for: sparse (BM25),
+        /// dense (embeddings) or hybrid.
+        #[arg(long, default_value = "sparse", value_parser = crate::attribute::parse_search)]
+        search: memtrace::attrib::Search,
     },
     /// Write the diagnostic report per memory system, as Markdown and as a self-contained HTML page.
     #[command(
@@ -498,24 +514,38 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Attribute {
             trace,
             method,
+            setting,
+            search,
             format,
-        } => crate::attribute::attribute(&cli.db, trace.as_deref(), method, format),
+        } => crate::attribute::attribute(
+            &cli.db,
+            trace.as_deref(),
+            (method, setting, search),
+            format,
+        ),
         Command::Eval {
             method,
             trace,
             format,
             misses,
-            pseudo_evidence,
+            setting,
+            search,
         } => crate::attribute::eval(
             &cli.db,
             trace.as_deref(),
-            method,
+            (method, search),
             format,
             misses,
-            pseudo_evidence,
+            setting,
         ),
-        Command::EvidenceRecall { k, format } => {
-            evidence_recall(&Database::open_read_only(&cli.db)?, k, format)
+        Command::EvidenceRecall { k, method, format } => {
+            // Dense search caches the vectors it is sent in the database.
+            let db = if method.needs_embeddings() {
+                Database::open_existing(&cli.db)?
+            } else {
+                Database::open_read_only(&cli.db)?
+            };
+            evidence_recall(&db, k, method, format)
         }
         Command::Query {
             text,
@@ -862,11 +892,16 @@ fn traces(db: &Database, format: Listing) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn evidence_recall(db: &Database, k: usize, format: Listing) -> Result<ExitCode> {
+fn evidence_recall(
+    db: &Database,
+    k: usize,
+    search: memtrace::attrib::Search,
+    format: Listing,
+) -> Result<ExitCode> {
     if k == 0 {
         return Err(CliError::Usage("--k must be at least 1".into()));
     }
-    let report = db.evidence_recall(k)?;
+    let report = db.evidence_recall(k, search)?;
     let json_of = |r: &memtrace::attrib::Recall| {
         serde_json::json!({
             "cases": r.cases, "items": r.items, "found": r.found, "complete": r.complete,
@@ -880,7 +915,8 @@ fn evidence_recall(db: &Database, k: usize, format: Listing) -> Result<ExitCode>
                 .iter()
                 .map(|(s, r)| (s.clone(), json_of(r)))
                 .collect();
-            let v = serde_json::json!({"k": k, "total": json_of(&report.total), "by_system": by});
+            let v = serde_json::json!({"k": k, "method": search.name(),
+                "total": json_of(&report.total), "by_system": by});
             println!("{}", serde_json::to_string_pretty(&v)?);
         }
         Listing::Table => {

@@ -1351,6 +1351,15 @@ impl Store {
         self.write(batch)
     }
 
+    /// Caches several answers at once, in one write.
+    pub fn cache_answers(&self, entries: &[([u8; 32], Vec<u8>)]) -> Result<()> {
+        let mut batch = WriteBatch::default();
+        for (key, body) in entries {
+            batch.put_cf(self.cf(cf::LLM_CACHE), key, body);
+        }
+        self.write(batch)
+    }
+
     /// Bytes the database occupies on disk (all files under its folder).
     pub fn disk_bytes(&self) -> Result<u64> {
         dir_bytes(&self.path)

@@ -7,7 +7,7 @@ use std::io::Read;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use memtrace::attrib::evidence::{evidence, MessageIndex};
+use memtrace::attrib::evidence::evidence_of;
 use memtrace::attrib::pyvalue::unrepr;
 use memtrace::attrib::{case, flow, ErrorType, LabelInput, StoredVerdict, TraceModel, HUMAN};
 use memtrace::prelude::*;
@@ -578,17 +578,18 @@ impl Api {
     fn case(&self, trace: &str, case: &str) -> Result<Reply, ApiError> {
         let ctx = self.db.failed_case(trace, case)?;
         let (m, c) = (&ctx.model, &ctx.case);
-        let index = MessageIndex::new(m);
-        let ev = evidence(m, &index, c, memtrace::attrib::DEFAULT_K);
+        let ev = evidence_of(m, c, memtrace::attrib::DEFAULT_K);
         let origin = serde_json::to_value(ev.origin)?;
         let evidence_list: Vec<Value> = ev
             .items
             .iter()
-            .map(|&v| {
+            .zip(&ev.weights)
+            .map(|(&v, &w)| {
                 json!({
                     "node": m.vars[v].full_node_id,
                     "preview": preview(m.value(v)),
                     "origin": origin,
+                    "weight": (w * 100.0).round() / 100.0,
                 })
             })
             .collect();

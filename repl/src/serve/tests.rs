@@ -31,6 +31,8 @@ fn api() -> (tempfile::TempDir, Api, String, Value) {
         trace: None,
         cases: None,
         method: Method::Evidence,
+        setting: Default::default(),
+        search: Default::default(),
     };
     let verdicts = db.attribute(&req, &Cancel::new(), &mut |_| {}).unwrap();
     db.store_verdicts(&verdicts, "test").unwrap();
