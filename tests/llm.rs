@@ -122,7 +122,15 @@ fn hybrid_attribution_eval_report_and_feedback_against_a_local_endpoint() {
         cwd,
         &db,
         &env,
-        &["eval", "--method", "hybrid", "--format", "json"],
+        &[
+            "eval",
+            "--method",
+            "hybrid",
+            "--setting",
+            "benchmark",
+            "--format",
+            "json",
+        ],
     ));
     let e = json(&o);
     assert_eq!(e["method"], "hybrid");
@@ -135,7 +143,12 @@ fn hybrid_attribution_eval_report_and_feedback_against_a_local_endpoint() {
     assert!(e["cost"]["cached_calls"].as_u64().unwrap() >= e["cases"].as_u64().unwrap());
     assert!(e["cost_per_case"]["tokens_in"].as_u64().unwrap() > 0);
     assert_eq!(e["cost_by_system"].as_object().unwrap().len(), 4, "{e}");
-    let o = ok(llm_run(cwd, &db, &env, &["eval", "--method", "hybrid"]));
+    let o = ok(llm_run(
+        cwd,
+        &db,
+        &env,
+        &["eval", "--method", "hybrid", "--setting", "benchmark"],
+    ));
     let table = stdout(&o);
     assert!(
         table.contains("tokens in") && table.contains("tokens out"),

@@ -105,7 +105,7 @@ fn dump_features(db: &Database, set: &str, out: &mut String) -> Result<()> {
             }
             for setting in [Setting::Evaluation, Setting::Production] {
                 let mut c = case.clone();
-                setting.hide(&mut c);
+                c.hide(setting);
                 let candidates = chooser.candidates(&c);
                 let all = Evidence {
                     items: candidates.iter().map(|x| x.message).collect(),

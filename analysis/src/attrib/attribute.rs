@@ -399,7 +399,7 @@ impl Attribute for Database {
                     continue;
                 }
                 let mut hidden = c.clone();
-                Setting::Evaluation.hide(&mut hidden);
+                hidden.hide(Setting::Evaluation);
                 let chosen = searcher.evidence(&chooser, &hidden, k)?.items;
                 r.add(&source, &chosen);
             }
@@ -593,7 +593,7 @@ fn attribute_views(
         let (model, mut cases) = trace_cases(view)?;
         selection.select(&model, &mut cases)?;
         for c in &mut cases {
-            setting.hide(c);
+            c.hide(setting);
         }
         state.traces_read = done + 1;
         state.cases_seen += cases.len();
@@ -1033,7 +1033,7 @@ mod tests {
         assert!(cases[0].gold.is_empty());
         assert_eq!(cases[0].prediction, "a red Toyota");
         assert_eq!(cases[0].query, "What car does Omar drive?");
-        assert_eq!(Setting::of(&cases[0]), Setting::Production);
+        assert_eq!(cases[0].setting(), Setting::Production);
         let got = rows(
             &db,
             "FIND cases IN TRACE 'g-feedback' RETURN case.query_id, case.origin",

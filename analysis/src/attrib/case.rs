@@ -15,6 +15,7 @@ use serde_json::Value;
 
 use super::model::TraceModel;
 use super::pyvalue::{pieces, unrepr};
+use super::setting::Setting;
 use memtrace_engine::Case;
 use memtrace_engine::TraceId;
 
@@ -46,6 +47,31 @@ pub struct FailedCase {
     pub source_evidence: Vec<String>,
     /// Where the case came from.
     pub origin: CaseOrigin,
+}
+
+impl FailedCase {
+    /// Hides what `setting` does not show. The judge's response goes with
+    /// the gold answer, since a judge quotes it.
+    pub fn hide(&mut self, setting: Setting) {
+        if setting >= Setting::Evaluation {
+            self.source_evidence.clear();
+        }
+        if setting >= Setting::Production {
+            self.gold.clear();
+            self.judge_response = None;
+        }
+    }
+
+    /// The setting this case is in: what it actually holds, whatever was
+    /// asked to be hidden.
+    pub fn setting(&self) -> Setting {
+        let gold = self.gold.iter().any(|g| !g.trim().is_empty());
+        match (self.source_evidence.is_empty(), gold) {
+            (_, false) => Setting::Production,
+            (true, true) => Setting::Evaluation,
+            (false, true) => Setting::Benchmark,
+        }
+    }
 }
 
 fn golds(v: &Value) -> Vec<String> {
@@ -291,7 +317,7 @@ impl super::verdict::Verdict {
             micros,
             model: None,
             cost: None,
-            setting: Some(super::setting::Setting::of(case)),
+            setting: Some(case.setting()),
         }
     }
 }
@@ -308,4 +334,45 @@ pub(crate) fn names_case(model: &TraceModel, case: &FailedCase, reference: &str)
     }
     let resolved = model.var(reference).map(|v| &model.vars[v].full_node_id);
     resolved.is_some() && resolved == case.query_node.as_ref()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn case() -> FailedCase {
+        FailedCase {
+            trace: 1,
+            graph_id: "g".into(),
+            system: None,
+            id: "query:q@1".into(),
+            query_node: Some("query:q@1".into()),
+            query: "What car does Omar drive?".into(),
+            gold: vec!["a blue Volvo".into()],
+            prediction: "a red Toyota".into(),
+            judge_response: Some("WRONG: it is a blue Volvo".into()),
+            source_evidence: vec!["message:m1@1".into()],
+            origin: CaseOrigin::Annotation(0),
+        }
+    }
+
+    #[test]
+    fn each_setting_hides_what_it_says_and_a_case_knows_its_setting() {
+        let mut c = case();
+        assert_eq!(c.setting(), Setting::Benchmark);
+        c.hide(Setting::Benchmark);
+        assert_eq!(c, case());
+        c.hide(Setting::Evaluation);
+        assert!(c.source_evidence.is_empty());
+        assert_eq!(c.gold, ["a blue Volvo"]);
+        assert_eq!(c.setting(), Setting::Evaluation);
+        c.hide(Setting::Production);
+        assert!(c.gold.is_empty() && c.judge_response.is_none());
+        assert_eq!(c.prediction, "a red Toyota");
+        assert_eq!(c.setting(), Setting::Production);
+        // A case without a gold answer is in production whatever it names.
+        let mut c = case();
+        c.gold = vec![" ".into()];
+        assert_eq!(c.setting(), Setting::Production);
+    }
 }

@@ -379,11 +379,22 @@ impl<'m> Flow<'m> {
                 } else {
                     parts.first().cloned().unwrap_or_else(|| gold.to_string())
                 };
-                let value: Vec<(u32, bool)> = self
+                let mut value: Vec<(u32, bool)> = self
                     .stems_of(&part)
                     .into_iter()
                     .filter(|x| Some(x.0) != item.speaker)
                     .collect();
+                if part.trim().is_empty() {
+                    // Without a gold answer, the answer is what the sentence
+                    // says beyond what the question asks.
+                    value = self
+                        .stems_of(&item.text)
+                        .into_iter()
+                        .filter(|x| {
+                            Some(x.0) != item.speaker && !query_stems.iter().any(|q| q.0 == x.0)
+                        })
+                        .collect();
+                }
                 // Dates the question names pin the fact down.
                 let mut must: Vec<u32> = query_stems.iter().filter(|x| x.1).map(|x| x.0).collect();
                 let mut value_ids: Vec<u32> = value.iter().map(|x| x.0).collect();
@@ -1602,7 +1613,8 @@ mod tests {
         // counts a tenth.
         let o = weigh_outcomes(&items, &[failing(3, 0, ErrorType::UpdateError)], 0.1);
         assert!(close(o[0].probability, 0.5 / 0.525), "{o:?}");
-        // Two items lost at the same op add up.
+        // Two items lost at the same op add up: 0.25 + 0.125, against 0.5
+        // for the one lost earlier, out of 1 - 0.5^3.
         let items = [weighed(0, 0.5), weighed(1, 0.5), weighed(2, 0.5)];
         let fails = [
             failing(4, 0, ErrorType::RetrievalError),
@@ -1610,8 +1622,10 @@ mod tests {
             failing(1, 2, ErrorType::ExtractionError),
         ];
         let o = weigh_outcomes(&items, &fails, 1.0);
-        assert_eq!(o[0].failure, Some(0));
-        assert!(close(o[0].probability, (0.25 + 0.125) / 0.875), "{o:?}");
+        assert_eq!(o[0].failure, Some(2));
+        assert!(close(o[0].probability, 0.5 / 0.875), "{o:?}");
+        assert_eq!(o[1].failure, Some(0));
+        assert!(close(o[1].probability, 0.375 / 0.875), "{o:?}");
     }
 
     #[test]

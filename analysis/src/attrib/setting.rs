@@ -7,8 +7,6 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use super::case::FailedCase;
-
 /// What a failed case holds when it is attributed.
 #[derive(
     Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
@@ -31,7 +29,7 @@ impl Setting {
     /// Every setting, from the most the case shows to the least.
     pub const ALL: [Setting; 3] = [Setting::Benchmark, Setting::Evaluation, Setting::Production];
 
-    /// The name used in `--setting` and `IN SETTING`.
+    /// The name used in `--setting` and `SETTING` in a query.
     pub fn name(self) -> &'static str {
         match self {
             Setting::Benchmark => "benchmark",
@@ -46,29 +44,6 @@ impl Setting {
             Setting::Benchmark => "nothing",
             Setting::Evaluation => "the annotated evidence",
             Setting::Production => "the annotated evidence and the gold answer",
-        }
-    }
-
-    /// Hides from `case` what this setting does not show. The judge's
-    /// response goes with the gold answer, since a judge quotes it.
-    pub fn hide(self, case: &mut FailedCase) {
-        if self >= Setting::Evaluation {
-            case.source_evidence.clear();
-        }
-        if self >= Setting::Production {
-            case.gold.clear();
-            case.judge_response = None;
-        }
-    }
-
-    /// The setting a case is in: what it actually holds, whatever was
-    /// asked to be hidden.
-    pub fn of(case: &FailedCase) -> Setting {
-        let gold = case.gold.iter().any(|g| !g.trim().is_empty());
-        match (case.source_evidence.is_empty(), gold) {
-            (_, false) => Setting::Production,
-            (true, true) => Setting::Evaluation,
-            (false, true) => Setting::Benchmark,
         }
     }
 }
@@ -99,43 +74,6 @@ impl FromStr for Setting {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use memtrace_engine::CaseOrigin;
-
-    fn case() -> FailedCase {
-        FailedCase {
-            trace: 1,
-            graph_id: "g".into(),
-            system: None,
-            id: "query:q@1".into(),
-            query_node: Some("query:q@1".into()),
-            query: "What car does Omar drive?".into(),
-            gold: vec!["a blue Volvo".into()],
-            prediction: "a red Toyota".into(),
-            judge_response: Some("WRONG: it is a blue Volvo".into()),
-            source_evidence: vec!["message:m1@1".into()],
-            origin: CaseOrigin::Annotation(0),
-        }
-    }
-
-    #[test]
-    fn each_setting_hides_what_it_says_and_a_case_knows_its_setting() {
-        let mut c = case();
-        assert_eq!(Setting::of(&c), Setting::Benchmark);
-        Setting::Benchmark.hide(&mut c);
-        assert_eq!(c, case());
-        Setting::Evaluation.hide(&mut c);
-        assert!(c.source_evidence.is_empty());
-        assert_eq!(c.gold, ["a blue Volvo"]);
-        assert_eq!(Setting::of(&c), Setting::Evaluation);
-        Setting::Production.hide(&mut c);
-        assert!(c.gold.is_empty() && c.judge_response.is_none());
-        assert_eq!(c.prediction, "a red Toyota");
-        assert_eq!(Setting::of(&c), Setting::Production);
-        // A case without a gold answer is in production whatever it names.
-        let mut c = case();
-        c.gold = vec![" ".into()];
-        assert_eq!(Setting::of(&c), Setting::Production);
-    }
 
     #[test]
     fn settings_read_their_names_and_refuse_others() {

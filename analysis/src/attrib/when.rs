@@ -256,10 +256,15 @@ pub fn named(answer: &str) -> Vec<Span> {
     out
 }
 
-/// Whether two lists of spans meet, a day's slack either side.
+/// Whether two lists of spans meet; two single days may be a day apart
+/// (an evening event told as "yesterday" the next morning).
 pub fn meet(a: &[Span], b: &[Span]) -> bool {
-    a.iter()
-        .any(|x| b.iter().any(|y| x.0 - 1 <= y.1 && y.0 - 1 <= x.1))
+    a.iter().any(|x| {
+        b.iter().any(|y| {
+            let slack = i64::from(x.1 == x.0 && y.1 == y.0);
+            x.0 - slack <= y.1 && y.0 - slack <= x.1
+        })
+    })
 }
 
 #[cfg(test)]
