@@ -395,10 +395,12 @@ impl<'p> Collector<'p> {
         if p.aggregating {
             struct NoRow;
             impl Row for NoRow {
-                fn field(&self, _: Subject, f: &Field) -> Result<Value> {
-                    Err(QueryError::Other(format!(
-                        "{f:?} is read outside a group key or aggregate"
-                    )))
+                fn field(&self, _: Subject, _: &Field) -> Result<Value> {
+                    // The planner refuses such a field where it is written.
+                    Err(QueryError::Other(
+                        "a field outside the group keys and aggregates has no value for a group"
+                            .into(),
+                    ))
                 }
             }
             // With no input row and no GROUP BY, there is still one group.
