@@ -473,3 +473,33 @@ fn a_statement_over_its_time_limit_is_stopped_with_a_clear_error() {
         stderr(&bad)
     );
 }
+
+#[test]
+fn a_statement_may_start_with_a_dash() {
+    let (dir, db) = with_sample();
+    // A leading `--` comment, before or after the options: the statement,
+    // not an option.
+    for args in [
+        &[
+            "query",
+            "-- how many ops\nFIND ops RETURN count(*) AS n",
+            "--format",
+            "csv",
+        ][..],
+        &[
+            "query",
+            "--format",
+            "csv",
+            "-- how many ops\nFIND ops RETURN count(*) AS n",
+        ][..],
+    ] {
+        let o = ok(run(dir.path(), Some(&db), args));
+        assert_eq!(stdout(&o), "n\r\n4\r\n", "{args:?}");
+    }
+    // A statement that starts with a minus is read, and refused, as a statement.
+    let o = run(dir.path(), Some(&db), &["query", "-1"]);
+    assert!(!o.status.success());
+    let err = stderr(&o);
+    assert!(err.contains("line 1, column 1"), "{err}");
+    assert!(!err.contains("unexpected argument"), "{err}");
+}

@@ -129,7 +129,9 @@ pub enum Command {
     )]
     Query {
         /// The statement (or several, `;`-separated). Without it, statements
-        /// are read from -f FILE or from standard input.
+        /// are read from -f FILE or from standard input. It may start with
+        /// `-` (a `--` comment, a negative number).
+        #[arg(allow_hyphen_values = true)]
         text: Option<String>,
         /// Read the statements from this file (`;`-separated, `--` comments).
         #[arg(short = 'f', long = "file", conflicts_with = "text")]
