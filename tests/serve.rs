@@ -105,6 +105,18 @@ fn serve_answers_over_http_takes_imports_and_stops_on_ctrl_c() {
     // a form post.
     let (status, body) = request(&a, "GET", "/api/health", &[("Host", "evil.example")], b"");
     assert_eq!(status, 403, "{body}");
+    // Two Host headers are refused, whichever is first.
+    for hosts in [[a.as_str(), "evil.example"], ["evil.example", a.as_str()]] {
+        let (status, body) = request(
+            &a,
+            "GET",
+            "/api/health",
+            &[("Host", hosts[0]), ("Host", hosts[1])],
+            b"",
+        );
+        assert_eq!(status, 400, "{hosts:?}: {body}");
+        assert!(body.contains("2 Host headers"), "{body}");
+    }
     let (status, body) = request(
         &a,
         "POST",

@@ -115,6 +115,14 @@ pub fn guard(headers: &HeaderMap, method: &Method, loopback: bool) -> Option<Api
             .get(name)
             .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
     };
+    // Two Host headers could name two hosts, and a proxy in front may have
+    // judged the other one (RFC 9112 asks for 400).
+    let hosts = headers.get_all("host").iter().count();
+    if hosts > 1 {
+        return Some(ApiError::bad(format!(
+            "the request has {hosts} Host headers; send one"
+        )));
+    }
     if loopback {
         let host = header("host").unwrap_or_default();
         if !loopback_host(&host) {
@@ -562,6 +570,22 @@ mod tests {
             "",
         ] {
             assert_eq!(post(bad), Some(415), "{bad}");
+        }
+    }
+
+    #[test]
+    fn two_host_headers_are_refused_whichever_comes_first() {
+        for (first, second) in [
+            ("127.0.0.1:7878", "evil.example"),
+            ("evil.example", "localhost"),
+        ] {
+            let mut h = HeaderMap::new();
+            h.append("host", HeaderValue::from_static(first));
+            h.append("host", HeaderValue::from_static(second));
+            let e = guard(&h, &Method::GET, true).expect("refused");
+            assert_eq!(e.status, 400, "{first} then {second}");
+            assert!(e.message.contains("2 Host headers"), "{}", e.message);
+            assert_eq!(guard(&h, &Method::GET, false).map(|e| e.status), Some(400));
         }
     }
 
