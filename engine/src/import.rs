@@ -26,6 +26,7 @@ use crate::parse::{
     self, Ctx, InCommon, InVar, Invalid, ParsedTrace, Parts, Resolved, TopSeed, Tri,
 };
 use crate::pyjson;
+use crate::sniff;
 
 /// The name of a generated set's manifest: a file of this name in a folder
 /// describes the set and is not a trace, so importing the folder skips it.
@@ -236,31 +237,76 @@ fn parse_reader<R: Read>(
     // everything read so far, into fresh pages the kernel zeroes, each time).
     let mut bytes = Vec::with_capacity(size_hint.saturating_add(1));
     let mut counting = counting;
-    counting
+    let io = |e| EngineError::Io {
+        path: source.to_string(),
+        source: e,
+    };
+    // An input that is not a JSON object from its first character is
+    // refused before the rest of it is read.
+    (&mut counting)
+        .take(sniff::HEAD as u64)
         .read_to_end(&mut bytes)
-        .map_err(|e| EngineError::Io {
-            path: source.to_string(),
-            source: e,
-        })?;
+        .map_err(io)?;
+    refuse_start(&bytes, source)?;
+    counting.read_to_end(&mut bytes).map_err(io)?;
     parse_bytes(&bytes, source, count.get(), None)
+}
+
+/// An error when the first bytes of an input (`head`) show that it cannot
+/// be one JSON object (see [`sniff::refuse_start`]).
+fn refuse_start(head: &[u8], source: &str) -> Result<()> {
+    match sniff::refuse_start(&head[..head.len().min(sniff::HEAD)]) {
+        Some(reason) => Err(invalid(
+            source,
+            Invalid {
+                path: "$".into(),
+                reason,
+            },
+        )),
+        None => Ok(()),
+    }
+}
+
+/// `e` with "found null" said as "found NaN" where the value at its JSON
+/// path is written `NaN` in `content` (Python's not-a-number, read as null).
+fn nan_named(e: EngineError, content: &[u8]) -> EngineError {
+    match e {
+        EngineError::Invalid {
+            source_name,
+            json_path,
+            reason,
+        } if reason.contains("found null") && sniff::nan_at(content, &json_path) => {
+            EngineError::Invalid {
+                source_name,
+                reason: reason.replace(
+                    "found null",
+                    "found NaN (Python's not-a-number, which JSON has not; memtrace reads it as null)",
+                ),
+                json_path,
+            }
+        }
+        other => other,
+    }
 }
 
 /// Reads one JSON object from the whole of an input, `read` bytes long
 /// (see [`parse_reader`]). The digest of a mapped file (`mapped`) is taken
 /// after the parse, on a thread of its own ([`Digest::start`]).
 fn parse_bytes(bytes: &[u8], source: &str, read: u64, mapped: Option<&Arc<Mmap>>) -> Result<Input> {
-    if pyjson::utf16_bom(bytes) {
-        return Err(invalid(
-            source,
-            Invalid {
-                path: "$".into(),
-                reason: "the input starts with a UTF-16 byte order mark: it is UTF-16 text, \
-                         and memtrace reads UTF-8 (save it as UTF-8)"
-                    .into(),
-            },
-        ));
-    }
+    refuse_start(bytes, source)?;
     let content = pyjson::strip_bom(bytes);
+    parse_content(bytes, content, source, read, mapped).map_err(|e| nan_named(e, content))
+}
+
+/// [`parse_bytes`] once the input's start is known to be right: `content`
+/// is `bytes` without its byte order mark.
+fn parse_content(
+    bytes: &[u8],
+    content: &[u8],
+    source: &str,
+    read: u64,
+    mapped: Option<&Arc<Mmap>>,
+) -> Result<Input> {
     // Whitespace around the object is not content (a line's newline, a
     // file's last one), and neither is a byte order mark. A large input's
     // digest is taken on a second thread while it is parsed; a mapped
@@ -327,7 +373,7 @@ fn parse_top(content: &[u8], source: &str) -> Result<parse::Top> {
                 reason: "the input is empty".into(),
             },
         )),
-        Err(e) => Err(invalid(source, ctx.into_invalid(e))),
+        Err(e) => Err(invalid(source, ctx.into_invalid(e, &text))),
     }
 }
 
@@ -703,6 +749,9 @@ pub(crate) fn import_lines(
         path: source.to_string(),
         source: e,
     };
+    // A file wrong from its first bytes is refused before its first line
+    // (which may be all of it) is read.
+    refuse_start(first.fill_buf().map_err(io)?, source)?;
     let mut kept: Vec<(usize, String)> = Vec::new();
     let mut graph_ids: Vec<(String, usize)> = Vec::new();
     let mut requests: Vec<(String, Map<String, Value>)> = Vec::new();
@@ -917,6 +966,17 @@ fn parse_json_file(path: &Path) -> ParsedFile {
         source: e,
     })?;
     let size = file_len(&file);
+    // A file that is wrong from its first bytes is refused before it is
+    // read whole (mapping reads it all).
+    let mut head = Vec::with_capacity(sniff::HEAD);
+    (&file)
+        .take(sniff::HEAD as u64)
+        .read_to_end(&mut head)
+        .map_err(|e| EngineError::Io {
+            path: source.clone(),
+            source: e,
+        })?;
+    refuse_start(&head, &source)?;
     if size >= MAP_BYTES {
         // A large file is read where the kernel keeps it (its page cache)
         // instead of being copied into fresh memory, which the kernel
@@ -933,7 +993,8 @@ fn parse_json_file(path: &Path) -> ParsedFile {
             return traces_of(input, &source);
         }
     }
-    read_traces(file, &source, size, None)
+    // The head is read already (a pipe cannot be read again).
+    read_traces(std::io::Cursor::new(head).chain(file), &source, size, None)
 }
 
 /// JSON files of at least this many bytes are mapped into memory to be
