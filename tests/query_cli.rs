@@ -503,3 +503,50 @@ fn a_statement_may_start_with_a_dash() {
     assert!(err.contains("line 1, column 1"), "{err}");
     assert!(!err.contains("unexpected argument"), "{err}");
 }
+
+/// One generated trace of some two thousand variables, in `t.db`.
+fn one_generated_trace() -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    gen_set(
+        dir.path(),
+        "g",
+        &["--system", "rag", "--traces", "1", "--seed", "5"],
+    );
+    let db = dir.path().join("t.db");
+    ok(run(dir.path(), Some(&db), &["import", "g"]));
+    (dir, db)
+}
+
+#[test]
+fn a_time_limit_stops_a_long_condition_in_the_middle_of_a_trace() {
+    // 20,000 terms on each of the trace's variables: evaluated whole, one
+    // trace of them takes far longer than the limit (the work was looked
+    // at between traces and every 4,096 rows only).
+    let (dir, db) = one_generated_trace();
+    let chain = dir.path().join("chain.mt");
+    std::fs::write(
+        &chain,
+        format!(
+            "FIND vars WHERE {} RETURN count(*)",
+            vec!["var.version >= 1"; 20_000].join(" AND ")
+        ),
+    )
+    .unwrap();
+    let start = std::time::Instant::now();
+    let o = run(
+        dir.path(),
+        Some(&db),
+        &["query", "-f", chain.to_str().unwrap(), "--timeout", "2"],
+    );
+    let took = start.elapsed();
+    assert!(!o.status.success(), "{}", stdout(&o));
+    assert!(
+        stderr(&o).contains("ran longer than 2 s and was stopped (--timeout)"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        took < std::time::Duration::from_secs(10),
+        "a 2 s limit took {took:?}"
+    );
+}

@@ -391,3 +391,90 @@ fn serve_warns_on_a_non_loopback_address_and_refuses_a_bad_one() {
         stderr(&o)
     );
 }
+
+#[test]
+fn a_long_condition_stops_at_the_query_timeout_and_when_its_client_leaves() {
+    let dir = tempfile::tempdir().unwrap();
+    gen_set(
+        dir.path(),
+        "g",
+        &["--system", "rag", "--traces", "1", "--seed", "5"],
+    );
+    let db = dir.path().join("t.db");
+    ok(run(dir.path(), Some(&db), &["import", "g"]));
+    // 20,000 terms on each of some two thousand variables: a minute of work
+    // when a condition is evaluated whole between two looks at the token.
+    let chain = serde_json::json!({
+        "statement": format!(
+            "FIND vars WHERE {} RETURN count(*)",
+            vec!["var.version >= 1"; 20_000].join(" AND ")
+        )
+    })
+    .to_string();
+    let head = |a: &str| {
+        format!(
+            "POST /api/query HTTP/1.1\r\nHost: {a}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+            chain.len()
+        )
+    };
+
+    // The query timeout stops it.
+    let server = start_with(
+        dir.path(),
+        &db,
+        &[
+            "--addr",
+            "127.0.0.1:0",
+            "--threads",
+            "1",
+            "--query-timeout",
+            "3",
+        ],
+    );
+    let a = server.addr.clone();
+    let started = Instant::now();
+    let mut s = stall(&a, &head(&a));
+    s.write_all(chain.as_bytes()).unwrap();
+    let answer = answer_of(s);
+    let took = started.elapsed();
+    assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+    assert!(answer.contains("ran longer than 3 s"), "{answer}");
+    assert!(took < Duration::from_secs(12), "a 3 s limit took {took:?}");
+    drop(server);
+
+    // A client that leaves frees the one place at once: the next query does
+    // not wait the 10 s a request waits for a place, and does not get 503.
+    let mut server = start_with(
+        dir.path(),
+        &db,
+        &[
+            "--addr",
+            "127.0.0.1:0",
+            "--threads",
+            "1",
+            "--query-timeout",
+            "600",
+            "--log",
+        ],
+    );
+    let a = server.addr.clone();
+    let mut s = stall(&a, &head(&a));
+    s.write_all(chain.as_bytes()).unwrap();
+    // Long enough for the statement to be parsed and planned.
+    std::thread::sleep(Duration::from_millis(3000));
+    drop(s);
+    answers_a_query(&a);
+    assert!(interrupt(&mut server).success());
+    let mut log = String::new();
+    server
+        .child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut log)
+        .unwrap();
+    assert!(
+        log.contains("POST /api/query: the client went away; its work was stopped"),
+        "{log}"
+    );
+}

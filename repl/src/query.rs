@@ -170,7 +170,25 @@ pub fn run(
     timeout: Option<Duration>,
 ) -> Result<ExitCode> {
     let text = source.read()?;
-    let statements = memtrace::query::parse_script(&text).map_err(memtrace::EngineError::from)?;
+    let stopped = |limit: Duration| {
+        CliError::Usage(format!(
+            "the statement ran longer than {} s and was stopped (--timeout)",
+            limit.as_secs_f64()
+        ))
+    };
+    // Parsing counts toward the limit too: it cannot stop halfway, but a
+    // script that took longer to parse than the limit is not run.
+    let parse = |cancel: &Cancel| {
+        let parsed = memtrace::query::parse_script(&text).map_err(memtrace::EngineError::from);
+        cancel.check().and(parsed)
+    };
+    let statements = match timeout {
+        Some(limit) => crate::timeout::with_timeout(limit, parse).map_err(|e| match e {
+            EngineError::Cancelled => stopped(limit),
+            e => e.into(),
+        })?,
+        None => parse(&Cancel::new())?,
+    };
     // Statements that only read open the database for reading: quick, and
     // beside any other process that holds it.
     let db = if statements.iter().any(|s| s.writes()) {
@@ -191,7 +209,7 @@ pub fn run(
     let mut out = std::io::BufWriter::new(stdout.lock());
     for (i, stmt) in statements.iter().enumerate() {
         let mut one = |cancel: &Cancel| {
-            db.plan(stmt, &params, &text)
+            db.plan_until(stmt, &params, &text, cancel)
                 .and_then(|plan| print_result(&db, &plan, format, cancel, &mut out, i > 0, width))
         };
         let done = match timeout {
@@ -201,10 +219,7 @@ pub fn run(
         if let Err(e) = done {
             out.flush().map_err(io("stdout"))?;
             let e: CliError = match (e, timeout) {
-                (EngineError::Cancelled, Some(limit)) => CliError::Usage(format!(
-                    "the statement ran longer than {} s and was stopped (--timeout)",
-                    limit.as_secs_f64()
-                )),
+                (EngineError::Cancelled, Some(limit)) => stopped(limit),
                 (e, _) => e.into(),
             };
             return Err(if several {
@@ -321,6 +336,7 @@ pub fn print_result(
                 rows.push(r.iter().map(|v| cut(&cell(v))).collect());
                 Ok(true)
             })?;
+            cancel.check()?;
             let header: Vec<&str> = columns.iter().map(String::as_str).collect();
             let right: Vec<usize> = (0..numeric.len()).filter(|i| numeric[*i]).collect();
             if after {

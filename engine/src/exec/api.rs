@@ -141,7 +141,21 @@ impl Database {
     /// runs is checked and completed by it here (an ATTRIBUTE's method, the
     /// pattern a RUN PATTERN names), also under EXPLAIN.
     pub fn plan(&self, stmt: &Statement, params: &Params, text: &str) -> Result<Plan> {
-        let mut plan = memtrace_query::plan_text(stmt, params, text)?;
+        self.plan_until(stmt, params, text, &Cancel::new())
+    }
+
+    /// [`plan`](Self::plan), ending with [`EngineError::Cancelled`] once
+    /// `cancel` fires (planning looks at it as it goes).
+    pub fn plan_until(
+        &self,
+        stmt: &Statement,
+        params: &Params,
+        text: &str,
+        cancel: &Cancel,
+    ) -> Result<Plan> {
+        cancel.check()?;
+        let mut plan = memtrace_query::plan_until(stmt, params, text, &|| cancel.is_cancelled())
+            .map_err(qerr)?;
         if let Some(name) = statement_name(&plan) {
             let mut inner = &mut plan;
             while let Plan::Explain(p) = inner {
@@ -157,8 +171,14 @@ impl Database {
     /// Parses and plans a statement without running it: syntax, field,
     /// parameter and attribution method errors show here. [`columns_of`](crate::columns_of) names its result columns.
     pub fn prepare(&self, text: &str, params: &Params) -> Result<Plan> {
+        self.prepare_until(text, params, &Cancel::new())
+    }
+
+    /// [`prepare`](Self::prepare), ending with [`EngineError::Cancelled`]
+    /// once `cancel` fires (after parsing, and while planning).
+    pub fn prepare_until(&self, text: &str, params: &Params, cancel: &Cancel) -> Result<Plan> {
         let stmt = memtrace_query::parse_statement(text)?;
-        self.plan(&stmt, params, text)
+        self.plan_until(&stmt, params, text, cancel)
     }
 
     /// Runs a planned statement; returns the column names.

@@ -49,7 +49,10 @@ pub(super) struct Exec<'a> {
 
 /// A query error as the engine's error.
 pub(super) fn qerr(e: QueryError) -> EngineError {
-    EngineError::Query(e)
+    match e {
+        QueryError::Stopped => EngineError::Cancelled,
+        e => EngineError::Query(e),
+    }
 }
 
 /// (version, variable) of the versions of a full name in one trace.

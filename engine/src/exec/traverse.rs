@@ -424,7 +424,7 @@ impl<'a> Exec<'a> {
                     .trace(tid)?
                     .ok_or_else(|| EngineError::UnknownTrace(format!("#{tid}")))?,
             };
-            let t = TraceCtx::new(self.db, self.view, tid, record);
+            let t = TraceCtx::new(self.db, self.view, tid, record).until(self.cancel);
             if p.limit.is_none() {
                 // No count to keep: the rows go straight to the sink.
                 if !self.traverse_trace(p, &t, &starts, sink)? {
@@ -889,7 +889,15 @@ impl<'a> Exec<'a> {
             }
             Output::Paths => {
                 let by_node: HashMap<u32, &Visit> = visits.iter().map(|v| (v.node, v)).collect();
+                // A path is as long as its depth: the token is looked at by
+                // the steps written, not by the rows.
+                let mut steps = 0usize;
                 for v in &returned {
+                    if steps >= 4096 {
+                        self.cancel.check()?;
+                        steps = 0;
+                    }
+                    steps += v.depth as usize + 1;
                     if !passes(&visit_row(v))? {
                         continue;
                     }

@@ -154,6 +154,7 @@ impl Planner<'_> {
         aggs: &mut Vec<AggSpec>,
         group: Option<&[String]>,
     ) -> Result<Pexpr> {
+        self.look()?;
         if let Some(keys) = group.filter(|g| !g.is_empty()) {
             let text = e.to_string();
             if let Some(i) = keys.iter().position(|g| *g == text) {

@@ -902,27 +902,28 @@ impl Api {
         if text.trim().is_empty() {
             return Err(ApiError::bad("statement: empty"));
         }
-        let plan = self.db.prepare(text, &Params::new())?;
-        let refused = match &plan {
-            Plan::Attribute(_) => Some("ATTRIBUTE stores verdicts; run `memtrace attribute`"),
-            Plan::SavePattern(_) | Plan::DropPattern(_) => {
-                Some("SAVE and DROP PATTERN change the database; run them in `memtrace` or `memtrace query`")
-            }
-            _ => None,
-        };
-        if let Some(why) = refused {
-            return Err(ApiError::bad(format!(
-                "the viewer only reads: {why} (labels are the one thing it writes)"
-            )));
-        }
-        let view_for_graph = match &plan {
-            Plan::Traverse(p) => match &p.scope {
-                Some(scope) => Some(self.db.trace(scope)?),
-                None => None,
-            },
-            _ => None,
-        };
+        // The limit counts from here: parsing and planning are part of it.
         with_timeout_on(cancel, self.query_timeout, |cancel| {
+            let plan = self.db.prepare_until(text, &Params::new(), cancel)?;
+            let refused = match &plan {
+                Plan::Attribute(_) => Some("ATTRIBUTE stores verdicts; run `memtrace attribute`"),
+                Plan::SavePattern(_) | Plan::DropPattern(_) => {
+                    Some("SAVE and DROP PATTERN change the database; run them in `memtrace` or `memtrace query`")
+                }
+                _ => None,
+            };
+            if let Some(why) = refused {
+                return Err(ApiError::bad(format!(
+                    "the viewer only reads: {why} (labels are the one thing it writes)"
+                )));
+            }
+            let view_for_graph = match &plan {
+                Plan::Traverse(p) => match &p.scope {
+                    Some(scope) => Some(self.db.trace(scope)?),
+                    None => None,
+                },
+                _ => None,
+            };
             let mut rows: Vec<Value> = Vec::new();
             let mut truncated = false;
             let columns = self.db.run_plan(&plan, cancel, &mut |row| {
@@ -946,19 +947,22 @@ impl Api {
                 "graph": graph,
             })))
         })
-        .map_err(|e: ApiError| {
-            if e.kind == "timeout" {
-                ApiError {
-                    message: format!(
-                        "the statement ran longer than {} s and was stopped (memtrace serve --query-timeout)",
-                        self.query_timeout.as_secs()
-                    ),
-                    ..e
-                }
-            } else {
-                e
+        .map_err(|e: ApiError| self.stopped(e))
+    }
+
+    /// A query's timeout error, saying which limit stopped it.
+    fn stopped(&self, e: ApiError) -> ApiError {
+        if e.kind == "timeout" {
+            ApiError {
+                message: format!(
+                    "the statement ran longer than {} s and was stopped (memtrace serve --query-timeout)",
+                    self.query_timeout.as_secs_f64()
+                ),
+                ..e
             }
-        })
+        } else {
+            e
+        }
     }
 
     fn import(&self, t: &Target, body: &mut dyn Read) -> Result<Reply, ApiError> {
