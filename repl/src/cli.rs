@@ -146,6 +146,14 @@ pub enum Command {
         /// statement has its own limit; none by default).
         #[arg(long, value_parser = crate::query::parse_timeout)]
         timeout: Option<std::time::Duration>,
+        /// With --format tree: levels drawn below each start (what lies
+        /// deeper is counted on one line).
+        #[arg(long, default_value_t = crate::tree::TreeCaps::default().depth as u32, value_parser = clap::value_parser!(u32).range(1..))]
+        tree_depth: u32,
+        /// With --format tree: branches drawn below each node (the others
+        /// are counted on one line).
+        #[arg(long, default_value_t = crate::tree::TreeCaps::default().width as u32, value_parser = clap::value_parser!(u32).range(1..))]
+        tree_width: u32,
     },
     /// Recall@k of BM25 pseudo-evidence against the known source evidence of failed cases.
     #[command(
@@ -525,13 +533,19 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             format,
             params,
             timeout,
+            tree_depth,
+            tree_width,
         } => {
             let source = match (text, file) {
                 (Some(t), _) => crate::query::Source::Text(t),
                 (None, Some(f)) => crate::query::Source::File(f),
                 (None, None) => crate::query::Source::Stdin,
             };
-            crate::query::run(&cli.db, &source, format, &params, timeout)
+            let caps = crate::tree::TreeCaps {
+                depth: tree_depth as usize,
+                width: tree_width as usize,
+            };
+            crate::query::run(&cli.db, &source, format, &params, timeout, caps)
         }
         Command::Demo => crate::demo::run(&cli.db),
         Command::Gen {

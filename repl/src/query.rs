@@ -168,6 +168,7 @@ pub fn run(
     format: QueryFormat,
     params: &[(String, Value)],
     timeout: Option<Duration>,
+    caps: crate::tree::TreeCaps,
 ) -> Result<ExitCode> {
     let text = source.read()?;
     let stopped = |limit: Duration| {
@@ -210,7 +211,9 @@ pub fn run(
     for (i, stmt) in statements.iter().enumerate() {
         let mut one = |cancel: &Cancel| {
             db.plan_until(stmt, &params, &text, cancel)
-                .and_then(|plan| print_result(&db, &plan, format, cancel, &mut out, i > 0, width))
+                .and_then(|plan| {
+                    print_result(&db, &plan, format, cancel, &mut out, i > 0, width, caps)
+                })
         };
         let done = match timeout {
             Some(limit) => crate::timeout::with_timeout(limit, one),
@@ -259,7 +262,9 @@ fn stdout_err(e: std::io::Error) -> EngineError {
 
 /// Runs one planned statement and prints its result; `after` puts a blank
 /// line (table, CSV) or a line break (JSON) after the previous result.
-/// Tables are fitted to `width` columns when given.
+/// Tables are fitted to `width` columns when given; a tree is drawn within
+/// `caps`.
+#[allow(clippy::too_many_arguments)]
 pub fn print_result(
     db: &Database,
     plan: &Plan,
@@ -268,6 +273,7 @@ pub fn print_result(
     out: &mut dyn Write,
     after: bool,
     width: Option<usize>,
+    caps: crate::tree::TreeCaps,
 ) -> std::result::Result<(), EngineError> {
     let columns = columns_of(plan);
     match format {
@@ -281,21 +287,23 @@ pub fn print_result(
                         .unwrap_or_default()
                 )));
             };
-            // The tree is drawn from the path that reached each variable, the
-            // drawings from the result subgraph.
-            let output = if format == QueryFormat::Tree {
-                Output::Paths
-            } else {
-                Output::Subgraph
-            };
-            let mut drawn = t.clone();
-            drawn.output = output;
-            drawn.columns = traverse_columns(output);
+            // The tree is drawn from the walk's steps (each variable with the
+            // one it was reached from), the drawings from the result subgraph.
             let mut rows = Vec::new();
-            db.run_plan(&Plan::Traverse(drawn), cancel, &mut |r| {
-                rows.push(r);
-                Ok(true)
-            })?;
+            if format == QueryFormat::Tree {
+                db.walk_tree(plan, cancel, &mut |r| {
+                    rows.push(r);
+                    Ok(true)
+                })?;
+            } else {
+                let mut drawn = t.clone();
+                drawn.output = Output::Subgraph;
+                drawn.columns = traverse_columns(Output::Subgraph);
+                db.run_plan(&Plan::Traverse(drawn), cancel, &mut |r| {
+                    rows.push(r);
+                    Ok(true)
+                })?;
+            }
             let mut names: HashMap<String, HashMap<String, String>> = HashMap::new();
             for row in &rows {
                 if let Some(Value::Str(trace)) = row.first() {
@@ -314,13 +322,13 @@ pub fn print_result(
             if after {
                 writeln!(out).map_err(stdout_err)?;
             }
-            let text = match format {
-                QueryFormat::Dot => crate::tree::subgraph(&rows, crate::tree::Drawing::Dot, &name),
-                QueryFormat::Mermaid => {
-                    crate::tree::subgraph(&rows, crate::tree::Drawing::Mermaid, &name)
-                }
-                _ => crate::tree::draw(&rows, &name),
+            let how = match format {
+                QueryFormat::Dot => crate::tree::Drawing::Dot,
+                QueryFormat::Mermaid => crate::tree::Drawing::Mermaid,
+                _ => return crate::tree::draw(&rows, t.limit, caps, &name, cancel, out),
             };
+            let text = crate::tree::subgraph(&rows, how, &name);
+            cancel.check()?;
             write!(out, "{text}").map_err(stdout_err)?;
         }
         QueryFormat::Table => {

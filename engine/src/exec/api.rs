@@ -3,6 +3,7 @@
 
 use std::cell::RefCell;
 
+use memtrace_query::ast::Output;
 use memtrace_query::plan::Pred;
 use memtrace_query::{Params, Plan, Statement};
 use memtrace_storage::records::TraceRecord;
@@ -14,7 +15,7 @@ use super::row::RecRow;
 use super::run::{qerr, Exec};
 use super::value::{into_json, take_row, CellFn, CellSink, QueryResult, Sink};
 use crate::db::{Database, Snapshot};
-use crate::error::Result;
+use crate::error::{EngineError, Result};
 use crate::extension::{statement_name, CasePick};
 use crate::graph::Cancel;
 
@@ -181,6 +182,31 @@ impl Database {
         self.plan_until(&stmt, params, text, cancel)
     }
 
+    /// Runs a TRACE or FORWARD and hands out the walk's tree instead of its
+    /// rows: one row per variable the walk reached, `[trace, node, depth,
+    /// parent, via_op, in_result]`, where `parent` is the variable it was
+    /// reached from (null where an op start reached it; `via_op` is then
+    /// that op), `via_op` the op between them, and `in_result` whether the
+    /// statement's result holds it (its depth range and WHERE; the others
+    /// lie on the way to such variables). The statement's LIMIT is not
+    /// applied. Each row is of constant size, where `RETURN paths` repeats
+    /// the beginning of every path: this is what `--format tree` draws.
+    pub fn walk_tree(&self, plan: &Plan, cancel: &Cancel, sink: &mut Sink<'_>) -> Result<()> {
+        let Plan::Traverse(t) = plan else {
+            return Err(EngineError::BadRequest(
+                "a walk's tree is made of TRACE and FORWARD only".into(),
+            ));
+        };
+        let mut t = t.clone();
+        t.output = Output::Paths;
+        t.columns = memtrace_query::plan::traverse_columns(Output::Paths);
+        t.limit = None;
+        let snapshot = self.snapshot();
+        let mut exec = snapshot.exec(cancel);
+        exec.steps = true;
+        exec.run(&Plan::Traverse(t), &mut |c| sink(take_row(c)))
+    }
+
     /// Runs a planned statement; returns the column names.
     pub fn run_plan(
         &self,
@@ -202,6 +228,7 @@ impl<'db> Snapshot<'db> {
             cancel,
             capture: None,
             batches: None,
+            steps: false,
         }
     }
 

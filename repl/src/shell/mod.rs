@@ -326,7 +326,16 @@ impl Session {
                         }
                         (_, f) => f,
                     };
-                    print_result(&db, &plan, format, &cancel, out, i > 0, width)
+                    print_result(
+                        &db,
+                        &plan,
+                        format,
+                        &cancel,
+                        out,
+                        i > 0,
+                        width,
+                        crate::tree::TreeCaps::default(),
+                    )
                 });
             *self.running.lock().unwrap_or_else(|p| p.into_inner()) = None;
             let _ = out.flush();
