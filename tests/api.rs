@@ -1438,3 +1438,38 @@ fn an_input_wrong_from_its_first_byte_is_refused_before_the_rest_is_read() {
     );
     assert!(db.traces().unwrap().is_empty());
 }
+
+#[test]
+fn a_file_imports_in_the_format_and_under_the_name_given() {
+    let (dir, db) = db();
+    let mut doc: Value = serde_json::from_str(SAMPLE).unwrap();
+    let mut lines = String::new();
+    for id in ["line-1", "line-2"] {
+        doc["graph_id"] = json!(id);
+        lines.push_str(&doc.to_string());
+        lines.push('\n');
+    }
+    // The name says nothing of the format: the caller does.
+    let file = dir.path().join("upload-7.tmp");
+    std::fs::write(&file, &lines).unwrap();
+    let opts = ImportOptions::default();
+    let got = db
+        .import_file(&file, InputFormat::JsonLines, "sent over HTTP", &opts)
+        .unwrap();
+    assert_eq!(got.len(), 2);
+    let traces = db.traces().unwrap();
+    let sources: Vec<&str> = traces.iter().map(|t| t.source.as_str()).collect();
+    assert_eq!(sources, ["sent over HTTP:1", "sent over HTTP:2"]);
+    // One export, and a bad one named by the name given.
+    std::fs::write(&file, SAMPLE).unwrap();
+    let got = db
+        .import_file(&file, InputFormat::Json, "again", &opts)
+        .unwrap();
+    assert_eq!(got[0].graph_id, GRAPH);
+    std::fs::write(&file, "[1]").unwrap();
+    let e = db
+        .import_file(&file, InputFormat::Json, "bad upload", &opts)
+        .unwrap_err()
+        .to_string();
+    assert!(e.starts_with("bad upload: invalid at $"), "{e}");
+}

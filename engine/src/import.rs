@@ -18,7 +18,7 @@ use serde_json::{Map, Value};
 use memtrace_storage::records::{
     CaseRecord, Common, Counts, EdgeRecord, OpRecord, SessionRecord, Shared, TraceRecord, VarRecord,
 };
-use memtrace_storage::{content_digest, PreparedValue, Store, TraceId};
+use memtrace_storage::{content_digest, content_digest_pieces, PreparedValue, Store, TraceId};
 
 use crate::error::{EngineError, Result};
 use crate::otlp;
@@ -161,13 +161,14 @@ pub(crate) enum Digest {
 }
 
 impl Digest {
-    /// Starts taking the digest on a thread of its own.
+    /// Starts taking the digest on a thread of its own, which gives the
+    /// mapped file's pages back as it goes (the parse is done with them).
     fn start(&mut self) {
         if let Digest::Taking(handle @ None, map) = self {
             let map = Arc::clone(map);
             *handle = std::thread::Builder::new()
                 .name("memtrace-digest".into())
-                .spawn(move || digest_of(&map))
+                .spawn(move || digest_releasing(&map))
                 .ok();
         }
     }
@@ -191,6 +192,32 @@ impl Digest {
 /// and without the whitespace around the object.
 fn digest_of(bytes: &[u8]) -> [u8; 32] {
     content_digest(pyjson::strip_bom(bytes).trim_ascii())
+}
+
+/// Bytes of a mapped file hashed between two gives of its pages back.
+const RELEASE_BYTES: usize = 4 << 20;
+
+/// [`digest_of`] a mapped file that nothing else reads any more, its pages
+/// given back to the kernel as they are hashed: otherwise the whole file
+/// stays resident until the trace is written, beside the parsed trace.
+fn digest_releasing(map: &Mmap) -> [u8; 32] {
+    let content = pyjson::strip_bom(map).trim_ascii();
+    let start = content.as_ptr() as usize - map.as_ptr() as usize;
+    let mut done = 0;
+    let pieces = content.chunks(RELEASE_BYTES).inspect(|piece| {
+        // The previous piece is hashed: its pages may go.
+        if done > 0 {
+            let (from, len) = (start + done - RELEASE_BYTES, RELEASE_BYTES);
+            // SAFETY: the map is private and read-only, and only this
+            // thread reads it now; a page read again after this is read
+            // again from the file. A refusal only leaves the pages resident.
+            let _ = unsafe {
+                map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, from, len)
+            };
+        }
+        done += piece.len();
+    });
+    content_digest_pieces(pieces)
 }
 
 /// One trace read and checked, not yet stored.
@@ -960,7 +987,12 @@ type ParsedFile = Result<Vec<Ready>>;
 
 /// Reads and checks one JSON file (no store involved).
 fn parse_json_file(path: &Path) -> ParsedFile {
-    let source = path.display().to_string();
+    parse_json_file_as(path, &path.display().to_string())
+}
+
+/// [`parse_json_file`], the file named `source` in messages and records.
+fn parse_json_file_as(path: &Path, source: &str) -> ParsedFile {
+    let source = source.to_string();
     let file = File::open(path).map_err(|e| EngineError::Io {
         path: source.clone(),
         source: e,
@@ -1070,6 +1102,32 @@ pub(crate) fn import_files(
             })
             .collect()
     })
+}
+
+/// Imports one file of `format`, named `source` in messages and in the
+/// trace record (a file that holds what was sent some other way): a JSON
+/// file mapped and parsed as `memtrace import` reads files, JSON Lines read
+/// twice from the file instead of kept in memory.
+pub(crate) fn import_file_as(
+    store: &Store,
+    path: &Path,
+    format: InputFormat,
+    source: &str,
+    opts: &ImportOptions,
+) -> Result<Vec<ImportedTrace>> {
+    match format {
+        InputFormat::Json => store_all(store, parse_json_file_as(path, source)?, opts, source),
+        InputFormat::JsonLines => {
+            let open = || -> std::io::Result<Box<dyn BufRead>> {
+                Ok(Box::new(BufReader::new(File::open(path)?)))
+            };
+            let first = open().map_err(|e| EngineError::Io {
+                path: source.to_string(),
+                source: e,
+            })?;
+            import_lines(store, first, Some(&open), source, opts, None)
+        }
+    }
 }
 
 /// Imports one file.

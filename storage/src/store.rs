@@ -208,6 +208,16 @@ pub fn content_digest(bytes: &[u8]) -> [u8; 32] {
     *blake3::hash(bytes).as_bytes()
 }
 
+/// [`content_digest`] of bytes handed over in pieces, in their order (the
+/// same digest as of the pieces joined).
+pub fn content_digest_pieces<'a>(pieces: impl IntoIterator<Item = &'a [u8]>) -> [u8; 32] {
+    let mut h = blake3::Hasher::new();
+    for piece in pieces {
+        h.update(piece);
+    }
+    *h.finalize().as_bytes()
+}
+
 /// Column family names.
 pub mod cf {
     /// Database metadata: schema version, id counters.
@@ -3790,6 +3800,18 @@ mod tests {
         let found = store.db.get_cf(store.cf(cf::META), META_SCHEMA).unwrap();
         assert_eq!(found.as_deref(), Some(&SCHEMA_VERSION.to_be_bytes()[..]));
         assert_eq!(store.read().trace(t).unwrap().unwrap().graph_id, "g1");
+    }
+
+    #[test]
+    fn a_digest_in_pieces_is_the_digest_of_the_whole() {
+        let text: Vec<u8> = (0..100_000u32).flat_map(|i| i.to_le_bytes()).collect();
+        let whole = content_digest(&text);
+        assert_eq!(content_digest_pieces(text.chunks(7919)), whole);
+        assert_eq!(content_digest_pieces([&text[..]]), whole);
+        assert_eq!(
+            content_digest_pieces(std::iter::empty()),
+            content_digest(b"")
+        );
     }
 
     #[test]
