@@ -34,7 +34,8 @@ fn api() -> (tempfile::TempDir, Api, String, Value) {
     };
     let verdicts = db.attribute(&req, &Cancel::new(), &mut |_| {}).unwrap();
     db.store_verdicts(&verdicts, "test").unwrap();
-    let api = Api::new(db, "test.db".into(), Duration::from_secs(30));
+    let uploads = super::api::Uploads::in_db(&dir.path().join("db"), 64 << 20);
+    let api = Api::new(db, "test.db".into(), Duration::from_secs(30), uploads);
     (dir, api, t.graph_id, t.document)
 }
 
