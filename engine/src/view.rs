@@ -288,12 +288,16 @@ impl<'db> TraceView<'db> {
         }
         let parsed = match parse_node_ref(reference) {
             Ok(parsed) => parsed,
-            // Not a reference: a full name or an op id as written, or nothing.
-            Err(_) => {
+            // Not a reference: a full name or an op id as written, or the
+            // reference's syntax error.
+            Err(e) => {
                 if let Some(v) = self.latest(reference)? {
                     return Ok(Node::Variable(v));
                 }
-                return self.op(reference)?.map(Node::Operation).ok_or_else(unknown);
+                return match self.op(reference)? {
+                    Some(o) => Ok(Node::Operation(o)),
+                    None => Err(e.into()),
+                };
             }
         };
         let found = match parsed {

@@ -659,16 +659,28 @@ fn ids_with_spaces_and_slashes_open_in_the_graph_the_node_and_expand() {
         &format!("/api/traces/{gid}/expand?node={}&dir=forward", enc(id)),
     );
     assert_eq!(hop["nodes"][0]["id"], id);
-    // An id that names nothing is a 404, whatever it holds.
+    // An id that names nothing is a 404; text that is neither an id nor a
+    // reference is a 400 that says why.
     let (status, e) = call(
         &api,
         "GET",
-        &format!("/api/traces/{gid}/nodes/{}", enc("no such / node@1")),
+        &format!("/api/traces/{gid}/nodes/{}", enc("input:none@1")),
         "",
     );
     assert_eq!(
         (status, e["error"].as_str()),
         (404, Some("not_found")),
+        "{e}"
+    );
+    let (status, e) = call(
+        &api,
+        "GET",
+        &format!("/api/traces/{gid}/nodes/{}", enc("input:GET /none@1")),
+        "",
+    );
+    assert_eq!(
+        (status, e["error"].as_str()),
+        (400, Some("query_error")),
         "{e}"
     );
 }
