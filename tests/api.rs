@@ -1408,3 +1408,89 @@ fn ops_of_the_ops_graph_are_the_ops_of_the_general_walk_on_recorded_traces() {
         "{with_ops} of {compared} walks found ops"
     );
 }
+
+/// Gives `head`, then fails: an input whose rest must not be read.
+struct HeadOnly(std::io::Cursor<Vec<u8>>);
+
+impl std::io::Read for HeadOnly {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self.0.read(buf)? {
+            0 => Err(std::io::Error::other("read past the first bytes")),
+            n => Ok(n),
+        }
+    }
+}
+
+#[test]
+fn an_input_wrong_from_its_first_byte_is_refused_before_the_rest_is_read() {
+    let (_dir, db) = db();
+    let mut head = b"x".to_vec();
+    head.resize(16 << 10, b' ');
+    for format in [InputFormat::Json, InputFormat::JsonLines] {
+        let err = db
+            .import_reader(
+                HeadOnly(std::io::Cursor::new(head.clone())),
+                format,
+                "big.json",
+                &ImportOptions::default(),
+            )
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("invalid at $: expected a smartcomment export object")
+                && err.contains("found 'x' at line 1, column 1"),
+            "{format:?}: {err}"
+        );
+    }
+    // UTF-16 without a byte order mark is named as such, also through a reader.
+    let utf16: Vec<u8> = SAMPLE.encode_utf16().flat_map(u16::to_be_bytes).collect();
+    let err = db
+        .import_reader(
+            &utf16[..],
+            InputFormat::Json,
+            "be.json",
+            &ImportOptions::default(),
+        )
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("UTF-16 (big-endian, without a byte order mark)"),
+        "{err}"
+    );
+    assert!(db.traces().unwrap().is_empty());
+}
+
+#[test]
+fn a_file_imports_in_the_format_and_under_the_name_given() {
+    let (dir, db) = db();
+    let mut doc: Value = serde_json::from_str(SAMPLE).unwrap();
+    let mut lines = String::new();
+    for id in ["line-1", "line-2"] {
+        doc["graph_id"] = json!(id);
+        lines.push_str(&doc.to_string());
+        lines.push('\n');
+    }
+    // The name says nothing of the format: the caller does.
+    let file = dir.path().join("upload-7.tmp");
+    std::fs::write(&file, &lines).unwrap();
+    let opts = ImportOptions::default();
+    let got = db
+        .import_file(&file, InputFormat::JsonLines, "sent over HTTP", &opts)
+        .unwrap();
+    assert_eq!(got.len(), 2);
+    let traces = db.traces().unwrap();
+    let sources: Vec<&str> = traces.iter().map(|t| t.source.as_str()).collect();
+    assert_eq!(sources, ["sent over HTTP:1", "sent over HTTP:2"]);
+    // One export, and a bad one named by the name given.
+    std::fs::write(&file, SAMPLE).unwrap();
+    let got = db
+        .import_file(&file, InputFormat::Json, "again", &opts)
+        .unwrap();
+    assert_eq!(got[0].graph_id, GRAPH);
+    std::fs::write(&file, "[1]").unwrap();
+    let e = db
+        .import_file(&file, InputFormat::Json, "bad upload", &opts)
+        .unwrap_err()
+        .to_string();
+    assert!(e.starts_with("bad upload: invalid at $"), "{e}");
+}

@@ -279,6 +279,20 @@ impl Database {
         }
     }
 
+    /// Imports one file of `format` (whatever its name), named `source` in
+    /// messages and in the trace record: what [`import_reader`](Self::import_reader)
+    /// does, reading the file as `memtrace import` does (a large JSON file
+    /// mapped, not copied into memory; JSON Lines read twice, not kept).
+    pub fn import_file(
+        &self,
+        path: &Path,
+        format: InputFormat,
+        source: &str,
+        opts: &ImportOptions,
+    ) -> Result<Vec<ImportedTrace>> {
+        import::import_file_as(&self.store, path, format, source, opts)
+    }
+
     /// Imports files and folders (searched recursively for `*.json` and
     /// `*.jsonl`). Each file is all-or-nothing; a failed file does not stop
     /// the others. `progress` hears about files and bytes read.

@@ -23,6 +23,7 @@ mod model;
 mod otlp;
 mod parse;
 mod pyjson;
+mod sniff;
 mod split;
 mod timestamp;
 mod view;

@@ -65,6 +65,8 @@ enum Outcome {
     },
     /// No (complete) answer: timeout, refused, dropped.
     Transport(String),
+    /// A redirect to this other origin, not followed.
+    Redirected(String),
     /// The request could not even be built.
     Invalid(String),
 }
@@ -164,7 +166,8 @@ impl Client {
         }
         let mut builder = reqwest::Client::builder()
             .timeout(config.timeout)
-            .user_agent(concat!("memtrace-llm/", env!("CARGO_PKG_VERSION")));
+            .user_agent(concat!("memtrace-llm/", env!("CARGO_PKG_VERSION")))
+            .redirect(reqwest::redirect::Policy::custom(same_origin_only));
         // A proxy cannot reach this machine's own servers (a local vLLM,
         // Ollama, or the scripted server of the tests).
         if config.endpoints.iter().all(|e| is_loopback(&e.base_url)) {
@@ -292,6 +295,12 @@ impl Client {
                     }
                 }
                 Outcome::Transport(detail) => Failure::Unreachable(detail),
+                Outcome::Redirected(to) => {
+                    return Err(LlmError::Redirected {
+                        endpoint: endpoint_name(&endpoint.base_url),
+                        to,
+                    })
+                }
                 Outcome::Invalid(detail) => {
                     return Err(LlmError::Config(format!(
                         "endpoint {}: {detail}",
@@ -417,6 +426,13 @@ impl Client {
     /// A failure of reqwest in words, without the URL.
     fn transport(&self, e: reqwest::Error) -> Outcome {
         let e = e.without_url();
+        let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(&e);
+        while let Some(c) = cause {
+            if let Some(CrossOrigin(to)) = c.downcast_ref::<CrossOrigin>() {
+                return Outcome::Redirected(to.clone());
+            }
+            cause = c.source();
+        }
         if e.is_builder() {
             return Outcome::Invalid(format!(
                 "the request could not be built ({}); check the base URL and the API key",
@@ -431,6 +447,36 @@ impl Client {
             format!("connection closed before an answer ({})", innermost(&e))
         })
     }
+}
+
+/// Redirects followed at most, within the endpoint's origin.
+const MAX_REDIRECTS: usize = 5;
+
+/// A redirect to another origin, refused: names that origin.
+#[derive(Debug)]
+struct CrossOrigin(String);
+
+impl std::fmt::Display for CrossOrigin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "a redirect to another origin ({})", self.0)
+    }
+}
+
+impl std::error::Error for CrossOrigin {}
+
+/// The redirect policy: follow a redirect only within the origin (scheme,
+/// host and port) of the first request, since the request body is the
+/// prompt, which holds trace content.
+fn same_origin_only(attempt: reqwest::redirect::Attempt<'_>) -> reqwest::redirect::Action {
+    let first = attempt.previous().first().map(reqwest::Url::origin);
+    let next = attempt.url().origin();
+    if first.as_ref() != Some(&next) {
+        return attempt.error(CrossOrigin(next.ascii_serialization()));
+    }
+    if attempt.previous().len() > MAX_REDIRECTS {
+        return attempt.error(format!("more than {MAX_REDIRECTS} redirects"));
+    }
+    attempt.follow()
 }
 
 /// Runs `fut` unless `cancelled` says so first (polled every
@@ -922,6 +968,52 @@ mod tests {
         assert!(text.contains("check the API key"), "{text}");
         assert!(!text.contains("sk-secret"), "{text}");
         assert_eq!(server.requests().len(), 1);
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_redirect_to_another_origin_is_not_followed_and_one_within_is() {
+        // The other origin: the same host on another port.
+        let elsewhere = ScriptedServer::start(Box::new(good)).unwrap();
+        let other = elsewhere.base_url();
+        for code in [301, 302, 303, 307, 308] {
+            let to = format!("{other}/chat/completions");
+            let server = ScriptedServer::start(Box::new(move |_| {
+                status(code, &[("Location", to.as_str())], "")
+            }))
+            .unwrap();
+            let mut c = config(&[&server]);
+            c.endpoints[0].api_key = Some(Secret::new("sk-secret-value"));
+            let client = Client::new(c).unwrap();
+            let e = client.chat(&request(), 0, &never).await.unwrap_err();
+            let origin = other.trim_end_matches("/v1").to_string();
+            assert!(
+                matches!(&e, LlmError::Redirected { to, .. } if *to == origin),
+                "{code}: {e:?}"
+            );
+            let text = e.to_string();
+            assert!(
+                text.contains("does not follow a redirect to another origin"),
+                "{text}"
+            );
+            assert_eq!(server.requests().len(), 1, "{code}: not retried");
+        }
+        assert!(
+            elsewhere.requests().is_empty(),
+            "nothing reached the other origin"
+        );
+        // Within the origin, a redirect is followed.
+        let server = ScriptedServer::start(Box::new(|r| {
+            if r.path == "/v1/chat/completions" {
+                status(307, &[("Location", "/v2/chat/completions")], "")
+            } else {
+                good(r)
+            }
+        }))
+        .unwrap();
+        let client = Client::new(config(&[&server])).unwrap();
+        client.chat(&request(), 0, &never).await.unwrap();
+        let paths: Vec<String> = server.requests().iter().map(|r| r.path.clone()).collect();
+        assert_eq!(paths, ["/v1/chat/completions", "/v2/chat/completions"]);
     }
 
     #[tokio::test(flavor = "current_thread")]

@@ -36,6 +36,10 @@ pub enum QueryError {
     /// A problem with no position in the text (a missing parameter, a bad value).
     #[error("{0}")]
     Other(String),
+    /// The work was stopped from outside while it ran (a time limit passed,
+    /// or whoever asked for it went away): see [`crate::eval::Row::stopped`].
+    #[error("the statement was stopped")]
+    Stopped,
 }
 
 /// Line and column (1-based, in characters) of a byte offset.

@@ -129,7 +129,9 @@ pub enum Command {
     )]
     Query {
         /// The statement (or several, `;`-separated). Without it, statements
-        /// are read from -f FILE or from standard input.
+        /// are read from -f FILE or from standard input. It may start with
+        /// `-` (a `--` comment, a negative number).
+        #[arg(allow_hyphen_values = true)]
         text: Option<String>,
         /// Read the statements from this file (`;`-separated, `--` comments).
         #[arg(short = 'f', long = "file", conflicts_with = "text")]
@@ -144,6 +146,14 @@ pub enum Command {
         /// statement has its own limit; none by default).
         #[arg(long, value_parser = crate::query::parse_timeout)]
         timeout: Option<std::time::Duration>,
+        /// With --format tree: levels drawn below each start (what lies
+        /// deeper is counted on one line).
+        #[arg(long, default_value_t = crate::tree::TreeCaps::default().depth as u32, value_parser = clap::value_parser!(u32).range(1..))]
+        tree_depth: u32,
+        /// With --format tree: branches drawn below each node (the others
+        /// are counted on one line).
+        #[arg(long, default_value_t = crate::tree::TreeCaps::default().width as u32, value_parser = clap::value_parser!(u32).range(1..))]
+        tree_width: u32,
     },
     /// Recall@k of pseudo-evidence against the known source evidence of failed cases.
     #[command(
@@ -231,7 +241,7 @@ pub enum Command {
     },
     /// A local web viewer: traces, timelines, failed cases with their verdicts, provenance graphs, a query box, and labels.
     #[command(
-        after_help = "Examples:\n  memtrace serve                         then open http://127.0.0.1:7878\n  memtrace --db runs.db serve --addr 127.0.0.1:8080\n  memtrace serve --addr 0.0.0.0:7878     other machines may connect (a warning says so)\n\nThe app is built into the binary and needs no network. It only reads, except for labels, which\nare appended with their author and time. The JSON API under /api/ is described in README.md\n(section \"memtrace serve\"). While it serves, commands that only read (traces, query, log, ...)\nwork beside it; commands that write cannot open the database: import through the server with\ncurl -H 'Content-Type: application/json' --data-binary @trace.json http://127.0.0.1:7878/api/import\n\nIt cannot be frozen: clients that send nothing for --idle-timeout seconds are cut off, at most\n--threads requests read the database at once (the page and /api/health answer regardless), and a\nquery stops when its client goes away or after --query-timeout seconds."
+        after_help = "Examples:\n  memtrace serve                         then open http://127.0.0.1:7878\n  memtrace --db runs.db serve --addr 127.0.0.1:8080\n  memtrace serve --addr 0.0.0.0:7878     other machines may connect (a warning says so)\n\nThe app is built into the binary and needs no network. It only reads, except for labels, which\nare appended with their author and time. The JSON API under /api/ is described in README.md\n(section \"memtrace serve\"). While it serves, commands that only read (traces, query, log, ...)\nwork beside it; commands that write cannot open the database: import through the server with\ncurl -H 'Content-Type: application/json' --data-binary @trace.json http://127.0.0.1:7878/api/import\n\nIt cannot be frozen: a client must send its headers within --header-timeout seconds and each part\nof a body within --idle-timeout; past --max-connections the slowest client is shed; at most\n--threads requests read the database at once (the page and /api/health answer regardless); a\nquery stops when its client goes away or after --query-timeout seconds; an import is at most\n--max-import bytes. README.md, section \"Limits\", lists every limit."
     )]
     Serve {
         /// Address to listen on (HOST:PORT; port 0 picks a free port). Loopback unless you say otherwise.
@@ -243,9 +253,18 @@ pub enum Command {
         /// Stop a query after this many seconds.
         #[arg(long, default_value_t = 30)]
         query_timeout: u64,
-        /// Disconnect a client that sends nothing for this many seconds (headers, body, or between requests).
+        /// Disconnect a client that sends nothing for this many seconds within a request body (408); a small body (a query, a label) must arrive whole within it.
         #[arg(long, default_value = "20", value_parser = crate::query::parse_timeout)]
         idle_timeout: std::time::Duration,
+        /// Disconnect a client that has not sent a request's headers this many seconds after the connection began to wait for them (also between requests).
+        #[arg(long, default_value = "10", value_parser = crate::query::parse_timeout)]
+        header_timeout: std::time::Duration,
+        /// Connections open at once; one more sheds the slowest that is not being answered.
+        #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..))]
+        max_connections: u32,
+        /// Largest body of POST /api/import (bytes, or with K, M or G); larger ones get 413.
+        #[arg(long, default_value = "1G", value_parser = crate::serve::parse_size)]
+        max_import: u64,
         /// Print one line per request on standard error.
         #[arg(long)]
         log: bool,
@@ -462,6 +481,9 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             threads,
             query_timeout,
             idle_timeout,
+            header_timeout,
+            max_connections,
+            max_import,
             log,
         } => crate::serve::serve(
             &cli.db,
@@ -470,6 +492,9 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
                 threads,
                 query_timeout: std::time::Duration::from_secs(query_timeout),
                 idle_timeout,
+                header_timeout,
+                max_connections: max_connections as usize,
+                max_import,
                 log,
             },
         ),
@@ -553,13 +578,19 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             format,
             params,
             timeout,
+            tree_depth,
+            tree_width,
         } => {
             let source = match (text, file) {
                 (Some(t), _) => crate::query::Source::Text(t),
                 (None, Some(f)) => crate::query::Source::File(f),
                 (None, None) => crate::query::Source::Stdin,
             };
-            crate::query::run(&cli.db, &source, format, &params, timeout)
+            let caps = crate::tree::TreeCaps {
+                depth: tree_depth as usize,
+                width: tree_width as usize,
+            };
+            crate::query::run(&cli.db, &source, format, &params, timeout, caps)
         }
         Command::Demo => crate::demo::run(&cli.db),
         Command::Gen {

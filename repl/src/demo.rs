@@ -61,6 +61,7 @@ fn show(db: &Database, out: &mut dyn Write, statement: &str) -> Result<()> {
         out,
         false,
         table::terminal_width(),
+        crate::tree::TreeCaps::default(),
     )?;
     Ok(())
 }
