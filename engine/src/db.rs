@@ -123,6 +123,20 @@ impl Database {
         Database::open_with(path.as_ref(), &opts)
     }
 
+    /// Opens a scratch database at `path`, creating it when the path does
+    /// not exist: as [`open`](Self::open), except that commits do not wait
+    /// for the write-ahead log to reach the disk. A crash of the machine
+    /// may lose the last traces stored, so it is for work that is thrown
+    /// away afterwards and can be redone (an analysis of a batch of traces
+    /// in a worker's scratch folder), not for a database to keep.
+    pub fn open_scratch(path: impl AsRef<Path>) -> Result<Database> {
+        let opts = StoreOptions {
+            sync: false,
+            ..StoreOptions::default()
+        };
+        Database::open_with(path.as_ref(), &opts)
+    }
+
     /// Whether this database was opened for reading only.
     pub fn is_read_only(&self) -> bool {
         self.store.is_read_only()

@@ -117,3 +117,18 @@ class Database:
         timeout: Optional[float] = None,
         concurrency: Optional[int] = None,
     ) -> None: ...
+
+def run_partition(
+    table: str,
+    data: bytes,
+    content: str = "content",
+    source: Optional[str] = None,
+    scratch: Optional[str] = None,
+    threads: int = 1,
+    method: str = "evidence",
+    setting: Optional[str] = None,
+    names: Optional[List[str]] = None,
+    statements: Optional[Dict[str, Any]] = None,
+    params: Optional[Dict[str, Any]] = None,
+) -> bytes: ...
+def partition_schema(table: str) -> bytes: ...

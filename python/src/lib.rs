@@ -9,13 +9,14 @@
 
 mod convert;
 mod error;
+mod partition;
 mod run;
 
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 use std::time::Instant;
 
-use memtrace::attrib::{AttributeRequest, Method, RunProgress, Setting};
+use memtrace::attrib::{AttributeRequest, RunProgress};
 use memtrace::patterns::{PatternSpec, RunOptions};
 use memtrace::prelude::*;
 use memtrace::{ImportOptions, ImportedTrace, InputFormat};
@@ -47,18 +48,6 @@ impl PyDatabase {
             .clone()
             .ok_or_else(|| BindingError::Closed(self.path.display().to_string()))
     }
-}
-
-/// An attribution method by name.
-fn method(name: &str) -> Result<Method> {
-    name.parse().map_err(BindingError::Value)
-}
-
-/// Reads a setting name (`None` is the benchmark setting: all a case holds).
-fn setting(name: Option<&str>) -> Result<Setting> {
-    name.map_or(Ok(Setting::Benchmark), |n| {
-        n.parse().map_err(BindingError::Value)
-    })
 }
 
 /// Imported traces as a list of dicts.
@@ -284,8 +273,8 @@ impl PyDatabase {
         setting: Option<String>,
     ) -> Result<Bound<'py, PyAny>> {
         let db = self.db()?;
-        let method = self::method(method)?;
-        let setting = self::setting(setting.as_deref())?;
+        let method = convert::method(method)?;
+        let setting = convert::setting(setting.as_deref())?;
         if cases.is_some() && trace.is_none() {
             return Err(BindingError::Value(
                 "cases are named within one trace: give trace= too".into(),
@@ -356,8 +345,8 @@ impl PyDatabase {
         setting: Option<String>,
     ) -> Result<Bound<'py, PyAny>> {
         let db = self.db()?;
-        let method = self::method(method)?;
-        let setting = self::setting(setting.as_deref())?;
+        let method = convert::method(method)?;
+        let setting = convert::setting(setting.as_deref())?;
         let evaluation = run::detached(py, timeout, move |cancel| {
             let req = AttributeRequest {
                 trace: trace.as_deref(),
@@ -383,7 +372,7 @@ impl PyDatabase {
         trace: Option<String>,
     ) -> Result<Bound<'py, PyAny>> {
         let db = self.db()?;
-        let method = self::method(method)?;
+        let method = convert::method(method)?;
         let (report, md, html) = run::detached(py, None, move |_| {
             let report = db.report(method, trace.as_deref())?;
             let (md, html) = report.write(&dir)?;
@@ -576,10 +565,12 @@ impl PyDatabase {
     }
 }
 
-/// The native module: the Database class and the exception classes.
+/// The native module: the Database class, the partition functions and the exception classes.
 #[pymodule]
 fn _memtrace(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyDatabase>()?;
+    m.add_function(wrap_pyfunction!(partition::run_partition, m)?)?;
+    m.add_function(wrap_pyfunction!(partition::partition_schema, m)?)?;
     error::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
