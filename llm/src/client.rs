@@ -375,6 +375,12 @@ impl Client {
                     })
                 }
                 Outcome::Transport(detail) => Failure::Unreachable(detail),
+                Outcome::Redirected(to) => {
+                    return Err(LlmError::Redirected {
+                        endpoint: endpoint_name(&endpoint.base_url),
+                        to,
+                    })
+                }
                 Outcome::Invalid(detail) => {
                     return Err(LlmError::Config(format!(
                         "endpoint {}: {detail}",

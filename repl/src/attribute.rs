@@ -449,7 +449,7 @@ fn settings_table(
     first: &str,
     pick: impl Fn(&Evaluation) -> Vec<(String, Score)>,
 ) -> String {
-    let mut names: Vec<String> = all.iter().flat_map(|e| pick(e)).map(|x| x.0).collect();
+    let mut names: Vec<String> = all.iter().flat_map(&pick).map(|x| x.0).collect();
     names.sort();
     names.dedup();
     let mut header: Vec<String> = vec![first.to_string(), "cases".to_string()];

@@ -449,9 +449,11 @@ impl Attribute for Database {
         let verdicts = attribute_views(
             self,
             &views,
-            method,
-            setting,
-            Search::Sparse,
+            How {
+                method,
+                setting,
+                search: Search::Sparse,
+            },
             &mut picked,
             cancel,
             progress,
@@ -540,13 +542,24 @@ pub(crate) fn attribute_with(
     attribute_views(
         db,
         &views,
-        req.method,
-        req.setting,
-        req.search,
+        How {
+            method: req.method,
+            setting: req.setting,
+            search: req.search,
+        },
         &mut named,
         cancel,
         progress,
     )
+}
+
+/// How a run attributes each case: by which method, in which setting,
+/// with which evidence search.
+#[derive(Clone, Copy)]
+struct How {
+    method: Method,
+    setting: Setting,
+    search: Search,
 }
 
 /// Attributes, trace by trace, the cases of `views` that `selection`
@@ -554,13 +567,16 @@ pub(crate) fn attribute_with(
 fn attribute_views(
     db: &Database,
     views: &[TraceView<'_>],
-    method: Method,
-    setting: Setting,
-    search: Search,
+    how: How,
     selection: &mut dyn Selection,
     cancel: &Cancel,
     progress: &mut dyn FnMut(&RunProgress),
 ) -> Result<Vec<Verdict>> {
+    let How {
+        method,
+        setting,
+        search,
+    } = how;
     let mut embedder = embedder_for(db, search, cancel)?;
     let llm = if method.needs_llm() {
         Some(agent::client_for(db)?)

@@ -180,7 +180,7 @@ fn encode(v: &[f32]) -> Vec<u8> {
 }
 
 fn decode(b: &[u8]) -> Option<Vec<f32>> {
-    if b.is_empty() || b.len() % 4 != 0 {
+    if b.is_empty() || !b.len().is_multiple_of(4) {
         return None;
     }
     Some(

@@ -145,8 +145,8 @@ pub fn spoken_of(text: &str, day: i64) -> Vec<Span> {
     let mut out = Vec::new();
     let (year, month) = year_month(day);
     let at = |i: usize| t.get(i).map(String::as_str).unwrap_or("");
-    for i in 0..t.len() {
-        let w = t[i].as_str();
+    for (i, token) in t.iter().enumerate() {
+        let w = token.as_str();
         match w {
             "yesterday" => out.push((day - 1, day - 1)),
             "today" | "tonight" => out.push((day, day)),
@@ -223,8 +223,8 @@ pub fn named(answer: &str) -> Vec<Span> {
     let t = tokens(answer);
     let mut out = Vec::new();
     let at = |i: usize| t.get(i).map(String::as_str).unwrap_or("");
-    for i in 0..t.len() {
-        let w = t[i].as_str();
+    for (i, token) in t.iter().enumerate() {
+        let w = token.as_str();
         if let Some(d) = date_token(w) {
             let before = (at(i.wrapping_sub(1)) == "before" && i >= 2).then(|| at(i - 2));
             out.push(match before {
