@@ -1,7 +1,7 @@
 # The two commands of the README, and a few more for developers.
 # Every target installs the build dependencies first when they are missing.
 
-.PHONY: demo test deps check bench bench-suite bench-python fuzz
+.PHONY: demo test deps check bench bench-suite bench-python bench-spark fuzz
 
 # Import the bundled sample into ./memtrace.db and print stats and the traces.
 demo: deps
@@ -10,8 +10,9 @@ demo: deps
 # Run every test of the workspace (unit, property, end-to-end, crash safety, doc tests), then the
 # web viewer's tests in headless Chromium against the binary that cargo test built, then the Python
 # binding's tests (its wheel built with the same profile and target/, in a virtual environment),
-# then the live tests: an OpenTelemetry-instrumented app exporting to `memtrace serve`, and
-# `memtrace mcp` driven by the MCP Python client SDK (pinned packages, in a virtual environment).
+# PySpark's in local mode among them, then the live tests: an OpenTelemetry-instrumented app
+# exporting to `memtrace serve`, and `memtrace mcp` driven by the MCP Python client SDK (pinned
+# packages, in a virtual environment).
 test: deps
 	cargo test --locked
 	bash scripts/browser-tests.sh
@@ -39,6 +40,11 @@ bench: deps
 # A query through the Python binding beside the same query in Rust (release wheel, same process).
 bench-python: deps
 	bash scripts/python-tests.sh --bench
+
+# Traces per second of attribution and patterns: the CLI on one core beside Spark local[1] and
+# local[2] on the same 1,000 generated traces (release wheel and binary; python/bench/spark.py).
+bench-spark: deps
+	bash scripts/python-tests.sh --bench-spark
 
 # The benchmark suite (release build): generated sets of 10, 100 and 1,000 traces, four traces of
 # 10k variables and growth traces whose closure holds 1k, 10k and 100k nodes; import beside raw

@@ -6,17 +6,23 @@
 #   scripts/python-tests.sh              # as `make test` runs it
 #   PYTHON=python3.9 scripts/python-tests.sh   # against another interpreter (>= 3.9)
 #   scripts/python-tests.sh --bench      # a release wheel, then python/bench/overhead.py
+#   scripts/python-tests.sh --bench-spark   # a release wheel and binary, then python/bench/spark.py
 #
 # smartcomment 0.1.2 needs Python >= 3.12: the newest Python 3.12+ found (on PATH, or one
 # that pyenv installed) is used, else python3, and then the smartcomment test skips with
 # its reason. pyarrow and pandas are installed when the package index has them, for the
 # to_arrow / to_pandas tests (which check the error message without them), and duckdb for the
-# Parquet export's tests.
+# Parquet export's tests. The Spark tests (python/tests/test_spark.py) run PySpark in local
+# mode: PySpark is installed at the version pinned below, and a Java runtime from Debian's
+# packages when no Java 17 or newer is on PATH; both are required (a failed install fails).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 BENCH=0
 if [ "${1:-}" = "--bench" ]; then BENCH=1; fi
+if [ "${1:-}" = "--bench-spark" ]; then BENCH=2; fi
+# PySpark 4.0 runs on Java 17 and 21 and Python 3.9 to 3.13.
+PYSPARK_PIN="pyspark==4.0.1"
 
 # ---------------------------------------------------------------- interpreter
 
@@ -71,12 +77,33 @@ fi
 "$VPY" -m pip install -q --disable-pip-version-check duckdb \
   || echo "python-tests: duckdb not installed; the Parquet tests that read with it skip" >&2
 
+# ---------------------------------------------------------------- Spark
+
+java_major() { # the major version of the java on PATH, or 0
+  local v
+  v=$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -n 1)
+  echo "${v:-0}"
+}
+if ! command -v java >/dev/null 2>&1 || [ "$(java_major)" -lt 17 ]; then
+  sudo=""
+  if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+  echo "python-tests: installing a Java runtime for PySpark" >&2
+  $sudo apt-get update -qq
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends default-jre-headless >/dev/null
+fi
+if [ "$(java_major)" -lt 17 ]; then
+  echo "python-tests: PySpark needs Java 17 or newer; java on PATH is $(java_major)" >&2
+  exit 1
+fi
+"$VPY" -m pip install -q --disable-pip-version-check "$PYSPARK_PIN"
+export MEMTRACE_SPARK_TESTS=1
+
 # ---------------------------------------------------------------- wheel
 
 WHEELS="$ROOT/target/wheels"
 rm -f "$WHEELS"/memtrace-*.whl
 PROFILE=()
-if [ "$BENCH" = 1 ]; then PROFILE=(--release); fi
+if [ "$BENCH" != 0 ]; then PROFILE=(--release); fi
 "$VENV/bin/maturin" build --locked -q "${PROFILE[@]}" -m python/Cargo.toml --interpreter "$VPY" -o "$WHEELS"
 "$VPY" -m pip install -q --disable-pip-version-check --force-reinstall --no-deps "$WHEELS"/memtrace-*.whl
 
@@ -85,6 +112,14 @@ if [ "$BENCH" = 1 ]; then PROFILE=(--release); fi
 if [ "$BENCH" = 1 ]; then
   exec "$VPY" python/bench/overhead.py
 fi
+if [ "$BENCH" = 2 ]; then
+  cargo build --locked --release -p memtrace-repl
+  exec "$VPY" python/bench/spark.py --memtrace "$ROOT/target/release/memtrace" "${@:2}"
+fi
+
+# The Spark tests compare with the CLI that `cargo test` built (built here when missing).
+export MEMTRACE_BIN="$ROOT/target/debug/memtrace"
+if [ ! -x "$MEMTRACE_BIN" ]; then cargo build --locked -p memtrace-repl; fi
 
 # From the tests' folder, so `import memtrace` finds the installed package, not python/memtrace.
 cd python/tests

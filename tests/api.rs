@@ -973,6 +973,8 @@ fn attribution_through_the_embedding_api() {
         trace: None,
         cases: None,
         method: Method::Evidence,
+        setting: Default::default(),
+        search: Default::default(),
     };
     let verdicts = db.attribute(&req, &Cancel::new(), &mut |_| {}).unwrap();
     assert_eq!(verdicts.len(), failed);
@@ -1045,7 +1047,13 @@ fn picked_cases_are_attributed_each_in_its_own_trace() {
         },
     ];
     let verdicts = db
-        .attribute_picked(&picks, Method::Evidence, &Cancel::new(), &mut |_| {})
+        .attribute_picked(
+            &picks,
+            Method::Evidence,
+            memtrace::attrib::Setting::Benchmark,
+            &Cancel::new(),
+            &mut |_| {},
+        )
         .unwrap();
     let got: Vec<(u32, &str)> = verdicts
         .iter()
@@ -1065,6 +1073,8 @@ fn picked_cases_are_attributed_each_in_its_own_trace() {
                 trace: Some(&format!("#{}", other.trace)),
                 cases: Some(std::slice::from_ref(&other.id)),
                 method: Method::Evidence,
+                setting: Default::default(),
+                search: Default::default(),
             },
             &Cancel::new(),
             &mut |_| {},
@@ -1086,6 +1096,7 @@ fn picked_cases_are_attributed_each_in_its_own_trace() {
                 origin: CaseOrigin::Annotation(10_000),
             }],
             Method::Evidence,
+            memtrace::attrib::Setting::Benchmark,
             &Cancel::new(),
             &mut |_| {},
         )
@@ -1096,7 +1107,13 @@ fn picked_cases_are_attributed_each_in_its_own_trace() {
         "{e}"
     );
     assert!(db
-        .attribute_picked(&[], Method::Llm, &Cancel::new(), &mut |_| {})
+        .attribute_picked(
+            &[],
+            Method::Llm,
+            memtrace::attrib::Setting::Benchmark,
+            &Cancel::new(),
+            &mut |_| {}
+        )
         .unwrap()
         .is_empty());
 }
@@ -1129,6 +1146,8 @@ fn llm_attribution_summaries_and_feedback_through_the_embedding_api() {
         trace: None,
         cases: None,
         method: Method::Hybrid,
+        setting: Default::default(),
+        search: Default::default(),
     };
     let verdicts = db.attribute(&req, &Cancel::new(), &mut |_| {}).unwrap();
     assert_eq!(verdicts.len(), db.failed_cases(None).unwrap().len());
@@ -1200,6 +1219,8 @@ fn patterns_are_saved_run_and_dropped_through_the_embedding_api() {
                 trace: None,
                 cases: None,
                 method: memtrace::attrib::Method::Evidence,
+                setting: Default::default(),
+                search: Default::default(),
             },
             &memtrace::Cancel::new(),
             &mut |_| {},
@@ -1386,4 +1407,90 @@ fn ops_of_the_ops_graph_are_the_ops_of_the_general_walk_on_recorded_traces() {
         with_ops > compared / 3,
         "{with_ops} of {compared} walks found ops"
     );
+}
+
+/// Gives `head`, then fails: an input whose rest must not be read.
+struct HeadOnly(std::io::Cursor<Vec<u8>>);
+
+impl std::io::Read for HeadOnly {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self.0.read(buf)? {
+            0 => Err(std::io::Error::other("read past the first bytes")),
+            n => Ok(n),
+        }
+    }
+}
+
+#[test]
+fn an_input_wrong_from_its_first_byte_is_refused_before_the_rest_is_read() {
+    let (_dir, db) = db();
+    let mut head = b"x".to_vec();
+    head.resize(16 << 10, b' ');
+    for format in [InputFormat::Json, InputFormat::JsonLines] {
+        let err = db
+            .import_reader(
+                HeadOnly(std::io::Cursor::new(head.clone())),
+                format,
+                "big.json",
+                &ImportOptions::default(),
+            )
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("invalid at $: expected a smartcomment export object")
+                && err.contains("found 'x' at line 1, column 1"),
+            "{format:?}: {err}"
+        );
+    }
+    // UTF-16 without a byte order mark is named as such, also through a reader.
+    let utf16: Vec<u8> = SAMPLE.encode_utf16().flat_map(u16::to_be_bytes).collect();
+    let err = db
+        .import_reader(
+            &utf16[..],
+            InputFormat::Json,
+            "be.json",
+            &ImportOptions::default(),
+        )
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("UTF-16 (big-endian, without a byte order mark)"),
+        "{err}"
+    );
+    assert!(db.traces().unwrap().is_empty());
+}
+
+#[test]
+fn a_file_imports_in_the_format_and_under_the_name_given() {
+    let (dir, db) = db();
+    let mut doc: Value = serde_json::from_str(SAMPLE).unwrap();
+    let mut lines = String::new();
+    for id in ["line-1", "line-2"] {
+        doc["graph_id"] = json!(id);
+        lines.push_str(&doc.to_string());
+        lines.push('\n');
+    }
+    // The name says nothing of the format: the caller does.
+    let file = dir.path().join("upload-7.tmp");
+    std::fs::write(&file, &lines).unwrap();
+    let opts = ImportOptions::default();
+    let got = db
+        .import_file(&file, InputFormat::JsonLines, "sent over HTTP", &opts)
+        .unwrap();
+    assert_eq!(got.len(), 2);
+    let traces = db.traces().unwrap();
+    let sources: Vec<&str> = traces.iter().map(|t| t.source.as_str()).collect();
+    assert_eq!(sources, ["sent over HTTP:1", "sent over HTTP:2"]);
+    // One export, and a bad one named by the name given.
+    std::fs::write(&file, SAMPLE).unwrap();
+    let got = db
+        .import_file(&file, InputFormat::Json, "again", &opts)
+        .unwrap();
+    assert_eq!(got[0].graph_id, GRAPH);
+    std::fs::write(&file, "[1]").unwrap();
+    let e = db
+        .import_file(&file, InputFormat::Json, "bad upload", &opts)
+        .unwrap_err()
+        .to_string();
+    assert!(e.starts_with("bad upload: invalid at $"), "{e}");
 }

@@ -6,7 +6,7 @@
 //! section), so that a change that loses cases fails here.
 
 use memtrace::attrib::eval::Evaluation;
-use memtrace::attrib::Method;
+use memtrace::attrib::{AttributeRequest, Method, Search, Setting};
 use memtrace::gen::set::{generate_trace, GenSpec};
 use memtrace::prelude::*;
 use memtrace::{Cancel, Database, ImportOptions, InputFormat};
@@ -23,6 +23,20 @@ fn fixture(system: &str) -> String {
 
 fn evaluate(db: &Database) -> Evaluation {
     db.evaluate(Method::Evidence, None, &Cancel::new(), &mut |_| {})
+        .expect("an evaluation")
+}
+
+/// The evidence method's evaluation with each case showing only what
+/// `setting` lets it see.
+fn evaluate_in(db: &Database, setting: Setting) -> Evaluation {
+    let req = AttributeRequest {
+        trace: None,
+        cases: None,
+        method: Method::Evidence,
+        setting,
+        search: Search::Sparse,
+    };
+    db.evaluate_request(&req, &Cancel::new(), &mut |_| {})
         .expect("an evaluation")
 }
 
@@ -84,7 +98,23 @@ fn the_dev_split_of_an_independent_benchmark_is_attributed() {
     for (sys, sc) in &e.by_system {
         assert!(sc.op_id_accuracy >= 0.7, "{sys}\n{}", show(&e));
     }
+    // Without the annotated evidence, and without the gold answer too.
+    let e = evaluate_in(&db, Setting::Evaluation);
+    assert_eq!(e.setting, Setting::Evaluation);
+    assert!(e.op_id_accuracy >= DEV_EVALUATION_FLOOR, "{}", show(&e));
+    let c = &e.calibration.confident;
+    assert!(
+        c.cases == 0 || c.op_id_accuracy >= 0.8,
+        "{c:?}\n{}",
+        show(&e)
+    );
+    let e = evaluate_in(&db, Setting::Production);
+    assert!(e.op_id_accuracy >= DEV_PRODUCTION_FLOOR, "{}", show(&e));
 }
+
+/// Floors of the dev split with its evidence hidden, and its gold answers too.
+const DEV_EVALUATION_FLOOR: f64 = 0.75;
+const DEV_PRODUCTION_FLOOR: f64 = 0.35;
 
 #[test]
 fn generated_traces_of_every_system_stay_attributed() {
@@ -126,4 +156,22 @@ fn every_generator_style_stays_attributed() {
         assert!(sc.error_type_accuracy >= 0.9, "{style}\n{}", show(&e));
         assert!(sc.op_id_accuracy >= 0.9, "{style}\n{}", show(&e));
     }
+    for (setting, floor) in [
+        (Setting::Evaluation, GEN_EVALUATION_FLOOR),
+        (Setting::Production, GEN_PRODUCTION_FLOOR),
+    ] {
+        let e = evaluate_in(&db, setting);
+        for (style, sc) in &e.by_style {
+            assert!(
+                sc.op_id_accuracy >= floor,
+                "{setting} {style}\n{}",
+                show(&e)
+            );
+        }
+    }
 }
+
+/// Floors of each generator style with the evidence hidden, and the gold
+/// answers too.
+const GEN_EVALUATION_FLOOR: f64 = 0.65;
+const GEN_PRODUCTION_FLOOR: f64 = 0.18;

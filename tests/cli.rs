@@ -664,7 +664,7 @@ fn a_byte_order_mark_before_json_or_json_lines_is_skipped() {
     assert_eq!(o.status.code(), Some(1));
     assert!(
         stderr(&o)
-            .contains("utf16.json: invalid at $: the input starts with a UTF-16 byte order mark"),
+            .contains("utf16.json: invalid at $: the input is UTF-16 (little-endian, with a byte order mark) text"),
         "{}",
         stderr(&o)
     );

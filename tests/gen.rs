@@ -488,8 +488,17 @@ fn attribute_stores_verdicts_once_eval_scores_them_and_report_writes_both_pages(
     let e = json(&ok(run(
         dir.path(),
         Some(&db),
-        &["eval", "--method", "evidence", "--format", "json"],
+        &[
+            "eval",
+            "--method",
+            "evidence",
+            "--setting",
+            "benchmark",
+            "--format",
+            "json",
+        ],
     )));
+    assert_eq!(e["setting"], "benchmark");
     assert_eq!(e["cases"].as_u64().unwrap(), failed);
     for key in ["error_type_accuracy", "op_id_accuracy"] {
         let x = e[key].as_f64().unwrap();
@@ -498,9 +507,40 @@ fn attribute_stores_verdicts_once_eval_scores_them_and_report_writes_both_pages(
     assert_eq!(e["by_system"].as_object().unwrap().len(), 4, "{e}");
     assert!(!e["by_error_type"].as_object().unwrap().is_empty());
     assert!(e["confusion"].is_object() && e["median_micros"].is_u64());
+    let table = stdout(&ok(run(
+        dir.path(),
+        Some(&db),
+        &["eval", "--setting", "benchmark"],
+    )));
+    assert!(
+        table.contains("By memory system")
+            && table.contains("Confusion")
+            && table.contains("Accuracy against coverage"),
+        "{table}"
+    );
+    // Without --setting: the three settings side by side, from the same cases.
+    let all = json(&ok(run(
+        dir.path(),
+        Some(&db),
+        &["eval", "--format", "json"],
+    )));
+    for s in ["benchmark", "evaluation", "production"] {
+        let one = &all["settings"][s];
+        assert_eq!(one["setting"], s, "{all}");
+        assert_eq!(one["cases"].as_u64().unwrap(), failed);
+        let bands = one["calibration"]["bands"].as_array().unwrap();
+        assert_eq!(bands.len(), 6, "{one}");
+    }
+    assert_eq!(
+        all["settings"]["benchmark"]["op_id_accuracy"],
+        e["op_id_accuracy"]
+    );
     let table = stdout(&ok(run(dir.path(), Some(&db), &["eval"])));
     assert!(
-        table.contains("By memory system") && table.contains("Confusion"),
+        table.contains("benchmark op id")
+            && table.contains("evaluation op id")
+            && table.contains("production op id")
+            && table.contains("confident"),
         "{table}"
     );
 
@@ -679,7 +719,7 @@ fn every_style_writes_labelled_traces_that_import_and_eval_reports_per_style() {
     let e = json(&ok(run(
         dir.path(),
         Some(&db),
-        &["eval", "--format", "json"],
+        &["eval", "--setting", "benchmark", "--format", "json"],
     )));
     assert_eq!(
         e["cases"].as_u64().unwrap(),

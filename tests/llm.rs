@@ -10,7 +10,7 @@ use std::process::Output;
 
 use common_cli::*;
 use memtrace::attrib::agent::walker;
-use memtrace::llm::scripted::{Reply, ScriptedServer};
+use memtrace::llm::scripted::{self, Reply, ScriptedServer};
 
 /// Variables that could point the binary at a real endpoint or config file.
 const LLM_VARS: &[&str] = &[
@@ -24,6 +24,9 @@ const LLM_VARS: &[&str] = &[
     "MEMTRACE_LLM_RETRIES",
     "MEMTRACE_LLM_BACKOFF_MS",
     "MEMTRACE_LLM_TOOLS",
+    "MEMTRACE_EMBED_BASE_URL",
+    "MEMTRACE_EMBED_API_KEY",
+    "MEMTRACE_EMBED_MODEL",
     "XDG_CONFIG_HOME",
 ];
 
@@ -119,7 +122,15 @@ fn hybrid_attribution_eval_report_and_feedback_against_a_local_endpoint() {
         cwd,
         &db,
         &env,
-        &["eval", "--method", "hybrid", "--format", "json"],
+        &[
+            "eval",
+            "--method",
+            "hybrid",
+            "--setting",
+            "benchmark",
+            "--format",
+            "json",
+        ],
     ));
     let e = json(&o);
     assert_eq!(e["method"], "hybrid");
@@ -132,7 +143,12 @@ fn hybrid_attribution_eval_report_and_feedback_against_a_local_endpoint() {
     assert!(e["cost"]["cached_calls"].as_u64().unwrap() >= e["cases"].as_u64().unwrap());
     assert!(e["cost_per_case"]["tokens_in"].as_u64().unwrap() > 0);
     assert_eq!(e["cost_by_system"].as_object().unwrap().len(), 4, "{e}");
-    let o = ok(llm_run(cwd, &db, &env, &["eval", "--method", "hybrid"]));
+    let o = ok(llm_run(
+        cwd,
+        &db,
+        &env,
+        &["eval", "--method", "hybrid", "--setting", "benchmark"],
+    ));
     let table = stdout(&o);
     assert!(
         table.contains("tokens in") && table.contains("tokens out"),
@@ -436,4 +452,104 @@ fn ctrl_c_stops_an_llm_run_promptly_and_says_nothing_is_lost() {
         e.contains("cancelled; the answers received so far are cached"),
         "{e}"
     );
+}
+
+/// A local embeddings endpoint: words hashed into 64 dimensions.
+fn embeddings_server() -> ScriptedServer {
+    ScriptedServer::start(Box::new(|r| {
+        if r.path.ends_with("/embeddings") {
+            Reply::Json(scripted::embeddings(r, 64))
+        } else {
+            Reply::Status {
+                status: 404,
+                headers: Vec::new(),
+                body: "no such route".into(),
+            }
+        }
+    }))
+    .unwrap()
+}
+
+#[test]
+fn dense_and_hybrid_evidence_search_use_a_local_embeddings_endpoint_and_its_cache() {
+    let (dir, db) = generated("5");
+    let cwd = dir.path();
+    let server = embeddings_server();
+    let url = server.base_url();
+    let env = [
+        ("MEMTRACE_EMBED_BASE_URL", url.as_str()),
+        ("MEMTRACE_EMBED_MODEL", "bag-of-words"),
+    ];
+    let recall = |method: &str| -> serde_json::Value {
+        json(&ok(llm_run(
+            cwd,
+            &db,
+            &env,
+            &["evidence-recall", "--method", method, "--format", "json"],
+        )))
+    };
+    let sparse = recall("sparse");
+    assert_eq!(sparse["method"], "sparse");
+    assert!(server.requests().is_empty(), "sparse search sends nothing");
+    let dense = recall("dense");
+    let sent = server.requests();
+    assert!(!sent.is_empty());
+    for r in &sent {
+        assert_eq!(r.path, "/v1/embeddings");
+        assert_eq!(r.json.as_ref().unwrap()["model"], "bag-of-words");
+    }
+    assert_eq!(dense["method"], "dense");
+    assert_eq!(dense["total"]["cases"], sparse["total"]["cases"]);
+    assert!(dense["total"]["found"].as_u64().unwrap() > 0, "{dense}");
+    // Every message and question is embedded once: the rerun and the hybrid
+    // search read the vectors from the database.
+    let again = recall("dense");
+    assert_eq!(again["total"], dense["total"]);
+    let hybrid = recall("hybrid");
+    assert_eq!(server.requests().len(), sent.len(), "vectors are cached");
+    assert!(hybrid["total"]["found"].as_u64().unwrap() > 0, "{hybrid}");
+    // Attribution takes the same search.
+    let o = ok(llm_run(
+        cwd,
+        &db,
+        &env,
+        &[
+            "attribute",
+            "--setting",
+            "evaluation",
+            "--search",
+            "hybrid",
+            "--format",
+            "json",
+        ],
+    ));
+    let verdicts = json(&o);
+    assert!(!verdicts.as_array().unwrap().is_empty());
+    for v in verdicts.as_array().unwrap() {
+        assert_eq!(v["setting"], "evaluation");
+    }
+    // Without a model there is no dense search, and the error says what to set.
+    let e = fail(llm_run(
+        cwd,
+        &db,
+        &[],
+        &["evidence-recall", "--method", "dense"],
+    ));
+    assert!(
+        e.contains("needs an embeddings endpoint: set MEMTRACE_EMBED_MODEL"),
+        "{e}"
+    );
+    // A dead endpoint is named.
+    let dead = [
+        ("MEMTRACE_EMBED_BASE_URL", "http://127.0.0.1:9/v1"),
+        ("MEMTRACE_EMBED_MODEL", "other-model"),
+        ("MEMTRACE_LLM_RETRIES", "0"),
+    ];
+    let e = fail(llm_run(
+        cwd,
+        &db,
+        &dead,
+        &["evidence-recall", "--method", "hybrid"],
+    ));
+    assert!(e.contains("http://127.0.0.1:9/v1"), "{e}");
 }

@@ -115,7 +115,31 @@ const CORPUS: &[(&str, &str, &str)] = &[
         "expected a smartcomment export object",
     ),
     ("trailing_garbage.json", "at $", "trailing characters"),
-    ("non_utf8.json", "data.nodes[0]", "invalid unicode"),
+    (
+        "non_utf8.json",
+        "data.nodes[0]",
+        "the input is not UTF-8: the byte 0xff at line 21, column 33",
+    ),
+    (
+        "bad_utf8_key.json",
+        "at $",
+        "is not part of a UTF-8 character (in the key after \"graph_id\")",
+    ),
+    (
+        "nan_name.json",
+        "data.nodes[1].name",
+        "must be a string, found NaN (Python's not-a-number",
+    ),
+    (
+        "lone_surrogate.json",
+        "data.nodes[0]",
+        "\\ud800 at line 21, column 33 is a lone UTF-16 surrogate",
+    ),
+    (
+        "utf16_no_bom.json",
+        "at $",
+        "the input is UTF-16 (little-endian, without a byte order mark) text",
+    ),
     (
         "bad_second_line.jsonl",
         "bad_second_line.jsonl:2: invalid at data.edges[2].op_id",
@@ -335,4 +359,50 @@ fn a_large_export_is_read_whole_and_its_errors_are_named_as_in_a_small_one() {
         back["data"]["edges"][1500]["source_full_node_id"],
         "v1500@1"
     );
+}
+
+#[test]
+fn a_file_wrong_at_its_first_byte_is_refused_without_reading_the_rest() {
+    // A named pipe whose writer never closes it: the import can only end by
+    // refusing what it read first.
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("m.db");
+    for name in ["wrong.json", "wrong.jsonl"] {
+        let fifo = dir.path().join(name);
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let mut child = command(dir.path(), Some(&db), &["import", fifo.to_str().unwrap()])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut writer = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
+        let mut start = b"not json".to_vec();
+        // More than the import looks at first, less than the pipe holds, so
+        // that writing never waits for the reader.
+        start.resize(16 << 10, b' ');
+        std::io::Write::write_all(&mut writer, &start).unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break s;
+            }
+            if std::time::Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("{name}: the import read on, waiting for the rest of the file");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        drop(writer);
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(status.code(), Some(1));
+        let err = stderr(&out);
+        assert!(
+            err.contains(&format!(
+                "{name}: invalid at $: expected a smartcomment export object"
+            )) && err.contains("found 'n' at line 1, column 1"),
+            "{err}"
+        );
+    }
 }

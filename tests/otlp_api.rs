@@ -77,6 +77,8 @@ fn paths_take_a_folder_of_otlp_files_and_cases_are_attributed() {
         trace: None,
         cases: None,
         method: Method::Evidence,
+        setting: Default::default(),
+        search: Default::default(),
     };
     let verdicts = db.attribute(&req, &Cancel::new(), &mut |_| {}).unwrap();
     assert_eq!(verdicts.len(), 2);

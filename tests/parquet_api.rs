@@ -75,6 +75,8 @@ fn the_tables_hold_what_the_database_holds() {
         trace: Some("#1"),
         cases: None,
         method: Method::Evidence,
+        setting: Default::default(),
+        search: Default::default(),
     };
     let verdicts = db.attribute(&req, &Cancel::new(), &mut |_| {}).unwrap();
     let stored = db.store_verdicts(&verdicts, "test").unwrap();

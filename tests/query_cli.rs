@@ -473,3 +473,182 @@ fn a_statement_over_its_time_limit_is_stopped_with_a_clear_error() {
         stderr(&bad)
     );
 }
+
+#[test]
+fn a_statement_may_start_with_a_dash() {
+    let (dir, db) = with_sample();
+    // A leading `--` comment, before or after the options: the statement,
+    // not an option.
+    for args in [
+        &[
+            "query",
+            "-- how many ops\nFIND ops RETURN count(*) AS n",
+            "--format",
+            "csv",
+        ][..],
+        &[
+            "query",
+            "--format",
+            "csv",
+            "-- how many ops\nFIND ops RETURN count(*) AS n",
+        ][..],
+    ] {
+        let o = ok(run(dir.path(), Some(&db), args));
+        assert_eq!(stdout(&o), "n\r\n4\r\n", "{args:?}");
+    }
+    // A statement that starts with a minus is read, and refused, as a statement.
+    let o = run(dir.path(), Some(&db), &["query", "-1"]);
+    assert!(!o.status.success());
+    let err = stderr(&o);
+    assert!(err.contains("line 1, column 1"), "{err}");
+    assert!(!err.contains("unexpected argument"), "{err}");
+}
+
+/// One generated trace of some two thousand variables, in `t.db`.
+fn one_generated_trace() -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    gen_set(
+        dir.path(),
+        "g",
+        &["--system", "rag", "--traces", "1", "--seed", "5"],
+    );
+    let db = dir.path().join("t.db");
+    ok(run(dir.path(), Some(&db), &["import", "g"]));
+    (dir, db)
+}
+
+#[test]
+fn a_time_limit_stops_a_long_condition_in_the_middle_of_a_trace() {
+    // 20,000 terms on each of the trace's variables: evaluated whole, one
+    // trace of them takes far longer than the limit (the work was looked
+    // at between traces and every 4,096 rows only).
+    let (dir, db) = one_generated_trace();
+    let chain = dir.path().join("chain.mt");
+    std::fs::write(
+        &chain,
+        format!(
+            "FIND vars WHERE {} RETURN count(*)",
+            vec!["var.version >= 1"; 20_000].join(" AND ")
+        ),
+    )
+    .unwrap();
+    let start = std::time::Instant::now();
+    let o = run(
+        dir.path(),
+        Some(&db),
+        &["query", "-f", chain.to_str().unwrap(), "--timeout", "2"],
+    );
+    let took = start.elapsed();
+    assert!(!o.status.success(), "{}", stdout(&o));
+    assert!(
+        stderr(&o).contains("ran longer than 2 s and was stopped (--timeout)"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        took < std::time::Duration::from_secs(10),
+        "a 2 s limit took {took:?}"
+    );
+}
+
+/// An export of one chain v0 -> v1 -> ... -> vN, each step by an op of its own.
+fn chain_export(n: usize) -> String {
+    let nodes: Vec<String> = (0..=n)
+        .map(|i| format!(r#"{{"name":"v{i}","version":1,"value":"'x'","session_id":"s1"}}"#))
+        .collect();
+    let ops: Vec<String> = (0..n)
+        .map(|i| format!(r#"{{"op_id":"op-{i}","op_name":"step","session_id":"s1"}}"#))
+        .collect();
+    let edges: Vec<String> = (0..n)
+        .map(|i| {
+            format!(
+                r#"{{"edge_id":"e{i}","op_id":"op-{i}","session_id":"s1","source_full_node_id":"v{i}@1","target_full_node_id":"v{}@1"}}"#,
+                i + 1
+            )
+        })
+        .collect();
+    format!(
+        r#"{{"graph_id":"chain","data":{{"nodes":[{}],"edges":[{}],"operations":[{}],"sessions":[{{"session_id":"s1"}}]}}}}"#,
+        nodes.join(","),
+        edges.join(","),
+        ops.join(",")
+    )
+}
+
+/// Runs memtrace and waits at most `limit` for it.
+fn run_within(
+    dir: &std::path::Path,
+    db: &std::path::Path,
+    args: &[&str],
+    limit: std::time::Duration,
+) -> std::process::Output {
+    let child = command(dir, Some(db), args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let id = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(limit) {
+        Ok(out) => out.unwrap(),
+        Err(_) => {
+            // SAFETY: killing our own child process.
+            unsafe { libc::kill(id as i32, libc::SIGKILL) };
+            panic!("memtrace {args:?} ran longer than {limit:?}");
+        }
+    }
+}
+
+#[test]
+fn the_tree_of_a_long_chain_is_drawn_in_bounded_lines_with_what_is_left_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = 20_000;
+    let file = dir.path().join("chain.json");
+    std::fs::write(&file, chain_export(n)).unwrap();
+    let db = dir.path().join("t.db");
+    ok(run(
+        dir.path(),
+        Some(&db),
+        &["import", file.to_str().unwrap()],
+    ));
+    let q = format!("TRACE 'v{n}@1'");
+    let limit = std::time::Duration::from_secs(120);
+    let o = ok(run_within(
+        dir.path(),
+        &db,
+        &["query", &q, "--format", "tree"],
+        limit,
+    ));
+    let text = stdout(&o);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], format!("v{n}@1   (trace chain)"));
+    assert_eq!(lines[1], format!("└── [step] v{}@1", n - 1));
+    assert_eq!(lines.len(), 1 + 32 + 1, "{text}");
+    assert_eq!(
+        lines.last().unwrap().trim_start(),
+        format!("└── ... {} more below (--tree-depth)", n - 32)
+    );
+    // The caps are settings; the first lines are the same at any depth.
+    let o = ok(run_within(
+        dir.path(),
+        &db,
+        &["query", &q, "--format", "tree", "--tree-depth", "3"],
+        limit,
+    ));
+    let shallow: Vec<String> = stdout(&o).lines().map(String::from).collect();
+    assert_eq!(shallow.len(), 1 + 3 + 1);
+    assert_eq!(
+        shallow[..4],
+        lines[..4].iter().map(|l| l.to_string()).collect::<Vec<_>>()[..]
+    );
+    assert!(shallow[4].ends_with(&format!("... {} more below (--tree-depth)", n - 3)));
+    let o = run(
+        dir.path(),
+        Some(&db),
+        &["query", &q, "--format", "tree", "--tree-width", "0"],
+    );
+    assert!(!o.status.success());
+}

@@ -105,6 +105,18 @@ fn serve_answers_over_http_takes_imports_and_stops_on_ctrl_c() {
     // a form post.
     let (status, body) = request(&a, "GET", "/api/health", &[("Host", "evil.example")], b"");
     assert_eq!(status, 403, "{body}");
+    // Two Host headers are refused, whichever is first.
+    for hosts in [[a.as_str(), "evil.example"], ["evil.example", a.as_str()]] {
+        let (status, body) = request(
+            &a,
+            "GET",
+            "/api/health",
+            &[("Host", hosts[0]), ("Host", hosts[1])],
+            b"",
+        );
+        assert_eq!(status, 400, "{hosts:?}: {body}");
+        assert!(body.contains("2 Host headers"), "{body}");
+    }
     let (status, body) = request(
         &a,
         "POST",
@@ -265,6 +277,8 @@ fn stalled_clients_hold_no_thread_and_are_cut_off() {
             "1",
             "--idle-timeout",
             "1",
+            "--header-timeout",
+            "1",
         ],
     );
     let a = server.addr.clone();
@@ -378,4 +392,263 @@ fn serve_warns_on_a_non_loopback_address_and_refuses_a_bad_one() {
         "{}",
         stderr(&o)
     );
+}
+
+#[test]
+fn a_long_condition_stops_at_the_query_timeout_and_when_its_client_leaves() {
+    let dir = tempfile::tempdir().unwrap();
+    gen_set(
+        dir.path(),
+        "g",
+        &["--system", "rag", "--traces", "1", "--seed", "5"],
+    );
+    let db = dir.path().join("t.db");
+    ok(run(dir.path(), Some(&db), &["import", "g"]));
+    // 20,000 terms on each of some two thousand variables: a minute of work
+    // when a condition is evaluated whole between two looks at the token.
+    let chain = serde_json::json!({
+        "statement": format!(
+            "FIND vars WHERE {} RETURN count(*)",
+            vec!["var.version >= 1"; 20_000].join(" AND ")
+        )
+    })
+    .to_string();
+    let head = |a: &str| {
+        format!(
+            "POST /api/query HTTP/1.1\r\nHost: {a}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+            chain.len()
+        )
+    };
+
+    // The query timeout stops it.
+    let server = start_with(
+        dir.path(),
+        &db,
+        &[
+            "--addr",
+            "127.0.0.1:0",
+            "--threads",
+            "1",
+            "--query-timeout",
+            "3",
+        ],
+    );
+    let a = server.addr.clone();
+    let started = Instant::now();
+    let mut s = stall(&a, &head(&a));
+    s.write_all(chain.as_bytes()).unwrap();
+    let answer = answer_of(s);
+    let took = started.elapsed();
+    assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+    assert!(answer.contains("ran longer than 3 s"), "{answer}");
+    assert!(took < Duration::from_secs(12), "a 3 s limit took {took:?}");
+    drop(server);
+
+    // A client that leaves frees the one place at once: the next query does
+    // not wait the 10 s a request waits for a place, and does not get 503.
+    let mut server = start_with(
+        dir.path(),
+        &db,
+        &[
+            "--addr",
+            "127.0.0.1:0",
+            "--threads",
+            "1",
+            "--query-timeout",
+            "600",
+            "--log",
+        ],
+    );
+    let a = server.addr.clone();
+    let mut s = stall(&a, &head(&a));
+    s.write_all(chain.as_bytes()).unwrap();
+    // Long enough for the statement to be parsed and planned.
+    std::thread::sleep(Duration::from_millis(3000));
+    drop(s);
+    answers_a_query(&a);
+    assert!(interrupt(&mut server).success());
+    let mut log = String::new();
+    server
+        .child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut log)
+        .unwrap();
+    assert!(
+        log.contains("POST /api/query: the client went away; its work was stopped"),
+        "{log}"
+    );
+}
+
+#[test]
+fn an_import_past_its_limit_gets_413_and_one_within_is_received_into_a_file() {
+    let (dir, db) = with_sample();
+    let server = start_with(
+        dir.path(),
+        &db,
+        &["--addr", "127.0.0.1:0", "--max-import", "64K"],
+    );
+    let a = server.addr.clone();
+    let uploads = db.join("uploads");
+    // Declared too large: refused at once, before any of it is sent.
+    let s = stall(
+        &a,
+        &format!(
+            "POST /api/import HTTP/1.1\r\nHost: {a}\r\nContent-Type: application/json\r\nContent-Length: 200000\r\n\r\n"
+        ),
+    );
+    let text = answer_of(s);
+    assert!(text.starts_with("HTTP/1.1 413"), "{text}");
+    assert!(text.contains("--max-import"), "{text}");
+    // Sent in chunks without a length: refused once past the limit.
+    let mut s = stall(
+        &a,
+        &format!(
+            "POST /api/import HTTP/1.1\r\nHost: {a}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+        ),
+    );
+    let chunk = vec![b' '; 16 << 10];
+    for _ in 0..8 {
+        if s.write_all(format!("{:x}\r\n", chunk.len()).as_bytes())
+            .is_err()
+            || s.write_all(&chunk).is_err()
+            || s.write_all(b"\r\n").is_err()
+        {
+            break;
+        }
+    }
+    let text = answer_of(s);
+    assert!(text.starts_with("HTTP/1.1 413"), "{text}");
+    // Within the limit it is received into a file in the database's
+    // folder as it arrives (half of it there while the rest is awaited),
+    // then imported, and the file is gone.
+    let sample = std::fs::read(sample()).unwrap();
+    let mut doc: serde_json::Value = serde_json::from_slice(&sample).unwrap();
+    doc["graph_id"] = "uploaded".into();
+    let body = doc.to_string().into_bytes();
+    let half = body.len() / 2;
+    let mut s = stall(
+        &a,
+        &format!(
+            "POST /api/import HTTP/1.1\r\nHost: {a}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        ),
+    );
+    s.write_all(&body[..half]).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let received = loop {
+        let sizes: Vec<u64> = std::fs::read_dir(&uploads)
+            .map(|d| {
+                d.filter_map(|e| e.ok()?.metadata().ok())
+                    .map(|m| m.len())
+                    .collect()
+            })
+            .unwrap_or_default();
+        if sizes.contains(&(half as u64)) || Instant::now() > deadline {
+            break sizes;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(received, [half as u64], "the half sent is in one file");
+    s.write_all(&body[half..]).unwrap();
+    let text = answer_of(s);
+    assert!(text.starts_with("HTTP/1.1 201"), "{text}");
+    assert_eq!(
+        std::fs::read_dir(&uploads).unwrap().count(),
+        0,
+        "the file is removed"
+    );
+    assert_eq!(get(&a, "/api/health")["traces"], 2);
+}
+
+/// Keeps sending a request's head, one byte every `every`, until `stop`.
+fn trickle(
+    addr: &str,
+    every: Duration,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> std::thread::JoinHandle<()> {
+    let mut s = TcpStream::connect(addr).unwrap();
+    std::thread::spawn(move || {
+        let head = b"GET /api/health HTTP/1.1\r\nX-Slow: ";
+        let _ = s.write_all(head);
+        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            if s.write_all(b"a").is_err() {
+                return;
+            }
+            std::thread::sleep(every);
+        }
+    })
+}
+
+#[test]
+fn stalled_and_trickling_connections_are_shed_for_those_that_behave() {
+    let (dir, db) = with_sample();
+    let server = start_with(
+        dir.path(),
+        &db,
+        &[
+            "--addr",
+            "127.0.0.1:0",
+            "--max-connections",
+            "32",
+            "--header-timeout",
+            "60",
+            "--idle-timeout",
+            "60",
+        ],
+    );
+    let a = server.addr.clone();
+    // Twice as many clients as connections may be open: half send nothing
+    // after half a head, half send it a byte every half second.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut stalled = Vec::new();
+    let mut trickling = Vec::new();
+    for _ in 0..32 {
+        stalled.push(stall(&a, "GET /api/health HTTP/1.1\r\nHo"));
+        trickling.push(trickle(&a, Duration::from_millis(500), stop.clone()));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    // Health probes and queries on fresh connections, some at once, all
+    // answered.
+    let started = Instant::now();
+    let clients: Vec<_> = (0..40)
+        .map(|i| {
+            let a = a.clone();
+            std::thread::spawn(move || {
+                if i % 2 == 0 {
+                    request(&a, "GET", "/api/health", &[], b"").0
+                } else {
+                    request(
+                        &a,
+                        "POST",
+                        "/api/query",
+                        &[("Content-Type", "application/json")],
+                        br#"{"statement":"FIND ops RETURN count(*)"}"#,
+                    )
+                    .0
+                }
+            })
+        })
+        .collect();
+    let statuses: Vec<u16> = clients.into_iter().map(|c| c.join().unwrap()).collect();
+    assert!(statuses.iter().all(|&s| s == 200), "{statuses:?}");
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "{:?}",
+        started.elapsed()
+    );
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for t in trickling {
+        t.join().unwrap();
+    }
+    // The stalled clients were shed: closed without an answer.
+    let closed = stalled.into_iter().filter(|s| {
+        let mut s = s.try_clone().unwrap();
+        s.set_read_timeout(Some(Duration::from_millis(200)))
+            .unwrap();
+        let mut buf = [0u8; 1];
+        matches!(s.read(&mut buf), Ok(0))
+    });
+    assert!(closed.count() >= 8, "stalled clients were shed first");
 }

@@ -14,10 +14,10 @@ use memtrace_engine::{
     TraceId,
 };
 
-use crate::attrib::case::{failed_cases, is_judge_name};
+use crate::attrib::case::{failed_cases, is_judge_name, says_feedback};
 use crate::attrib::{
-    read_verdicts, Attribute, AttributeRequest, FailedCase, Method, StoredVerdict, TraceModel,
-    Verdict,
+    read_verdicts, Attribute, AttributeRequest, FailedCase, Method, Setting, StoredVerdict,
+    TraceModel, Verdict,
 };
 use crate::error::{AnalysisError, Result};
 use crate::patterns::{
@@ -81,7 +81,7 @@ impl Extension for Analyses {
 
     fn may_derive_cases(&self, op_names: &mut dyn Iterator<Item = &str>) -> bool {
         for name in op_names {
-            if is_judge_name(name) {
+            if is_judge_name(name) || says_feedback(Some(name)) {
                 return true;
             }
         }
@@ -190,6 +190,10 @@ fn run(call: &Call<'_, '_>, plan: &Plan, sink: &mut Sink<'_>) -> Result<()> {
 fn attribute(call: &Call<'_, '_>, p: &AttributePlan, sink: &mut Sink<'_>) -> Result<()> {
     let db = call.db();
     let method: Method = p.method.parse().map_err(AnalysisError::BadRequest)?;
+    let setting: Setting = match &p.setting {
+        Some((s, _)) => s.parse().map_err(AnalysisError::BadRequest)?,
+        None => Setting::Benchmark,
+    };
     let verdicts = match &p.cases {
         CaseSource::All | CaseSource::Named(_) => {
             let cases: Option<Vec<String>> = match &p.cases {
@@ -200,6 +204,8 @@ fn attribute(call: &Call<'_, '_>, p: &AttributePlan, sink: &mut Sink<'_>) -> Res
                 trace: p.scope.as_deref(),
                 cases: cases.as_deref(),
                 method,
+                setting,
+                search: Default::default(),
             };
             db.attribute(&req, call.cancel, &mut |_| {})?
         }
@@ -208,7 +214,7 @@ fn attribute(call: &Call<'_, '_>, p: &AttributePlan, sink: &mut Sink<'_>) -> Res
                 Plan::RunPattern(r) => pattern_case_picks(db, call.snapshot, r, call.cancel)?,
                 other => call.snapshot.case_picks(other, call.cancel)?,
             };
-            db.attribute_picked(&picks, method, call.cancel, &mut |_| {})?
+            db.attribute_picked(&picks, method, setting, call.cancel, &mut |_| {})?
         }
     };
     db.store_verdicts(&verdicts, "query")?;
@@ -220,22 +226,28 @@ fn attribute(call: &Call<'_, '_>, p: &AttributePlan, sink: &mut Sink<'_>) -> Res
     Ok(())
 }
 
-/// Checks the attribution method of an ATTRIBUTE: an
+/// Checks the attribution method and setting of an ATTRIBUTE: an
 /// unknown one is an error placed at its name in `text`.
 fn check_method(plan: &Plan, text: &str) -> Result<()> {
-    match plan {
-        Plan::Attribute(a) => match a.method.parse::<Method>() {
-            Ok(_) => Ok(()),
-            Err(e) => {
-                let names = Method::ALL.map(Method::name);
-                let hint = query::nearest(&a.method, names)
-                    .map(|k| format!(" (did you mean {k}?)"))
-                    .unwrap_or_default();
-                Err(QueryError::invalid_at(text, a.method_at, format!("{e}{hint}")).into())
-            }
-        },
-        _ => Ok(()),
+    let Plan::Attribute(a) = plan else {
+        return Ok(());
+    };
+    if let Err(e) = a.method.parse::<Method>() {
+        let names = Method::ALL.map(Method::name);
+        let hint = query::nearest(&a.method, names)
+            .map(|k| format!(" (did you mean {k}?)"))
+            .unwrap_or_default();
+        return Err(QueryError::invalid_at(text, a.method_at, format!("{e}{hint}")).into());
     }
+    if let Some((s, at)) = &a.setting {
+        if let Err(e) = s.parse::<Setting>() {
+            let hint = query::nearest(s, Setting::ALL.map(Setting::name))
+                .map(|k| format!(" (did you mean {k}?)"))
+                .unwrap_or_default();
+            return Err(QueryError::invalid_at(text, *at, format!("{e}{hint}")).into());
+        }
+    }
+    Ok(())
 }
 
 /// Looks up the pattern of an `ATTRIBUTE (RUN PATTERN ...)` and checks that its hits are cases; a pattern whose hits are
@@ -312,6 +324,7 @@ fn verdict_field(s: &StoredVerdict, f: &Field) -> Value {
         Field::TokensIn => v.cost.map_or(Value::Null, |c| int(c.tokens_in)),
         Field::TokensOut => v.cost.map_or(Value::Null, |c| int(c.tokens_out)),
         Field::Seconds => v.cost.map_or(Value::Null, |c| Value::Float(c.seconds)),
+        Field::Setting => v.setting.map(|s| s.name()).into(),
         _ => Value::Null,
     }
 }
@@ -371,6 +384,7 @@ mod tests {
             micros: 5,
             model: None,
             cost: None,
+            setting: None,
         };
         assert_eq!(
             verdict_row(&v),

@@ -122,6 +122,8 @@ pub fn run(a: &LlmBenchArgs) -> Result<ExitCode> {
                 trace: None,
                 cases: None,
                 method,
+                setting: Default::default(),
+                search: Default::default(),
             },
             &Cancel::new(),
             &mut |_| {},

@@ -54,6 +54,13 @@ pub enum ColumnarError {
     /// Writing JSON (a metadata column, the manifest) failed.
     #[error("JSON: {0}")]
     Json(#[from] serde_json::Error),
+    /// A batch of traces to analyse, or what was asked of it, cannot be
+    /// used (no such column, a column of another type, an unknown pattern).
+    #[error("{0}")]
+    BadInput(String),
+    /// Reading or writing an Arrow IPC stream failed.
+    #[error("Arrow IPC stream: {0}")]
+    Ipc(arrow_schema::ArrowError),
 }
 
 /// Result type of the Parquet export.

@@ -17,6 +17,7 @@
 
 mod error;
 mod manifest;
+pub mod partition;
 mod tables;
 mod write;
 

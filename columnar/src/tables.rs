@@ -665,6 +665,7 @@ mod tests {
                 micros: 42,
                 model: cost.map(|_| "m".to_string()),
                 cost,
+                setting: None,
             },
         };
         let cost = Cost {

@@ -126,6 +126,20 @@ impl Database {
         Database::open_with(path.as_ref(), &opts)
     }
 
+    /// Opens a scratch database at `path`, creating it when the path does
+    /// not exist: as [`open`](Self::open), except that commits do not wait
+    /// for the write-ahead log to reach the disk. A crash of the machine
+    /// may lose the last traces stored, so it is for work that is thrown
+    /// away afterwards and can be redone (an analysis of a batch of traces
+    /// in a worker's scratch folder), not for a database to keep.
+    pub fn open_scratch(path: impl AsRef<Path>) -> Result<Database> {
+        let opts = StoreOptions {
+            sync: false,
+            ..StoreOptions::default()
+        };
+        Database::open_with(path.as_ref(), &opts)
+    }
+
     /// Whether this database was opened for reading only.
     pub fn is_read_only(&self) -> bool {
         self.store.is_read_only()
@@ -251,6 +265,11 @@ impl Database {
         Ok(self.store.cache_answer(key, body)?)
     }
 
+    /// Stores several memos in one write.
+    pub fn put_memos(&self, entries: &[([u8; 32], Vec<u8>)]) -> Result<()> {
+        Ok(self.store.cache_answers(entries)?)
+    }
+
     /// Where the database lives.
     pub fn path(&self) -> &Path {
         self.store.path()
@@ -326,6 +345,20 @@ impl Database {
         let (_, moved) = self.store.supersede(old, new, reason)?;
         self.cache.evict_trace(old);
         Ok(moved)
+    }
+
+    /// Imports one file of `format` (whatever its name), named `source` in
+    /// messages and in the trace record: what [`import_reader`](Self::import_reader)
+    /// does, reading the file as `memtrace import` does (a large JSON file
+    /// mapped, not copied into memory; JSON Lines read twice, not kept).
+    pub fn import_file(
+        &self,
+        path: &Path,
+        format: InputFormat,
+        source: &str,
+        opts: &ImportOptions,
+    ) -> Result<Vec<ImportedTrace>> {
+        import::import_file_as(&self.store, path, format, source, opts)
     }
 
     /// Imports files and folders (searched recursively for `*.json` and

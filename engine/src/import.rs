@@ -18,7 +18,7 @@ use serde_json::{Map, Value};
 use memtrace_storage::records::{
     CaseRecord, Common, Counts, EdgeRecord, OpRecord, SessionRecord, Shared, TraceRecord, VarRecord,
 };
-use memtrace_storage::{content_digest, PreparedValue, Store, TraceId};
+use memtrace_storage::{content_digest, content_digest_pieces, PreparedValue, Store, TraceId};
 
 use crate::error::{EngineError, Result};
 use crate::otlp;
@@ -26,6 +26,7 @@ use crate::parse::{
     self, Ctx, InCommon, InVar, Invalid, ParsedTrace, Parts, Resolved, TopSeed, Tri,
 };
 use crate::pyjson;
+use crate::sniff;
 
 /// The name of a generated set's manifest: a file of this name in a folder
 /// describes the set and is not a trace, so importing the folder skips it.
@@ -160,13 +161,14 @@ pub(crate) enum Digest {
 }
 
 impl Digest {
-    /// Starts taking the digest on a thread of its own.
+    /// Starts taking the digest on a thread of its own, which gives the
+    /// mapped file's pages back as it goes (the parse is done with them).
     fn start(&mut self) {
         if let Digest::Taking(handle @ None, map) = self {
             let map = Arc::clone(map);
             *handle = std::thread::Builder::new()
                 .name("memtrace-digest".into())
-                .spawn(move || digest_of(&map))
+                .spawn(move || digest_releasing(&map))
                 .ok();
         }
     }
@@ -190,6 +192,32 @@ impl Digest {
 /// and without the whitespace around the object.
 fn digest_of(bytes: &[u8]) -> [u8; 32] {
     content_digest(pyjson::strip_bom(bytes).trim_ascii())
+}
+
+/// Bytes of a mapped file hashed between two gives of its pages back.
+const RELEASE_BYTES: usize = 4 << 20;
+
+/// [`digest_of`] a mapped file that nothing else reads any more, its pages
+/// given back to the kernel as they are hashed: otherwise the whole file
+/// stays resident until the trace is written, beside the parsed trace.
+fn digest_releasing(map: &Mmap) -> [u8; 32] {
+    let content = pyjson::strip_bom(map).trim_ascii();
+    let start = content.as_ptr() as usize - map.as_ptr() as usize;
+    let mut done = 0;
+    let pieces = content.chunks(RELEASE_BYTES).inspect(|piece| {
+        // The previous piece is hashed: its pages may go.
+        if done > 0 {
+            let (from, len) = (start + done - RELEASE_BYTES, RELEASE_BYTES);
+            // SAFETY: the map is private and read-only, and only this
+            // thread reads it now; a page read again after this is read
+            // again from the file. A refusal only leaves the pages resident.
+            let _ = unsafe {
+                map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, from, len)
+            };
+        }
+        done += piece.len();
+    });
+    content_digest_pieces(pieces)
 }
 
 /// One trace read and checked, not yet stored.
@@ -238,31 +266,76 @@ fn parse_reader<R: Read>(
     // everything read so far, into fresh pages the kernel zeroes, each time).
     let mut bytes = Vec::with_capacity(size_hint.saturating_add(1));
     let mut counting = counting;
-    counting
+    let io = |e| EngineError::Io {
+        path: source.to_string(),
+        source: e,
+    };
+    // An input that is not a JSON object from its first character is
+    // refused before the rest of it is read.
+    (&mut counting)
+        .take(sniff::HEAD as u64)
         .read_to_end(&mut bytes)
-        .map_err(|e| EngineError::Io {
-            path: source.to_string(),
-            source: e,
-        })?;
+        .map_err(io)?;
+    refuse_start(&bytes, source)?;
+    counting.read_to_end(&mut bytes).map_err(io)?;
     parse_bytes(&bytes, source, count.get(), None)
+}
+
+/// An error when the first bytes of an input (`head`) show that it cannot
+/// be one JSON object (see [`sniff::refuse_start`]).
+fn refuse_start(head: &[u8], source: &str) -> Result<()> {
+    match sniff::refuse_start(&head[..head.len().min(sniff::HEAD)]) {
+        Some(reason) => Err(invalid(
+            source,
+            Invalid {
+                path: "$".into(),
+                reason,
+            },
+        )),
+        None => Ok(()),
+    }
+}
+
+/// `e` with "found null" said as "found NaN" where the value at its JSON
+/// path is written `NaN` in `content` (Python's not-a-number, read as null).
+fn nan_named(e: EngineError, content: &[u8]) -> EngineError {
+    match e {
+        EngineError::Invalid {
+            source_name,
+            json_path,
+            reason,
+        } if reason.contains("found null") && sniff::nan_at(content, &json_path) => {
+            EngineError::Invalid {
+                source_name,
+                reason: reason.replace(
+                    "found null",
+                    "found NaN (Python's not-a-number, which JSON has not; memtrace reads it as null)",
+                ),
+                json_path,
+            }
+        }
+        other => other,
+    }
 }
 
 /// Reads one JSON object from the whole of an input, `read` bytes long
 /// (see [`parse_reader`]). The digest of a mapped file (`mapped`) is taken
 /// after the parse, on a thread of its own ([`Digest::start`]).
 fn parse_bytes(bytes: &[u8], source: &str, read: u64, mapped: Option<&Arc<Mmap>>) -> Result<Input> {
-    if pyjson::utf16_bom(bytes) {
-        return Err(invalid(
-            source,
-            Invalid {
-                path: "$".into(),
-                reason: "the input starts with a UTF-16 byte order mark: it is UTF-16 text, \
-                         and memtrace reads UTF-8 (save it as UTF-8)"
-                    .into(),
-            },
-        ));
-    }
+    refuse_start(bytes, source)?;
     let content = pyjson::strip_bom(bytes);
+    parse_content(bytes, content, source, read, mapped).map_err(|e| nan_named(e, content))
+}
+
+/// [`parse_bytes`] once the input's start is known to be right: `content`
+/// is `bytes` without its byte order mark.
+fn parse_content(
+    bytes: &[u8],
+    content: &[u8],
+    source: &str,
+    read: u64,
+    mapped: Option<&Arc<Mmap>>,
+) -> Result<Input> {
     // Whitespace around the object is not content (a line's newline, a
     // file's last one), and neither is a byte order mark. A large input's
     // digest is taken on a second thread while it is parsed; a mapped
@@ -329,7 +402,7 @@ fn parse_top(content: &[u8], source: &str) -> Result<parse::Top> {
                 reason: "the input is empty".into(),
             },
         )),
-        Err(e) => Err(invalid(source, ctx.into_invalid(e))),
+        Err(e) => Err(invalid(source, ctx.into_invalid(e, &text))),
     }
 }
 
@@ -750,6 +823,9 @@ pub(crate) fn import_lines(
         path: source.to_string(),
         source: e,
     };
+    // A file wrong from its first bytes is refused before its first line
+    // (which may be all of it) is read.
+    refuse_start(first.fill_buf().map_err(io)?, source)?;
     let mut kept: Vec<(usize, String)> = Vec::new();
     let mut graph_ids: Vec<(String, usize)> = Vec::new();
     let mut requests: Vec<(String, Map<String, Value>)> = Vec::new();
@@ -958,12 +1034,28 @@ type ParsedFile = Result<Vec<Ready>>;
 
 /// Reads and checks one JSON file (no store involved).
 fn parse_json_file(path: &Path) -> ParsedFile {
-    let source = path.display().to_string();
+    parse_json_file_as(path, &path.display().to_string())
+}
+
+/// [`parse_json_file`], the file named `source` in messages and records.
+fn parse_json_file_as(path: &Path, source: &str) -> ParsedFile {
+    let source = source.to_string();
     let file = File::open(path).map_err(|e| EngineError::Io {
         path: source.clone(),
         source: e,
     })?;
     let size = file_len(&file);
+    // A file that is wrong from its first bytes is refused before it is
+    // read whole (mapping reads it all).
+    let mut head = Vec::with_capacity(sniff::HEAD);
+    (&file)
+        .take(sniff::HEAD as u64)
+        .read_to_end(&mut head)
+        .map_err(|e| EngineError::Io {
+            path: source.clone(),
+            source: e,
+        })?;
+    refuse_start(&head, &source)?;
     if size >= MAP_BYTES {
         // A large file is read where the kernel keeps it (its page cache)
         // instead of being copied into fresh memory, which the kernel
@@ -980,7 +1072,8 @@ fn parse_json_file(path: &Path) -> ParsedFile {
             return traces_of(input, &source);
         }
     }
-    read_traces(file, &source, size, None)
+    // The head is read already (a pipe cannot be read again).
+    read_traces(std::io::Cursor::new(head).chain(file), &source, size, None)
 }
 
 /// JSON files of at least this many bytes are mapped into memory to be
@@ -1056,6 +1149,32 @@ pub(crate) fn import_files(
             })
             .collect()
     })
+}
+
+/// Imports one file of `format`, named `source` in messages and in the
+/// trace record (a file that holds what was sent some other way): a JSON
+/// file mapped and parsed as `memtrace import` reads files, JSON Lines read
+/// twice from the file instead of kept in memory.
+pub(crate) fn import_file_as(
+    store: &Store,
+    path: &Path,
+    format: InputFormat,
+    source: &str,
+    opts: &ImportOptions,
+) -> Result<Vec<ImportedTrace>> {
+    match format {
+        InputFormat::Json => store_all(store, parse_json_file_as(path, source)?, opts, source),
+        InputFormat::JsonLines => {
+            let open = || -> std::io::Result<Box<dyn BufRead>> {
+                Ok(Box::new(BufReader::new(File::open(path)?)))
+            };
+            let first = open().map_err(|e| EngineError::Io {
+                path: source.to_string(),
+                source: e,
+            })?;
+            import_lines(store, first, Some(&open), source, opts, None)
+        }
+    }
 }
 
 /// Imports one file.

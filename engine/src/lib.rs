@@ -23,6 +23,7 @@ mod model;
 mod otlp;
 mod parse;
 mod pyjson;
+mod sniff;
 mod split;
 mod timestamp;
 mod view;
@@ -52,6 +53,7 @@ pub use memtrace_storage::store::BULK_BYTES;
 pub use memtrace_storage::TextRun;
 pub use memtrace_storage::{LocalId, StorageError, TraceId};
 pub use model::{Case, Edge, LogEntry, Node, Operation, Session, Stats, TraceInfo, Variable};
+pub use otlp::label_fails;
 pub use otlp::split::{split_request, OtlpMalformed, OtlpPart, OtlpSpanHead, OtlpSplit};
 pub use parse::json_kind;
 /// The graph library a [`QueryGraph`] is built on, for its algorithms.

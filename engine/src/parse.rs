@@ -592,12 +592,23 @@ pub(crate) struct Ctx {
     path: RefCell<String>,
     /// The list item being read, when in a list (then it is the path).
     item: Cell<Option<(&'static str, usize)>>,
+    /// The key whose value was read last, while the next key of its object
+    /// is read (then the path is the object's).
+    after: RefCell<Option<String>>,
     invalid: RefCell<Option<Invalid>>,
 }
 
 impl Ctx {
     fn set(&self, p: impl Into<String>) {
         *self.path.borrow_mut() = p.into();
+        *self.after.borrow_mut() = None;
+    }
+
+    /// The value of `key` in the object at `object` is read: what fails
+    /// next is in the object, after that key (a key not well formed).
+    fn read(&self, object: &str, key: String) {
+        *self.path.borrow_mut() = object.to_string();
+        *self.after.borrow_mut() = Some(key);
     }
 
     fn fail<E: de::Error>(&self, inv: Invalid) -> E {
@@ -607,18 +618,25 @@ impl Ctx {
     }
 
     /// Turns a deserializer error into an [`Invalid`] at the current path.
-    pub(crate) fn into_invalid(self, e: serde_json::Error) -> Invalid {
+    /// `text` is what was parsed, to name bytes that are not UTF-8 and
+    /// lone surrogates (see [`crate::sniff::explain`]).
+    pub(crate) fn into_invalid(self, e: serde_json::Error, text: &[u8]) -> Invalid {
         if let Some(inv) = self.invalid.into_inner() {
             return inv;
         }
-        let reason = if e.is_eof() {
+        let mut reason = if e.is_eof() {
             format!("the JSON ends too early ({e})")
         } else {
-            e.to_string()
+            crate::sniff::explain(&e, text)
         };
         let path = match self.item.get() {
             Some(item) => At::Item(item.0, item.1).to_string(),
-            None => self.path.into_inner(),
+            None => {
+                if let Some(key) = self.after.into_inner() {
+                    reason = format!("{reason} (in the key after {key:?})");
+                }
+                self.path.into_inner()
+            }
         };
         Invalid::at(path, reason)
     }
@@ -663,13 +681,14 @@ impl<'de, 'c> Visitor<'de> for TopSeed<'c> {
                     return Err(self.0.fail(Invalid::at("data", "appears twice")));
                 }
                 data = Some(map.next_value_seed(DataSeed(self.0))?);
-                header.insert(key, Value::Null);
+                header.insert(key.clone(), Value::Null);
             } else {
                 let v: Value = map.next_value()?;
                 if header.insert(key.clone(), v).is_some() {
                     return Err(self.0.fail(Invalid::at(key, "appears twice")));
                 }
             }
+            self.0.read("", key);
         }
         self.0.set("");
         Ok((header, data))
@@ -748,6 +767,7 @@ impl<'de, 'c> Visitor<'de> for DataSeed<'c> {
                     parts.extra.insert(key.clone(), v);
                 }
             }
+            ctx.read("data", key.clone());
             parts.keys.push(key);
         }
         Ok(parts)
@@ -1009,7 +1029,7 @@ mod tests {
         let top = TopSeed(&ctx).deserialize(&mut de);
         let (h, d) = match top {
             Ok(top) => top,
-            Err(e) => return Err(ctx.into_invalid(e)),
+            Err(e) => return Err(ctx.into_invalid(e, text.as_bytes())),
         };
         let t = assemble(h, d)?;
         validate(&t)?;

@@ -24,12 +24,6 @@ pub(crate) fn strip_bom(bytes: &[u8]) -> &[u8] {
     bytes.strip_prefix(BOM).unwrap_or(bytes)
 }
 
-/// Whether `bytes` start with a UTF-16 byte order mark (a file saved as
-/// UTF-16, which is not JSON text memtrace reads).
-pub(crate) fn utf16_bom(bytes: &[u8]) -> bool {
-    bytes.starts_with(b"\xff\xfe") || bytes.starts_with(b"\xfe\xff")
-}
-
 /// The tokens and what each becomes, as long as the token or shorter.
 const TOKENS: [(&[u8], &[u8]); 3] = [
     (b"-Infinity", b"-1e999   "),
@@ -165,7 +159,5 @@ mod tests {
     fn byte_order_marks() {
         assert_eq!(strip_bom(b"\xef\xbb\xbf{}"), b"{}");
         assert_eq!(strip_bom(b"{}"), b"{}");
-        assert!(utf16_bom(b"\xff\xfe{\x00"));
-        assert!(!utf16_bom(b"{}"));
     }
 }

@@ -787,7 +787,7 @@ mod tests {
         let mut de = serde_json::Deserializer::from_str(text);
         TopSeed(&ctx)
             .deserialize(&mut de)
-            .map_err(|e| ctx.into_invalid(e))
+            .map_err(|e| ctx.into_invalid(e, text.as_bytes()))
     }
 
     /// An export of `n` variables in a chain, each with `pad` escaped

@@ -276,12 +276,31 @@ impl<'db> TraceView<'db> {
     }
 
     /// Resolves a reference (`answer:42`, `answer:42@2`, `'full node id'`, an op id).
+    /// A stored full node id or op id is found as written, whatever it holds
+    /// (`input:POST /chat@1`), without the quotes a reference would need.
     pub fn resolve(&self, reference: &str) -> Result<Node> {
         let unknown = || EngineError::UnknownNode {
             trace: self.record.graph_id.clone(),
             reference: reference.to_string(),
         };
-        let found = match parse_node_ref(reference)? {
+        if let Some(v) = self.variable(reference)? {
+            return Ok(Node::Variable(v));
+        }
+        let parsed = match parse_node_ref(reference) {
+            Ok(parsed) => parsed,
+            // Not a reference: a full name or an op id as written, or the
+            // reference's syntax error.
+            Err(e) => {
+                if let Some(v) = self.latest(reference)? {
+                    return Ok(Node::Variable(v));
+                }
+                return match self.op(reference)? {
+                    Some(o) => Ok(Node::Operation(o)),
+                    None => Err(e.into()),
+                };
+            }
+        };
+        let found = match parsed {
             NodeRef::Name {
                 full_name,
                 version: Some(v),

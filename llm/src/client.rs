@@ -65,6 +65,8 @@ enum Outcome {
     },
     /// No (complete) answer: timeout, refused, dropped.
     Transport(String),
+    /// A redirect to this other origin, not followed.
+    Redirected(String),
     /// The request could not even be built.
     Invalid(String),
 }
@@ -74,6 +76,74 @@ enum Failure {
     Unreachable(String),
     Status(u16, String),
     Malformed(String),
+}
+
+impl Failure {
+    /// The error once no retry is left.
+    fn into_error(self, endpoint: String, attempts: u32) -> LlmError {
+        match self {
+            Failure::Unreachable(detail) => LlmError::Unreachable {
+                endpoint,
+                attempts,
+                detail,
+            },
+            Failure::Status(status, detail) => LlmError::Status {
+                endpoint,
+                status,
+                detail,
+            },
+            Failure::Malformed(detail) => LlmError::Malformed { endpoint, detail },
+        }
+    }
+}
+
+/// The vectors of an embeddings answer, in the order of the inputs (by
+/// each item's `index` when it has one).
+fn parse_embeddings(raw: &str, count: usize) -> std::result::Result<Vec<Vec<f32>>, String> {
+    let v: Value = serde_json::from_str(raw)
+        .map_err(|e| format!("the answer is not JSON ({e}): {}", excerpt(raw, 200)))?;
+    let data = v
+        .get("data")
+        .and_then(Value::as_array)
+        .ok_or_else(|| format!("the answer has no `data` list: {}", excerpt(raw, 200)))?;
+    if data.len() != count {
+        return Err(format!(
+            "the answer has {} vectors for {count} inputs",
+            data.len()
+        ));
+    }
+    let mut out: Vec<Option<Vec<f32>>> = vec![None; count];
+    for (i, item) in data.iter().enumerate() {
+        let at = match item.get("index") {
+            None => i,
+            Some(x) => x
+                .as_u64()
+                .and_then(|n| usize::try_from(n).ok())
+                .filter(|&n| n < count)
+                .ok_or_else(|| format!("data item {i} has a bad index {x}"))?,
+        };
+        let numbers = item
+            .get("embedding")
+            .and_then(Value::as_array)
+            .ok_or_else(|| format!("data item {i} has no `embedding` list"))?;
+        let vector = numbers
+            .iter()
+            .map(|x| x.as_f64().map(|f| f as f32))
+            .collect::<Option<Vec<f32>>>()
+            .filter(|v| !v.is_empty() && v.iter().all(|x| x.is_finite()))
+            .ok_or_else(|| format!("data item {i} is not a list of finite numbers"))?;
+        if out[at].replace(vector).is_some() {
+            return Err(format!("two vectors for input {at}"));
+        }
+    }
+    let vectors: Vec<Vec<f32>> = out.into_iter().flatten().collect();
+    if vectors.len() != count {
+        return Err("some input has no vector".into());
+    }
+    if vectors.iter().any(|v| v.len() != vectors[0].len()) {
+        return Err("the vectors differ in length".into());
+    }
+    Ok(vectors)
 }
 
 impl Client {
@@ -96,7 +166,8 @@ impl Client {
         }
         let mut builder = reqwest::Client::builder()
             .timeout(config.timeout)
-            .user_agent(concat!("memtrace-llm/", env!("CARGO_PKG_VERSION")));
+            .user_agent(concat!("memtrace-llm/", env!("CARGO_PKG_VERSION")))
+            .redirect(reqwest::redirect::Policy::custom(same_origin_only));
         // A proxy cannot reach this machine's own servers (a local vLLM,
         // Ollama, or the scripted server of the tests).
         if config.endpoints.iter().all(|e| is_loopback(&e.base_url)) {
@@ -175,7 +246,7 @@ impl Client {
                     .await?
                     // The semaphore is never closed.
                     .map_err(|_| LlmError::Cancelled)?;
-                or_cancel(self.send(endpoint, &body), cancelled).await?
+                or_cancel(self.send(endpoint, "chat/completions", &body), cancelled).await?
             };
             attempts = attempts.saturating_add(1);
             let key = endpoint.api_key.as_ref();
@@ -224,6 +295,12 @@ impl Client {
                     }
                 }
                 Outcome::Transport(detail) => Failure::Unreachable(detail),
+                Outcome::Redirected(to) => {
+                    return Err(LlmError::Redirected {
+                        endpoint: endpoint_name(&endpoint.base_url),
+                        to,
+                    })
+                }
                 Outcome::Invalid(detail) => {
                     return Err(LlmError::Config(format!(
                         "endpoint {}: {detail}",
@@ -232,20 +309,7 @@ impl Client {
                 }
             };
             if retry >= self.config.retries {
-                let endpoint = endpoint_name(&endpoint.base_url);
-                return Err(match failure {
-                    Failure::Unreachable(detail) => LlmError::Unreachable {
-                        endpoint,
-                        attempts,
-                        detail,
-                    },
-                    Failure::Status(status, detail) => LlmError::Status {
-                        endpoint,
-                        status,
-                        detail,
-                    },
-                    Failure::Malformed(detail) => LlmError::Malformed { endpoint, detail },
-                });
+                return Err(failure.into_error(endpoint_name(&endpoint.base_url), attempts));
             }
             let mut wait = backoff(self.config.backoff, retry);
             if let Some(after) = retry_after {
@@ -256,12 +320,89 @@ impl Client {
         }
     }
 
-    /// One POST to `endpoint`, its answer read to the end.
-    async fn send(&self, endpoint: &Endpoint, body: &Value) -> Outcome {
-        let url = format!(
-            "{}/chat/completions",
-            endpoint.base_url.trim_end_matches('/')
-        );
+    /// Embeds `texts` with the configured model (`POST /embeddings`, as
+    /// OpenAI, vLLM and Ollama serve it): one vector per text, in order.
+    /// Retries, the pool, the limit on requests in flight and cancellation
+    /// work as for [`Client::chat`]; an answer that does not hold one vector
+    /// of numbers per text, all of one length, is malformed.
+    pub async fn embed(
+        &self,
+        texts: &[String],
+        cancelled: &(dyn Fn() -> bool + Sync),
+    ) -> Result<Vec<Vec<f32>>> {
+        if texts.is_empty() {
+            return Ok(Vec::new());
+        }
+        let endpoints = &self.config.endpoints;
+        let first = self.next.fetch_add(1, Ordering::Relaxed);
+        let body = serde_json::json!({ "model": self.config.model, "input": texts });
+        let mut retry: u32 = 0;
+        let mut attempts: u32 = 0;
+        loop {
+            if cancelled() {
+                return Err(LlmError::Cancelled);
+            }
+            let endpoint = &endpoints[first.wrapping_add(retry as usize) % endpoints.len()];
+            let outcome = {
+                let _permit = or_cancel(self.permits.acquire(), cancelled)
+                    .await?
+                    .map_err(|_| LlmError::Cancelled)?;
+                or_cancel(self.send(endpoint, "embeddings", &body), cancelled).await?
+            };
+            attempts = attempts.saturating_add(1);
+            let key = endpoint.api_key.as_ref();
+            let mut retry_after = None;
+            let failure = match outcome {
+                Outcome::Body(raw) => match parse_embeddings(&raw, texts.len()) {
+                    Ok(vectors) => return Ok(vectors),
+                    Err(detail) => Failure::Malformed(scrub(&detail, key)),
+                },
+                Outcome::Status {
+                    status,
+                    retry_after: after,
+                    body,
+                } if status == 429 || (500..=599).contains(&status) => {
+                    if matches!(status, 429 | 503) {
+                        retry_after = after;
+                    }
+                    Failure::Status(status, body_excerpt(&body, key))
+                }
+                Outcome::Status { status, body, .. } => {
+                    return Err(LlmError::Status {
+                        endpoint: endpoint_name(&endpoint.base_url),
+                        status,
+                        detail: refusal_detail(status, &body, key),
+                    })
+                }
+                Outcome::Transport(detail) => Failure::Unreachable(detail),
+                Outcome::Redirected(to) => {
+                    return Err(LlmError::Redirected {
+                        endpoint: endpoint_name(&endpoint.base_url),
+                        to,
+                    })
+                }
+                Outcome::Invalid(detail) => {
+                    return Err(LlmError::Config(format!(
+                        "endpoint {}: {detail}",
+                        endpoint_name(&endpoint.base_url)
+                    )))
+                }
+            };
+            if retry >= self.config.retries {
+                return Err(failure.into_error(endpoint_name(&endpoint.base_url), attempts));
+            }
+            let mut wait = backoff(self.config.backoff, retry);
+            if let Some(after) = retry_after {
+                wait = wait.max(after.min(Config::MAX_BACKOFF));
+            }
+            or_cancel(tokio::time::sleep(wait), cancelled).await?;
+            retry += 1;
+        }
+    }
+
+    /// One POST to `path` under `endpoint`, its answer read to the end.
+    async fn send(&self, endpoint: &Endpoint, path: &str, body: &Value) -> Outcome {
+        let url = format!("{}/{path}", endpoint.base_url.trim_end_matches('/'));
         let mut request = self.http.post(url).json(body);
         if let Some(key) = &endpoint.api_key {
             request = request.bearer_auth(key.expose());
@@ -291,6 +432,13 @@ impl Client {
     /// A failure of reqwest in words, without the URL.
     fn transport(&self, e: reqwest::Error) -> Outcome {
         let e = e.without_url();
+        let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(&e);
+        while let Some(c) = cause {
+            if let Some(CrossOrigin(to)) = c.downcast_ref::<CrossOrigin>() {
+                return Outcome::Redirected(to.clone());
+            }
+            cause = c.source();
+        }
         if e.is_builder() {
             return Outcome::Invalid(format!(
                 "the request could not be built ({}); check the base URL and the API key",
@@ -305,6 +453,36 @@ impl Client {
             format!("connection closed before an answer ({})", innermost(&e))
         })
     }
+}
+
+/// Redirects followed at most, within the endpoint's origin.
+const MAX_REDIRECTS: usize = 5;
+
+/// A redirect to another origin, refused: names that origin.
+#[derive(Debug)]
+struct CrossOrigin(String);
+
+impl std::fmt::Display for CrossOrigin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "a redirect to another origin ({})", self.0)
+    }
+}
+
+impl std::error::Error for CrossOrigin {}
+
+/// The redirect policy: follow a redirect only within the origin (scheme,
+/// host and port) of the first request, since the request body is the
+/// prompt, which holds trace content.
+fn same_origin_only(attempt: reqwest::redirect::Attempt<'_>) -> reqwest::redirect::Action {
+    let first = attempt.previous().first().map(reqwest::Url::origin);
+    let next = attempt.url().origin();
+    if first.as_ref() != Some(&next) {
+        return attempt.error(CrossOrigin(next.ascii_serialization()));
+    }
+    if attempt.previous().len() > MAX_REDIRECTS {
+        return attempt.error(format!("more than {MAX_REDIRECTS} redirects"));
+    }
+    attempt.follow()
 }
 
 /// Runs `fut` unless `cancelled` says so first (polled every
@@ -571,6 +749,43 @@ mod tests {
     }
 
     #[tokio::test(flavor = "current_thread")]
+    async fn embeddings_come_back_in_input_order_and_bad_answers_are_named() {
+        let server = ScriptedServer::start(Box::new(|r| {
+            let mut v = scripted::embeddings(r, 8);
+            // Answered out of order: the index puts each vector back.
+            if let Some(items) = v["data"].as_array_mut() {
+                items.reverse();
+            }
+            Reply::Json(v)
+        }))
+        .unwrap();
+        let client = Client::new(config(&[&server])).unwrap();
+        let texts = vec!["blue volvo".to_string(), "cat named luna".to_string()];
+        let vectors = client.embed(&texts, &never).await.unwrap();
+        assert_eq!(vectors.len(), 2);
+        assert_eq!(vectors[0].len(), 8);
+        let alone = client.embed(&texts[1..], &never).await.unwrap();
+        assert_eq!(alone[0], vectors[1]);
+        let r = &server.requests()[0];
+        assert_eq!(r.path, "/v1/embeddings");
+        assert_eq!(r.json.as_ref().unwrap()["input"], json!(texts));
+        assert_eq!(r.json.as_ref().unwrap()["model"], "test-model");
+        assert!(client.embed(&[], &never).await.unwrap().is_empty());
+
+        let short = ScriptedServer::start(Box::new(|_| {
+            Reply::Json(json!({"data": [{"index": 0, "embedding": [0.1, 0.2]}]}))
+        }))
+        .unwrap();
+        let client = Client::new(config(&[&short])).unwrap();
+        let e = client.embed(&texts, &never).await.unwrap_err().to_string();
+        assert!(e.contains("1 vectors for 2 inputs"), "{e}");
+        let refused = ScriptedServer::start(Box::new(|_| status(401, &[], "bad key"))).unwrap();
+        let client = Client::new(config(&[&refused])).unwrap();
+        let e = client.embed(&texts, &never).await.unwrap_err().to_string();
+        assert!(e.contains("401") && e.contains("check the API key"), "{e}");
+    }
+
+    #[tokio::test(flavor = "current_thread")]
     async fn a_tool_call_comes_back_with_usage_and_the_request_carries_model_tools_and_key() {
         let server = ScriptedServer::start(Box::new(good)).unwrap();
         let mut c = config(&[&server]);
@@ -759,6 +974,52 @@ mod tests {
         assert!(text.contains("check the API key"), "{text}");
         assert!(!text.contains("sk-secret"), "{text}");
         assert_eq!(server.requests().len(), 1);
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_redirect_to_another_origin_is_not_followed_and_one_within_is() {
+        // The other origin: the same host on another port.
+        let elsewhere = ScriptedServer::start(Box::new(good)).unwrap();
+        let other = elsewhere.base_url();
+        for code in [301, 302, 303, 307, 308] {
+            let to = format!("{other}/chat/completions");
+            let server = ScriptedServer::start(Box::new(move |_| {
+                status(code, &[("Location", to.as_str())], "")
+            }))
+            .unwrap();
+            let mut c = config(&[&server]);
+            c.endpoints[0].api_key = Some(Secret::new("sk-secret-value"));
+            let client = Client::new(c).unwrap();
+            let e = client.chat(&request(), 0, &never).await.unwrap_err();
+            let origin = other.trim_end_matches("/v1").to_string();
+            assert!(
+                matches!(&e, LlmError::Redirected { to, .. } if *to == origin),
+                "{code}: {e:?}"
+            );
+            let text = e.to_string();
+            assert!(
+                text.contains("does not follow a redirect to another origin"),
+                "{text}"
+            );
+            assert_eq!(server.requests().len(), 1, "{code}: not retried");
+        }
+        assert!(
+            elsewhere.requests().is_empty(),
+            "nothing reached the other origin"
+        );
+        // Within the origin, a redirect is followed.
+        let server = ScriptedServer::start(Box::new(|r| {
+            if r.path == "/v1/chat/completions" {
+                status(307, &[("Location", "/v2/chat/completions")], "")
+            } else {
+                good(r)
+            }
+        }))
+        .unwrap();
+        let client = Client::new(config(&[&server])).unwrap();
+        client.chat(&request(), 0, &never).await.unwrap();
+        let paths: Vec<String> = server.requests().iter().map(|r| r.path.clone()).collect();
+        assert_eq!(paths, ["/v1/chat/completions", "/v2/chat/completions"]);
     }
 
     #[tokio::test(flavor = "current_thread")]

@@ -216,6 +216,64 @@ impl Config {
         Ok(config)
     }
 
+    /// The embeddings endpoint, for dense evidence search: `None` unless
+    /// `MEMTRACE_EMBED_MODEL` names a model. Its pool is
+    /// `MEMTRACE_EMBED_BASE_URL` with `MEMTRACE_EMBED_API_KEY` (under the same
+    /// key rules as the chat pool: `OPENAI_API_KEY` never goes there unless
+    /// it is OpenAI's own URL), else the chat configuration's pool; timeout,
+    /// concurrency and retries are read as for chat.
+    pub fn embeddings(
+        env: &dyn Fn(&str) -> Option<String>,
+        file: Option<&Path>,
+    ) -> Result<Option<Config>> {
+        let Some(model) = var(env, "MEMTRACE_EMBED_MODEL") else {
+            return Ok(None);
+        };
+        if var(env, "MEMTRACE_EMBED_BASE_URL").is_none() {
+            let mut config = Config::load(env, file)?;
+            config.model = model;
+            return Ok(Some(config));
+        }
+        let mut config = Config::new(DEFAULT_BASE_URL, model);
+        for setting in Setting::ALL.into_iter().filter(|s| *s != Setting::Model) {
+            let name = setting.variable();
+            if let Some(value) = var(env, name) {
+                setting.apply(&mut config, name, Raw::Text(&value))?;
+            }
+        }
+        config.endpoints = pool_of(
+            env,
+            None,
+            "MEMTRACE_EMBED_BASE_URL",
+            "MEMTRACE_EMBED_API_KEY",
+        )?;
+        if let Some(e) = config
+            .endpoints
+            .iter()
+            .find(|e| e.api_key.is_none() && host(&e.base_url) == OPENAI_HOST)
+        {
+            return Err(LlmError::Config(format!(
+                "no API key for {}: set MEMTRACE_EMBED_API_KEY",
+                e.base_url
+            )));
+        }
+        Ok(Some(config))
+    }
+
+    /// [`Config::embeddings`] with the process environment and the default
+    /// file, as [`Config::from_env`] reads them.
+    pub fn embeddings_from_env() -> Result<Option<Config>> {
+        let env = |name: &str| std::env::var(name).ok();
+        if var(&env, "MEMTRACE_EMBED_MODEL").is_none() {
+            return Ok(None);
+        }
+        let file = match var(&env, "MEMTRACE_LLM_CONFIG") {
+            Some(named) => Some(PathBuf::from(named)),
+            None => Config::default_file(&env).filter(|path| path.exists()),
+        };
+        Config::embeddings(&env, file.as_deref())
+    }
+
     /// `load` with the process environment and the default file: `$MEMTRACE_LLM_CONFIG` when set
     /// (an error when that file is missing), else `$XDG_CONFIG_HOME/memtrace/llm.toml` or
     /// `$HOME/.config/memtrace/llm.toml` when it exists (no error when absent).
@@ -266,7 +324,7 @@ fn var(env: &dyn Fn(&str) -> Option<String>, name: &str) -> Option<String> {
 
 /// The settings other than the pool, each read from one variable or one
 /// file key with the same checks.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Setting {
     Model,
     Timeout,
@@ -595,19 +653,27 @@ fn list(
 /// else the default URL; then the environment's keys, if any, over the
 /// keys these have.
 fn pool(env: &dyn Fn(&str) -> Option<String>, file: Option<FilePool>) -> Result<Vec<Endpoint>> {
-    let urls = match list(env, "MEMTRACE_LLM_BASE_URL")? {
+    pool_of(env, file, "MEMTRACE_LLM_BASE_URL", "MEMTRACE_LLM_API_KEY")
+}
+
+/// [`pool`] with memtrace's own variables named `url_var` and `key_var`.
+fn pool_of(
+    env: &dyn Fn(&str) -> Option<String>,
+    file: Option<FilePool>,
+    url_var: &'static str,
+    key_var: &'static str,
+) -> Result<Vec<Endpoint>> {
+    let urls = match list(env, url_var)? {
         Some(urls) => Some(urls),
         None => list(env, "OPENAI_BASE_URL")?,
     };
     // A key goes only where its own family of variables points: OPENAI_API_KEY
     // to OPENAI_BASE_URL (or OpenAI itself), never to a URL named by
-    // MEMTRACE_LLM_BASE_URL or by the file, so a key in the shell cannot
+    // memtrace's own variables or by the file, so a key in the shell cannot
     // leak to another provider.
-    let own_keys = list(env, "MEMTRACE_LLM_API_KEY")?;
+    let own_keys = list(env, key_var)?;
     let openai_keys = list(env, "OPENAI_API_KEY")?;
-    let from_memtrace = urls
-        .as_ref()
-        .is_some_and(|(n, _)| *n == "MEMTRACE_LLM_BASE_URL");
+    let from_memtrace = urls.as_ref().is_some_and(|(n, _)| *n == url_var);
     let from_file = urls.is_none() && file.is_some();
     let keys = match own_keys {
         Some(keys) => Some(keys),
@@ -954,6 +1020,51 @@ api_key = "file-key"
             [("https://api.openai.com/v1", Some("sk-a"))]
         );
         assert_eq!(c.model, "gpt-4o-mini");
+    }
+
+    #[test]
+    fn embeddings_need_a_model_and_keep_the_key_rules() {
+        let embed = |vars: &[(&str, &str)]| Config::embeddings(&env(vars), None);
+        assert_eq!(embed(&[("OPENAI_API_KEY", "sk-1")]).unwrap(), None);
+        // The chat pool serves embeddings when no embeddings URL is named.
+        let c = embed(&[
+            ("MEMTRACE_LLM_BASE_URL", "http://local:1/v1"),
+            ("MEMTRACE_EMBED_MODEL", "nomic-embed-text"),
+        ])
+        .unwrap()
+        .unwrap();
+        assert_eq!(c.model, "nomic-embed-text");
+        assert_eq!(c.endpoints[0].base_url, "http://local:1/v1");
+        // OPENAI_API_KEY never goes to a URL memtrace's own variable names.
+        let c = embed(&[
+            ("OPENAI_API_KEY", "sk-secret"),
+            ("MEMTRACE_EMBED_BASE_URL", "http://embed:2/v1"),
+            ("MEMTRACE_EMBED_MODEL", "e5"),
+            ("MEMTRACE_LLM_TIMEOUT", "3"),
+        ])
+        .unwrap()
+        .unwrap();
+        assert_eq!(c.endpoints.len(), 1);
+        assert!(c.endpoints[0].api_key.is_none());
+        assert_eq!(c.timeout, Duration::from_secs(3));
+        let c = embed(&[
+            ("MEMTRACE_EMBED_BASE_URL", "http://embed:2/v1"),
+            ("MEMTRACE_EMBED_API_KEY", "embed-key"),
+            ("MEMTRACE_EMBED_MODEL", "e5"),
+        ])
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            c.endpoints[0].api_key.as_ref().map(Secret::expose),
+            Some("embed-key")
+        );
+        let e = embed(&[
+            ("MEMTRACE_EMBED_BASE_URL", "https://api.openai.com/v1"),
+            ("MEMTRACE_EMBED_MODEL", "text-embedding-3-small"),
+        ])
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("set MEMTRACE_EMBED_API_KEY"), "{e}");
     }
 
     #[test]

@@ -38,6 +38,20 @@ pub enum LlmError {
         /// What is wrong with it.
         detail: String,
     },
+    /// The endpoint redirected the request to another origin (scheme, host
+    /// and port), which the client does not follow: it would send the
+    /// prompt, which holds trace content, and the API key there.
+    #[error(
+        "{endpoint} redirected the request to {to}, another origin; memtrace does not follow \
+         a redirect to another origin, which would send the prompt (trace content) there: \
+         set the base URL to the endpoint itself"
+    )]
+    Redirected {
+        /// Base URL of the endpoint.
+        endpoint: String,
+        /// The origin it redirected to (`https://host:port`).
+        to: String,
+    },
     /// The work was cancelled.
     #[error("cancelled")]
     Cancelled,

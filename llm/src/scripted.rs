@@ -566,6 +566,49 @@ pub fn text(request: &Recorded, content: &str) -> Value {
     completion(request, message, "stop", estimate_tokens(content))
 }
 
+/// An embeddings answer for a request's `input` (a string or a list of
+/// strings): each text becomes a bag of its lower-cased words hashed into
+/// `dims` dimensions, scaled to length 1, so that texts sharing words point
+/// the same way. A stand-in for an embedding model, deterministic and local.
+pub fn embeddings(request: &Recorded, dims: usize) -> Value {
+    let inputs: Vec<String> = match request.json.as_ref().and_then(|j| j.get("input")) {
+        Some(Value::String(s)) => vec![s.clone()],
+        Some(Value::Array(a)) => a
+            .iter()
+            .map(|x| x.as_str().unwrap_or_default().to_string())
+            .collect(),
+        _ => Vec::new(),
+    };
+    let dims = dims.max(1);
+    let data: Vec<Value> = inputs
+        .iter()
+        .enumerate()
+        .map(|(i, text)| {
+            let mut v = vec![0f64; dims];
+            for word in text
+                .split(|c: char| !c.is_alphanumeric())
+                .filter(|w| w.len() > 2)
+            {
+                let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+                for b in word.to_lowercase().bytes() {
+                    h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+                }
+                v[(h % dims as u64) as usize] += 1.0;
+            }
+            let norm = v.iter().map(|x| x * x).sum::<f64>().sqrt().max(1e-9);
+            json!({"object": "embedding", "index": i,
+                   "embedding": v.iter().map(|x| x / norm).collect::<Vec<f64>>()})
+        })
+        .collect();
+    let tokens: u64 = inputs.iter().map(|t| estimate_tokens(t)).sum();
+    json!({
+        "object": "list",
+        "data": data,
+        "model": request.json.as_ref().and_then(|j| j.get("model")).cloned().unwrap_or(Value::Null),
+        "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

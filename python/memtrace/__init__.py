@@ -297,6 +297,7 @@ class Database:
         author: Optional[str] = None,
         progress: Optional[Callable[[Dict[str, Any]], None]] = None,
         timeout: Optional[float] = None,
+        setting: Optional[str] = None,
     ) -> List[Dict[str, Any]]:
         """Names the earliest decisive faulty op and its error type for each failed case.
 
@@ -305,7 +306,9 @@ class Database:
         environment). ``trace`` limits it to one trace and ``cases`` to some of its cases.
         Verdicts are stored (``store``) as ``author``, as ``memtrace attribute`` stores
         them. ``progress`` is called with a dict (traces_read, traces, cases_done,
-        cases_expected, calls, tokens_in, tokens_out) as the run goes."""
+        cases_expected, calls, tokens_in, tokens_out) as the run goes. ``setting`` is what
+        each case shows the method: ``benchmark`` (all it holds, the default), ``evaluation``
+        (its annotated evidence hidden) or ``production`` (that and its gold answer hidden)."""
         return self._db.attribute(
             method,
             trace,
@@ -314,6 +317,7 @@ class Database:
             author,
             progress,
             timeout,
+            setting,
         )
 
     def attributions(self, trace: Optional[str] = None) -> List[Dict[str, Any]]:
@@ -326,10 +330,12 @@ class Database:
         *,
         trace: Optional[str] = None,
         timeout: Optional[float] = None,
+        setting: Optional[str] = None,
     ) -> Dict[str, Any]:
         """Runs ``method`` over the labelled failed cases and scores it against the labels
-        (error type and op accuracy, per system and error type); nothing is stored."""
-        return self._db.eval(method, trace, timeout)
+        (error type and op accuracy, per system and error type) in one ``setting``
+        (``benchmark`` by default, ``evaluation`` or ``production``); nothing is stored."""
+        return self._db.eval(method, trace, timeout, setting)
 
     def report(
         self,

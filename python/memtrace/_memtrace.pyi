@@ -74,10 +74,15 @@ class Database:
         author: Optional[str] = None,
         progress: Optional[Callable[[Dict[str, Any]], None]] = None,
         timeout: Optional[float] = None,
+        setting: Optional[str] = None,
     ) -> List[Dict[str, Any]]: ...
     def attributions(self, trace: Optional[str] = None) -> List[Dict[str, Any]]: ...
     def eval(
-        self, method: str, trace: Optional[str] = None, timeout: Optional[float] = None
+        self,
+        method: str,
+        trace: Optional[str] = None,
+        timeout: Optional[float] = None,
+        setting: Optional[str] = None,
     ) -> Dict[str, Any]: ...
     def report(self, dir: str, method: str, trace: Optional[str] = None) -> Dict[str, Any]: ...
     def export_parquet(
@@ -112,3 +117,18 @@ class Database:
         timeout: Optional[float] = None,
         concurrency: Optional[int] = None,
     ) -> None: ...
+
+def run_partition(
+    table: str,
+    data: bytes,
+    content: str = "content",
+    source: Optional[str] = None,
+    scratch: Optional[str] = None,
+    threads: int = 1,
+    method: str = "evidence",
+    setting: Optional[str] = None,
+    names: Optional[List[str]] = None,
+    statements: Optional[Dict[str, Any]] = None,
+    params: Optional[Dict[str, Any]] = None,
+) -> bytes: ...
+def partition_schema(table: str) -> bytes: ...

@@ -1,6 +1,7 @@
 //! Values between Python and memtrace: JSON results to Python objects, and
 //! Python parameters to query values.
 
+use memtrace::attrib::{Method, Setting};
 use memtrace::query::{Params, Value};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
@@ -137,4 +138,16 @@ pub fn param_list(dict: Option<&Bound<'_, PyDict>>) -> Result<Vec<(String, Value
     let mut list: Vec<(String, Value)> = params(dict)?.into_iter().collect();
     list.sort_by(|a, b| a.0.cmp(&b.0));
     Ok(list)
+}
+
+/// An attribution method by name.
+pub fn method(name: &str) -> Result<Method> {
+    name.parse().map_err(BindingError::Value)
+}
+
+/// Reads a setting name (`None` is the benchmark setting: all a case holds).
+pub fn setting(name: Option<&str>) -> Result<Setting> {
+    name.map_or(Ok(Setting::Benchmark), |n| {
+        n.parse().map_err(BindingError::Value)
+    })
 }

@@ -170,6 +170,7 @@ fn columnar_error(e: ColumnarError) -> PyErr {
         | ColumnarError::NotAnExport(_)
         | ColumnarError::NotAFolder(_) => PyFileExistsError::new_err(message),
         ColumnarError::Io { .. } => StoreError::new_err(message),
+        ColumnarError::BadInput(_) => PyValueError::new_err(message),
         _ => Error::new_err(message),
     }
 }

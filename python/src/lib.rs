@@ -9,13 +9,14 @@
 
 mod convert;
 mod error;
+mod partition;
 mod run;
 
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 use std::time::Instant;
 
-use memtrace::attrib::{AttributeRequest, Method, RunProgress};
+use memtrace::attrib::{AttributeRequest, RunProgress};
 use memtrace::patterns::{PatternSpec, RunOptions};
 use memtrace::prelude::*;
 use memtrace::{ImportOptions, ImportedTrace, InputFormat};
@@ -47,11 +48,6 @@ impl PyDatabase {
             .clone()
             .ok_or_else(|| BindingError::Closed(self.path.display().to_string()))
     }
-}
-
-/// An attribution method by name.
-fn method(name: &str) -> Result<Method> {
-    name.parse().map_err(BindingError::Value)
 }
 
 /// Imported traces as a list of dicts.
@@ -258,9 +254,11 @@ impl PyDatabase {
     }
 
     /// Attributes failed cases with `method` and, with `store`, stores the
-    /// verdicts as `author`. `progress` (a callable) hears a dict after each
-    /// trace and, with an LLM method, after each case.
-    #[pyo3(signature = (method, trace = None, cases = None, store = true, author = None, progress = None, timeout = None))]
+    /// verdicts as `author`. `setting` hides part of each case: `evaluation`
+    /// its annotated evidence, `production` that and its gold answer.
+    /// `progress` (a callable) hears a dict after each trace and, with an
+    /// LLM method, after each case.
+    #[pyo3(signature = (method, trace = None, cases = None, store = true, author = None, progress = None, timeout = None, setting = None))]
     #[allow(clippy::too_many_arguments)]
     fn attribute<'py>(
         &self,
@@ -272,9 +270,11 @@ impl PyDatabase {
         author: Option<String>,
         progress: Option<Py<PyAny>>,
         timeout: Option<f64>,
+        setting: Option<String>,
     ) -> Result<Bound<'py, PyAny>> {
         let db = self.db()?;
-        let method = self::method(method)?;
+        let method = convert::method(method)?;
+        let setting = convert::setting(setting.as_deref())?;
         if cases.is_some() && trace.is_none() {
             return Err(BindingError::Value(
                 "cases are named within one trace: give trace= too".into(),
@@ -291,6 +291,8 @@ impl PyDatabase {
                     trace: trace.as_deref(),
                     cases: cases.as_deref(),
                     method,
+                    setting,
+                    search: Default::default(),
                 },
                 cancel,
                 &mut |p| {
@@ -331,19 +333,29 @@ impl PyDatabase {
     }
 
     /// Runs `method` over the labelled failed cases and scores it against
-    /// their labels; nothing is stored.
-    #[pyo3(signature = (method, trace = None, timeout = None))]
+    /// their labels in one setting (`benchmark` by default, `evaluation` or
+    /// `production`); nothing is stored.
+    #[pyo3(signature = (method, trace = None, timeout = None, setting = None))]
     fn eval<'py>(
         &self,
         py: Python<'py>,
         method: &str,
         trace: Option<String>,
         timeout: Option<f64>,
+        setting: Option<String>,
     ) -> Result<Bound<'py, PyAny>> {
         let db = self.db()?;
-        let method = self::method(method)?;
+        let method = convert::method(method)?;
+        let setting = convert::setting(setting.as_deref())?;
         let evaluation = run::detached(py, timeout, move |cancel| {
-            Ok(db.evaluate(method, trace.as_deref(), cancel, &mut |_| {})?)
+            let req = AttributeRequest {
+                trace: trace.as_deref(),
+                cases: None,
+                method,
+                setting,
+                search: Default::default(),
+            };
+            Ok(db.evaluate_request(&req, cancel, &mut |_| {})?)
         })?;
         to_py(py, &evaluation)
     }
@@ -360,7 +372,7 @@ impl PyDatabase {
         trace: Option<String>,
     ) -> Result<Bound<'py, PyAny>> {
         let db = self.db()?;
-        let method = self::method(method)?;
+        let method = convert::method(method)?;
         let (report, md, html) = run::detached(py, None, move |_| {
             let report = db.report(method, trace.as_deref())?;
             let (md, html) = report.write(&dir)?;
@@ -553,10 +565,12 @@ impl PyDatabase {
     }
 }
 
-/// The native module: the Database class and the exception classes.
+/// The native module: the Database class, the partition functions and the exception classes.
 #[pymodule]
 fn _memtrace(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyDatabase>()?;
+    m.add_function(wrap_pyfunction!(partition::run_partition, m)?)?;
+    m.add_function(wrap_pyfunction!(partition::partition_schema, m)?)?;
     error::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

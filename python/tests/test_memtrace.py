@@ -267,7 +267,16 @@ def test_attribution_eval_and_report_on_an_independent_trace(db, tmp_path):
 
     scored = db.eval("evidence")
     assert scored["cases"] == 21
+    assert scored["setting"] == "benchmark"
     assert 0.0 <= scored["error_type_accuracy"] <= 1.0
+    # The same labelled cases with their evidence, then their gold answers, hidden.
+    hidden = db.eval("evidence", setting="production")
+    assert hidden["setting"] == "production" and hidden["cases"] == 21
+    assert 0.0 <= hidden["calibration"]["confident"]["coverage"] <= 1.0
+    prod = db.attribute("evidence", setting="production", store=False)
+    assert {v["setting"] for v in prod} == {"production"}
+    with pytest.raises(ValueError, match="unknown setting"):
+        db.eval("evidence", setting="prod")
 
     report = db.report(tmp_path / "report")
     assert report["overall"]["failed"] == 21

@@ -355,6 +355,9 @@ pub struct Attribute {
     pub method: String,
     /// Where the method's name was written (for error messages).
     pub method_pos: Pos,
+    /// `SETTING name`: what each case shows the method, as written (the
+    /// engine checks it), and where it was written.
+    pub setting: Option<(String, Pos)>,
 }
 
 /// `SAVE PATTERN`: a statement stored under a name, to be run over every
@@ -874,7 +877,11 @@ impl Display for Attribute {
             AttributeTarget::Query(q) => write!(f, "({})", q.query)?,
         }
         write_in_trace(f, &self.in_trace)?;
-        write!(f, " USING {}", self.method)
+        write!(f, " USING {}", self.method)?;
+        if let Some((setting, _)) = &self.setting {
+            write!(f, " SETTING {setting}")?;
+        }
+        Ok(())
     }
 }
 

@@ -36,6 +36,10 @@ pub enum QueryError {
     /// A problem with no position in the text (a missing parameter, a bad value).
     #[error("{0}")]
     Other(String),
+    /// The work was stopped from outside while it ran (a time limit passed,
+    /// or whoever asked for it went away): see [`crate::eval::Row::stopped`].
+    #[error("the statement was stopped")]
+    Stopped,
 }
 
 /// Line and column (1-based, in characters) of a byte offset.
@@ -314,6 +318,7 @@ fn keyword_of(rule: Rule) -> Option<&'static str> {
         kw_over => "OVER",
         kw_drop => "DROP",
         kw_history => "HISTORY",
+        kw_setting | setting => "SETTING",
         _ => return None,
     })
 }
@@ -361,6 +366,7 @@ fn describe(rule: Rule) -> String {
         Rule::subquery => "a subquery such as (FIND cases ...)".into(),
         Rule::subquery_end => "')' (the end of the subquery)".into(),
         Rule::method => "an attribution method such as evidence".into(),
+        Rule::setting_name => "a setting (benchmark, evaluation or production)".into(),
         Rule::expr | Rule::or_expr | Rule::and_expr | Rule::not_expr | Rule::comparison => {
             "an expression".into()
         }

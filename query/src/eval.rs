@@ -20,6 +20,29 @@ type Result<T> = std::result::Result<T, QueryError>;
 pub trait Row {
     /// The value of `field` of `subject`; NULL when the row has no such subject.
     fn field(&self, subject: Subject, field: &Field) -> Result<Value>;
+
+    /// Whether the work was stopped from outside. A long list of terms (an
+    /// `AND` of thousands) looks every [`STOP_CHECK`] terms, and then fails
+    /// with [`QueryError::Stopped`], so that one row's evaluation cannot
+    /// outlast a time limit by the statement's size.
+    fn stopped(&self) -> bool {
+        false
+    }
+}
+
+/// How many terms of a list (`AND`, `OR`, a list expression) are evaluated
+/// between two looks at [`Row::stopped`].
+pub const STOP_CHECK: usize = 256;
+
+/// `Err(Stopped)` when the `i`th term of a list is due a look and the row
+/// says the work was stopped.
+#[inline]
+fn look(i: usize, row: &dyn Row) -> Result<()> {
+    if i % STOP_CHECK == STOP_CHECK - 1 && row.stopped() {
+        Err(QueryError::Stopped)
+    } else {
+        Ok(())
+    }
 }
 
 /// Group keys and aggregates of the current group, for output expressions.
@@ -48,7 +71,13 @@ impl Pexpr {
         Ok(match self {
             Pexpr::Const(v) => v.clone(),
             Pexpr::Field(s, f) => row.field(*s, f)?,
-            Pexpr::List(items) => Value::List(items.iter().map(ev).collect::<Result<_>>()?),
+            Pexpr::List(items) => Value::List(
+                items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, x)| look(i, row).and_then(|_| ev(x)))
+                    .collect::<Result<_>>()?,
+            ),
             Pexpr::Func(f, x) => {
                 let v = ev(x)?;
                 match (f, v) {
@@ -74,7 +103,8 @@ impl Pexpr {
             Pexpr::And(items) | Pexpr::Or(items) => {
                 let decisive = matches!(self, Pexpr::Or(_));
                 let mut unknown = false;
-                for x in items {
+                for (i, x) in items.iter().enumerate() {
+                    look(i, row)?;
                     match ev(x)? {
                         Value::Bool(b) if b == decisive => return Ok(Value::Bool(decisive)),
                         Value::Bool(_) => {}
@@ -395,10 +425,12 @@ impl<'p> Collector<'p> {
         if p.aggregating {
             struct NoRow;
             impl Row for NoRow {
-                fn field(&self, _: Subject, f: &Field) -> Result<Value> {
-                    Err(QueryError::Other(format!(
-                        "{f:?} is read outside a group key or aggregate"
-                    )))
+                fn field(&self, _: Subject, _: &Field) -> Result<Value> {
+                    // The planner refuses such a field where it is written.
+                    Err(QueryError::Other(
+                        "a field outside the group keys and aggregates has no value for a group"
+                            .into(),
+                    ))
                 }
             }
             // With no input row and no GROUP BY, there is still one group.
@@ -448,5 +480,78 @@ impl<'p> Collector<'p> {
             r.truncate(p.columns.len() + p.keys);
         }
         Ok(rows)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+
+    use super::*;
+    use crate::plan::{plan, Params, Plan};
+
+    /// A row whose every field is 1, and which says it was stopped from
+    /// its `after`th field read on; it counts the reads.
+    struct Stopping {
+        reads: Cell<usize>,
+        after: usize,
+    }
+
+    impl Row for Stopping {
+        fn field(&self, _: Subject, _: &Field) -> Result<Value> {
+            self.reads.set(self.reads.get() + 1);
+            Ok(Value::Int(1))
+        }
+        fn stopped(&self) -> bool {
+            self.reads.get() >= self.after
+        }
+    }
+
+    fn condition(text: &str) -> Pexpr {
+        let stmt = crate::parse_statement(text).unwrap();
+        match plan(&stmt, &Params::new()).unwrap() {
+            Plan::Find(f) => f.filter.unwrap().expr,
+            other => panic!("not a FIND: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_long_and_or_list_stops_within_its_terms() {
+        let terms = 10_000;
+        for op in [" AND ", " OR "] {
+            let term = if op == " AND " {
+                "var.version = 1"
+            } else {
+                "var.version = 2"
+            };
+            let e = condition(&format!("FIND vars WHERE {}", vec![term; terms].join(op)));
+            let row = Stopping {
+                reads: Cell::new(0),
+                after: 1000,
+            };
+            assert_eq!(e.test(&row), Err(QueryError::Stopped), "{op}");
+            assert!(
+                row.reads.get() < 1000 + STOP_CHECK,
+                "{op}: {} of {terms} terms read after the stop",
+                row.reads.get()
+            );
+            // Not stopped, the whole list is read.
+            let row = Stopping {
+                reads: Cell::new(0),
+                after: usize::MAX,
+            };
+            assert!(e.test(&row).is_ok());
+            assert_eq!(row.reads.get(), terms);
+        }
+        let list = condition(&format!(
+            "FIND vars WHERE var.version IN [{}]",
+            vec!["var.version"; terms].join(", ")
+        ));
+        let row = Stopping {
+            reads: Cell::new(0),
+            after: 10,
+        };
+        assert_eq!(list.test(&row), Err(QueryError::Stopped));
+        assert!(row.reads.get() < 10 + STOP_CHECK + 1);
     }
 }

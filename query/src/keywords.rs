@@ -44,6 +44,7 @@ pub const KEYWORDS: &[&str] = &[
     "OVER",
     "DROP",
     "HISTORY",
+    "SETTING",
 ];
 
 /// Words a bare identifier may not be, because the grammar reads them as keywords.

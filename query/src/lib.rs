@@ -28,7 +28,7 @@ pub use keywords::{nearest, FIND_KINDS, KEYWORDS, OUTPUTS, PATTERN_STATEMENTS, S
 pub use node_ref::{parse_node_ref, NodeRef};
 pub use parse::{parse_script, parse_statement};
 pub use plan::{
-    attribute_columns, field_names, plan, plan_text, statement_params, Field, Params, Plan,
-    Subject, SUBJECTS,
+    attribute_columns, field_names, plan, plan_text, plan_until, statement_params, Field, Params,
+    Plan, Subject, SUBJECTS,
 };
 pub use value::Value;

@@ -390,6 +390,7 @@ impl P<'_> {
         let mut target = None;
         let mut in_trace = None;
         let mut method = None;
+        let mut setting = None;
         for p in pair.into_inner() {
             match p.as_rule() {
                 Rule::all_cases => target = Some(AttributeTarget::Cases),
@@ -431,6 +432,12 @@ impl P<'_> {
                 Rule::method => {
                     method = Some((p.as_str().to_string(), Pos(p.as_span().start())));
                 }
+                Rule::setting => {
+                    setting = p
+                        .into_inner()
+                        .find(|x| x.as_rule() == Rule::setting_name)
+                        .map(|x| (x.as_str().to_string(), Pos(x.as_span().start())));
+                }
                 _ => {}
             }
         }
@@ -440,6 +447,7 @@ impl P<'_> {
             in_trace,
             method,
             method_pos,
+            setting,
         })
     }
 

@@ -477,8 +477,13 @@ fn attribute() -> BoxedStrategy<Attribute> {
         ]
         .prop_map(|query| AttributeTarget::Query(Subquery { query, pos: Pos(0) })),
     ];
-    (target, option::of(text_arg()), param_name())
-        .prop_map(|(target, in_trace, method)| Attribute {
+    let setting = option::of(prop_oneof![
+        Just("benchmark".to_string()),
+        Just("production".to_string()),
+        param_name(),
+    ]);
+    (target, option::of(text_arg()), param_name(), setting)
+        .prop_map(|(target, in_trace, method, setting)| Attribute {
             in_trace: match target {
                 AttributeTarget::Query(_) => None,
                 _ => in_trace,
@@ -486,6 +491,7 @@ fn attribute() -> BoxedStrategy<Attribute> {
             target,
             method,
             method_pos: Pos(0),
+            setting: setting.map(|s| (s, Pos(0))),
         })
         .boxed()
 }

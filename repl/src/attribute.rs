@@ -5,8 +5,11 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use memtrace::attrib::eval::{Calibration, CONFIDENT};
 use memtrace::attrib::eval::{Evaluation, Score};
-use memtrace::attrib::{AttributeRequest, ErrorType, Method, RunProgress, Verdict};
+use memtrace::attrib::{
+    AttributeRequest, ErrorType, Method, RunProgress, Search, Setting, Verdict,
+};
 use memtrace::prelude::*;
 use memtrace::{Cancel, Database};
 
@@ -114,12 +117,22 @@ pub fn parse_method(s: &str) -> std::result::Result<Method, String> {
     s.parse()
 }
 
+/// Reads a setting name.
+pub fn parse_setting(s: &str) -> std::result::Result<Setting, String> {
+    s.parse()
+}
+
+/// Reads an evidence search name.
+pub fn parse_search(s: &str) -> std::result::Result<Search, String> {
+    s.parse()
+}
+
 /// Attributes every failed case (of one trace or all), stores the verdicts
 /// and returns them with how many were new.
 pub fn attribute_all(
     db: &Database,
     trace: Option<&str>,
-    method: Method,
+    (method, setting, search): (Method, Setting, Search),
     bar: &ProgressBar,
 ) -> Result<(Vec<Verdict>, usize)> {
     let cancel = cancel_token(method);
@@ -129,6 +142,8 @@ pub fn attribute_all(
                 trace,
                 cases: None,
                 method,
+                setting,
+                search,
             },
             &cancel,
             &mut |p| show_progress(bar, method, p),
@@ -192,7 +207,7 @@ pub const SPLIT_HEADER: [&str; 8] = [
 pub fn attribute(
     db: &Path,
     trace: Option<&str>,
-    method: Method,
+    (method, setting, search): (Method, Setting, Search),
     format: Listing,
 ) -> Result<ExitCode> {
     let db = Database::open_existing(db)?;
@@ -200,7 +215,7 @@ pub fn attribute(
         announce_llm(&db)?;
     }
     let bar = run_bar(method, "attributed");
-    let (verdicts, stored) = attribute_all(&db, trace, method, &bar)?;
+    let (verdicts, stored) = attribute_all(&db, trace, (method, setting, search), &bar)?;
     match format {
         Listing::Json => println!("{}", serde_json::to_string_pretty(&verdicts)?),
         Listing::Table => {
@@ -209,8 +224,12 @@ pub fn attribute(
                 "{}",
                 table::render(&SPLIT_HEADER, &rows, &[1, 2, 3, 4, 5, 6, 7])
             );
+            let shown = match setting {
+                Setting::Benchmark => String::new(),
+                s => format!(" in the {s} setting ({} hidden)", s.hides()),
+            };
             println!(
-                "{} case(s) attributed with method {method} (version {}); {stored} new verdict(s) stored.",
+                "{} case(s) attributed with method {method} (version {}){shown}; {stored} new verdict(s) stored.",
                 verdicts.len(),
                 method.version()
             );
@@ -338,23 +357,10 @@ pub fn render_evaluation(e: &Evaluation, misses: usize) -> String {
             per.seconds
         ));
     }
-    if misses > 0 && !e.misses.is_empty() {
-        out.push_str("\nMisses\n");
-        for m in e.misses.iter().take(misses) {
-            let v = |s: &str| table::visible(s).into_owned();
-            out.push_str(&format!(
-                "- {} {} {:?}\n  label:   {} at {}\n  verdict: {} at {}\n  reason:  {}\n",
-                v(&m.trace),
-                v(&m.case),
-                m.query,
-                v(&m.true_error_type),
-                v(&m.true_op),
-                v(&m.error_type),
-                v(&m.op),
-                v(&m.reason)
-            ));
-        }
+    if e.cases > 0 {
+        out.push_str(&render_calibration(&e.calibration));
     }
+    out.push_str(&render_misses(e, misses));
     out
 }
 
@@ -376,32 +382,262 @@ fn cost_cells(c: Option<&memtrace::attrib::Cost>) -> Vec<String> {
 pub fn eval(
     db: &Path,
     trace: Option<&str>,
-    method: Method,
+    (method, search): (Method, Search),
     format: Listing,
     misses: usize,
-    pseudo: bool,
+    setting: Option<Setting>,
 ) -> Result<ExitCode> {
     let db = Database::open_existing(db)?;
     if method.needs_llm() {
         announce_llm(&db)?;
     }
+    let settings: Vec<Setting> = match setting {
+        Some(s) => vec![s],
+        None => Setting::ALL.to_vec(),
+    };
     let bar = run_bar(method, "evaluated");
-    let e = db
-        .evaluate_with(method, trace, pseudo, &cancel_token(method), &mut |p| {
-            show_progress(&bar, method, p)
-        })
+    let cancel = cancel_token(method);
+    let all = db
+        .evaluate_settings(
+            &AttributeRequest {
+                trace,
+                cases: None,
+                method,
+                setting: Setting::Benchmark,
+                search,
+            },
+            &settings,
+            &cancel,
+            &mut |p| show_progress(&bar, method, p),
+        )
         .map_err(llm_run_error(method))?;
     bar.finish_and_clear();
-    match format {
-        Listing::Json => println!("{}", serde_json::to_string_pretty(&e)?),
-        Listing::Table => {
-            print!("{}", render_evaluation(&e, misses));
-            if e.cases == 0 {
-                println!("(no labelled case: labels come from MemTraceBench annotations)");
-            }
+    let cases = all.first().map_or(0, |e| e.cases);
+    match (format, setting) {
+        (Listing::Json, Some(_)) => println!("{}", serde_json::to_string_pretty(&all[0])?),
+        (Listing::Json, None) => {
+            let by_name: serde_json::Map<String, serde_json::Value> = all
+                .iter()
+                .map(|e| Ok((e.setting.name().to_string(), serde_json::to_value(e)?)))
+                .collect::<Result<_>>()?;
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&serde_json::json!({ "settings": by_name }))?
+            );
         }
+        (Listing::Table, Some(_)) => print!("{}", render_evaluation(&all[0], misses)),
+        (Listing::Table, None) => print!("{}", render_settings(&all, misses)),
+    }
+    if cases == 0 && format == Listing::Table {
+        println!("(no labelled case: labels come from MemTraceBench annotations)");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Cells of one score in one setting: op id and error type.
+fn setting_cells(s: Option<&Score>) -> [String; 2] {
+    match s {
+        Some(s) => [pct(s.op_id_accuracy), pct(s.error_type_accuracy)],
+        None => ["–".into(), "–".into()],
+    }
+}
+
+/// A table of scores keyed by name (systems or error types), one pair of
+/// columns per setting.
+fn settings_table(
+    all: &[Evaluation],
+    first: &str,
+    pick: impl Fn(&Evaluation) -> Vec<(String, Score)>,
+) -> String {
+    let mut names: Vec<String> = all.iter().flat_map(&pick).map(|x| x.0).collect();
+    names.sort();
+    names.dedup();
+    let mut header: Vec<String> = vec![first.to_string(), "cases".to_string()];
+    for e in all {
+        header.push(format!("{} op id", e.setting));
+        header.push("type".to_string());
+    }
+    let rows: Vec<Vec<String>> = names
+        .iter()
+        .map(|name| {
+            let mut row = vec![name.clone()];
+            let cases = all
+                .iter()
+                .find_map(|e| pick(e).into_iter().find(|x| &x.0 == name))
+                .map_or(0, |x| x.1.cases);
+            row.push(cases.to_string());
+            for e in all {
+                let s = pick(e).into_iter().find(|x| &x.0 == name).map(|x| x.1);
+                row.extend(setting_cells(s.as_ref()));
+            }
+            row
+        })
+        .collect();
+    let head: Vec<&str> = header.iter().map(String::as_str).collect();
+    let right: Vec<usize> = (1..head.len()).collect();
+    table::render(&head, &rows, &right)
+}
+
+/// The confidence table of several settings: the confident verdicts, and
+/// the accuracy of the most confident share of the cases.
+fn confidence_table(all: &[Evaluation]) -> String {
+    let header = [
+        "setting",
+        "confident",
+        "coverage",
+        "op id",
+        "type",
+        "top 20%",
+        "top 40%",
+        "top 60%",
+        "top 80%",
+        "all",
+    ];
+    let rows: Vec<Vec<String>> = all
+        .iter()
+        .map(|e| {
+            let c = &e.calibration;
+            let mut row = vec![
+                e.setting.name().to_string(),
+                c.confident.cases.to_string(),
+                pct(c.confident.coverage),
+                pct(c.confident.op_id_accuracy),
+                pct(c.confident.error_type_accuracy),
+            ];
+            for tenth in [2, 4, 6, 8, 10] {
+                row.push(
+                    c.coverage
+                        .get(tenth - 1)
+                        .map_or("–".into(), |p| pct(p.op_id_accuracy)),
+                );
+            }
+            row
+        })
+        .collect();
+    table::render(&header, &rows, &[1, 2, 3, 4, 5, 6, 7, 8, 9])
+}
+
+/// The three settings side by side.
+pub fn render_settings(all: &[Evaluation], misses: usize) -> String {
+    let mut out = String::new();
+    for e in all {
+        out.push_str(&format!("{}: {} hidden\n", e.setting, e.setting.hides()));
+    }
+    out.push_str("\nBy memory system (op id, error type)\n");
+    out.push_str(&settings_table(all, "system", |e| {
+        let mut v: Vec<(String, Score)> = e
+            .by_system
+            .iter()
+            .map(|(k, s)| (k.clone(), s.clone()))
+            .collect();
+        v.push(("all".into(), e.total.clone()));
+        v
+    }));
+    if all.iter().any(|e| !e.by_style.is_empty()) {
+        out.push_str("\nBy generator style\n");
+        out.push_str(&settings_table(all, "style", |e| {
+            e.by_style
+                .iter()
+                .map(|(k, s)| (k.clone(), s.clone()))
+                .collect()
+        }));
+    }
+    out.push_str("\nBy true error type\n");
+    out.push_str(&settings_table(all, "error type", |e| {
+        e.by_error_type
+            .iter()
+            .map(|(k, s)| (k.clone(), s.clone()))
+            .collect()
+    }));
+    out.push_str(&format!(
+        "\nConfidence: confident verdicts (confidence {CONFIDENT} or more) and the op-id accuracy \
+         of the most confident share of the cases\n"
+    ));
+    out.push_str(&confidence_table(all));
+    out.push('\n');
+    for e in all {
+        out.push_str(&format!(
+            "{}: {} labelled case(s); error type {}, op id {}; median {:.2} ms per case\n",
+            e.setting,
+            e.cases,
+            pct(e.error_type_accuracy),
+            pct(e.op_id_accuracy),
+            e.median_micros as f64 / 1000.0,
+        ));
+    }
+    if misses > 0 {
+        for e in all {
+            out.push_str(&render_misses(e, misses));
+        }
+    }
+    out
+}
+
+/// The calibration of one setting: accuracy against coverage and per band.
+fn render_calibration(c: &Calibration) -> String {
+    let header = [
+        "most confident",
+        "cases",
+        "confidence from",
+        "op id",
+        "type",
+    ];
+    let rows: Vec<Vec<String>> = c
+        .coverage
+        .iter()
+        .map(|p| {
+            vec![
+                pct(p.coverage),
+                p.cases.to_string(),
+                format!("{:.2}", p.min_confidence),
+                pct(p.op_id_accuracy),
+                pct(p.error_type_accuracy),
+            ]
+        })
+        .collect();
+    let mut out = String::from("\nAccuracy against coverage (verdicts sorted by confidence)\n");
+    out.push_str(&table::render(&header, &rows, &[0, 1, 2, 3, 4]));
+    let header = ["confidence", "cases", "coverage", "op id", "type"];
+    let rows: Vec<Vec<String>> = c
+        .bands
+        .iter()
+        .map(|b| {
+            vec![
+                format!(">= {:.1}", b.at_least),
+                b.cases.to_string(),
+                pct(b.coverage),
+                pct(b.op_id_accuracy),
+                pct(b.error_type_accuracy),
+            ]
+        })
+        .collect();
+    out.push_str("\nAccuracy at or above each confidence\n");
+    out.push_str(&table::render(&header, &rows, &[1, 2, 3, 4]));
+    out
+}
+
+/// Up to `n` misses of one evaluation.
+fn render_misses(e: &Evaluation, n: usize) -> String {
+    let mut out = String::new();
+    if n == 0 || e.misses.is_empty() {
+        return out;
+    }
+    out.push_str(&format!("\nMisses ({} setting)\n", e.setting));
+    for m in e.misses.iter().take(n) {
+        let v = |s: &str| table::visible(s).into_owned();
+        out.push_str(&format!(
+            "- {} {} {:?}\n  label:   {} at {}\n  verdict: {} at {}\n  reason:  {}\n",
+            v(&m.trace),
+            v(&m.case),
+            m.query,
+            v(&m.true_error_type),
+            v(&m.true_op),
+            v(&m.error_type),
+            v(&m.op),
+            v(&m.reason)
+        ));
+    }
+    out
 }
 
 /// Says on standard error which endpoint an LLM method will use (never

@@ -129,7 +129,9 @@ pub enum Command {
     )]
     Query {
         /// The statement (or several, `;`-separated). Without it, statements
-        /// are read from -f FILE or from standard input.
+        /// are read from -f FILE or from standard input. It may start with
+        /// `-` (a `--` comment, a negative number).
+        #[arg(allow_hyphen_values = true)]
         text: Option<String>,
         /// Read the statements from this file (`;`-separated, `--` comments).
         #[arg(short = 'f', long = "file", conflicts_with = "text")]
@@ -144,22 +146,34 @@ pub enum Command {
         /// statement has its own limit; none by default).
         #[arg(long, value_parser = crate::query::parse_timeout)]
         timeout: Option<std::time::Duration>,
+        /// With --format tree: levels drawn below each start (what lies
+        /// deeper is counted on one line).
+        #[arg(long, default_value_t = crate::tree::TreeCaps::default().depth as u32, value_parser = clap::value_parser!(u32).range(1..))]
+        tree_depth: u32,
+        /// With --format tree: branches drawn below each node (the others
+        /// are counted on one line).
+        #[arg(long, default_value_t = crate::tree::TreeCaps::default().width as u32, value_parser = clap::value_parser!(u32).range(1..))]
+        tree_width: u32,
     },
-    /// Recall@k of BM25 pseudo-evidence against the known source evidence of failed cases.
+    /// Recall@k of pseudo-evidence against the known source evidence of failed cases.
     #[command(
-        after_help = "Examples:\n  memtrace evidence-recall\n  memtrace evidence-recall --k 4 --format json\n\nA case without source evidence gets pseudo-evidence: the k messages of its trace that best match\nits question and gold answer (BM25). Over the cases whose source evidence is known\n(MemTraceBench source_evidence_ids, or the query's metadata.evidence), this reports how many\nsource items pseudo-evidence finds, per memory system and in total."
+        after_help = "Examples:\n  memtrace evidence-recall\n  memtrace evidence-recall --k 4 --format json\n  memtrace evidence-recall --method hybrid   (an embeddings endpoint: MEMTRACE_EMBED_MODEL, see the README)\n\nA case without source evidence gets pseudo-evidence: the k messages of its trace chosen from its\nquestion and gold answer (BM25 by default, or embeddings, or both fused), each weighed by how\nlikely the answer needed it. Over the cases whose source evidence is known (MemTraceBench\nsource_evidence_ids, or the query's metadata.evidence), this reports how many source items the\nchosen evidence finds, per memory system and in total."
     )]
     EvidenceRecall {
         /// Messages pseudo-evidence takes per case.
         #[arg(long, default_value_t = memtrace::attrib::DEFAULT_K)]
         k: usize,
+        /// How evidence is searched for: sparse (BM25), dense (embeddings) or hybrid (both,
+        /// fused by reciprocal rank).
+        #[arg(long, default_value = "sparse", value_parser = crate::attribute::parse_search)]
+        method: memtrace::attrib::Search,
         /// Output format.
         #[arg(long, value_enum, default_value_t = Listing::Table)]
         format: Listing,
     },
     /// Attribute every failed case: name its earliest decisive faulty op and error type, and store the verdicts.
     #[command(
-        after_help = "Examples:\n  memtrace attribute\n  memtrace attribute --trace mem0-0002-s7 --using evidence --format json\n  memtrace attribute --using hybrid      (an LLM endpoint: see MEMTRACE_LLM_* in the README)\n\nCases come from MemTraceBench annotations, else from llm-judge ops that scored 0. The\nevidence method follows each needed evidence message forward through the ops that carried it\nand names the op where it was lost, left out of the answer's context, or ignored. The llm method\nhas an LLM explore the trace with tools; hybrid gives it the evidence verdict to check. Verdicts are\nappended to the database (a verdict already stored is not stored again) and can be queried:\n  memtrace query \"FIND attributions GROUP BY error_type RETURN error_type, count(*)\""
+        after_help = "Examples:\n  memtrace attribute\n  memtrace attribute --trace mem0-0002-s7 --using evidence --format json\n  memtrace attribute --setting production   as if no case had its gold answer or evidence\n  memtrace attribute --using hybrid      (an LLM endpoint: see MEMTRACE_LLM_* in the README)\n\nCases come from MemTraceBench annotations, else from llm-judge ops that scored 0. The\nevidence method follows each needed evidence message forward through the ops that carried it\nand names the op where it was lost, left out of the answer's context, or ignored. The llm method\nhas an LLM explore the trace with tools; hybrid gives it the evidence verdict to check. Verdicts are\nappended to the database (a verdict already stored is not stored again) and can be queried:\n  memtrace query \"FIND attributions GROUP BY error_type RETURN error_type, count(*)\""
     )]
     Attribute {
         /// Only this trace (graph id or #ID).
@@ -168,13 +182,21 @@ pub enum Command {
         /// The attribution method.
         #[arg(long = "using", default_value = "evidence", value_parser = crate::attribute::parse_method)]
         method: memtrace::attrib::Method,
+        /// What each case shows the method: benchmark (all it holds), evaluation (its annotated
+        /// evidence hidden) or production (its evidence and gold answer hidden).
+        #[arg(long, default_value = "benchmark", value_parser = crate::attribute::parse_setting)]
+        setting: memtrace::attrib::Setting,
+        /// How a case without source evidence has its evidence searched for: sparse (BM25),
+        /// dense (embeddings) or hybrid.
+        #[arg(long, default_value = "sparse", value_parser = crate::attribute::parse_search)]
+        search: memtrace::attrib::Search,
         /// Output format: a summary table, or every verdict as JSON.
         #[arg(long, value_enum, default_value_t = Listing::Table)]
         format: Listing,
     },
     /// Score an attribution method against the labelled failed cases (MemTraceBench labels).
     #[command(
-        after_help = "Examples:\n  memtrace eval --method evidence\n  memtrace eval --method evidence --format json\n  memtrace eval --misses 10            show ten cases it got wrong\n  memtrace eval --method hybrid        with cost columns (calls, tokens, seconds)\n\nRuns the method over every failed case (nothing is stored) and compares each verdict with the\ncase's final_error_type and final_op_id: error-type accuracy and op-id exact match, per memory\nsystem and per true error type, a confusion matrix, and the median time per case."
+        after_help = "Examples:\n  memtrace eval                        the three settings side by side\n  memtrace eval --setting production   one setting in detail, with a confusion matrix\n  memtrace eval --setting evaluation --format json\n  memtrace eval --setting benchmark --misses 10    ten cases it got wrong\n  memtrace eval --method hybrid --setting benchmark   with cost columns (calls, tokens, seconds)\n\nRuns the method over every failed case (nothing is stored) and compares each verdict with the\ncase's final_error_type and final_op_id: error-type accuracy and op-id exact match, per memory\nsystem and per true error type, and the median time per case. Each labelled set is scored in\nthree settings: benchmark (the case as recorded), evaluation (its annotated evidence hidden)\nand production (its evidence and gold answer hidden). Confidence is scored too: the accuracy of\nthe most confident verdicts at each share of the cases, and of the verdicts at or above each\nconfidence band; confident means 0.8 or more."
     )]
     Eval {
         /// The attribution method.
@@ -189,10 +211,14 @@ pub enum Command {
         /// Show this many misses (cases it got wrong) after the tables.
         #[arg(long, default_value_t = 0)]
         misses: usize,
-        /// Give every case BM25 pseudo-evidence instead of its known source evidence, to see how
-        /// the method does on traces without evidence labels.
-        #[arg(long)]
-        pseudo_evidence: bool,
+        /// Score one setting in detail (benchmark, evaluation or production) instead of all three
+        /// side by side.
+        #[arg(long, value_parser = crate::attribute::parse_setting)]
+        setting: Option<memtrace::attrib::Setting>,
+        /// How a case without source evidence has its evidence searched for: sparse (BM25),
+        /// dense (embeddings) or hybrid.
+        #[arg(long, default_value = "sparse", value_parser = crate::attribute::parse_search)]
+        search: memtrace::attrib::Search,
     },
     /// Write the diagnostic report per memory system, as Markdown and as a self-contained HTML page.
     #[command(
@@ -215,7 +241,7 @@ pub enum Command {
     },
     /// A local web viewer: traces, timelines, failed cases with their verdicts, provenance graphs, a query box, and labels.
     #[command(
-        after_help = "Examples:\n  memtrace serve                         then open http://127.0.0.1:7878\n  memtrace --db runs.db serve --addr 127.0.0.1:8080\n  memtrace serve --addr 0.0.0.0:7878     other machines may connect (a warning says so)\n\nThe app is built into the binary and needs no network. It only reads, except for labels, which\nare appended with their author and time. The JSON API under /api/ is described in README.md\n(section \"memtrace serve\"). While it serves, commands that only read (traces, query, log, ...)\nwork beside it; commands that write cannot open the database: import through the server with\ncurl -H 'Content-Type: application/json' --data-binary @trace.json http://127.0.0.1:7878/api/import\n\nIt cannot be frozen: clients that send nothing for --idle-timeout seconds are cut off, at most\n--threads requests read the database at once (the page and /api/health answer regardless), and a\nquery stops when its client goes away or after --query-timeout seconds.\n\nIt also receives OpenTelemetry traces on POST /v1/traces (OTLP/HTTP, protobuf or JSON): run\nyour app with OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:7878. Each trace is stored once complete\n(see memtrace collect --help); --no-otlp turns the receiver off."
+        after_help = "Examples:\n  memtrace serve                         then open http://127.0.0.1:7878\n  memtrace --db runs.db serve --addr 127.0.0.1:8080\n  memtrace serve --addr 0.0.0.0:7878     other machines may connect (a warning says so)\n\nThe app is built into the binary and needs no network. It only reads, except for labels, which\nare appended with their author and time. The JSON API under /api/ is described in README.md\n(section \"memtrace serve\"). While it serves, commands that only read (traces, query, log, ...)\nwork beside it; commands that write cannot open the database: import through the server with\ncurl -H 'Content-Type: application/json' --data-binary @trace.json http://127.0.0.1:7878/api/import\n\nIt cannot be frozen: a client must send its headers within --header-timeout seconds and each part\nof a body within --idle-timeout; past --max-connections the slowest client is shed; at most\n--threads requests read the database at once (the page and /api/health answer regardless); a\nquery stops when its client goes away or after --query-timeout seconds; an import is at most\n--max-import bytes. README.md, section \"Limits\", lists every limit.\n\nIt also receives OpenTelemetry traces on POST /v1/traces (OTLP/HTTP, protobuf or JSON): run\nyour app with OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:7878. Each trace is stored once complete\n(see memtrace collect --help); --no-otlp turns the receiver off."
     )]
     Serve {
         /// Address to listen on (HOST:PORT; port 0 picks a free port). Loopback unless you say otherwise.
@@ -227,9 +253,18 @@ pub enum Command {
         /// Stop a query after this many seconds.
         #[arg(long, default_value_t = 30)]
         query_timeout: u64,
-        /// Disconnect a client that sends nothing for this many seconds (headers, body, or between requests).
+        /// Disconnect a client that sends nothing for this many seconds within a request body (408); a small body (a query, a label) must arrive whole within it.
         #[arg(long, default_value = "20", value_parser = crate::query::parse_timeout)]
         idle_timeout: std::time::Duration,
+        /// Disconnect a client that has not sent a request's headers this many seconds after the connection began to wait for them (also between requests).
+        #[arg(long, default_value = "10", value_parser = crate::query::parse_timeout)]
+        header_timeout: std::time::Duration,
+        /// Connections open at once; one more sheds the slowest that is not being answered.
+        #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..))]
+        max_connections: u32,
+        /// Largest body of POST /api/import (bytes, or with K, M or G); larger ones get 413.
+        #[arg(long, default_value = "1G", value_parser = crate::serve::parse_size)]
+        max_import: u64,
         /// Print one line per request on standard error.
         #[arg(long)]
         log: bool,
@@ -247,9 +282,15 @@ pub enum Command {
         /// Address to listen on (HOST:PORT; port 0 picks a free port). Loopback unless you say otherwise.
         #[arg(long, default_value = "127.0.0.1:4318")]
         addr: String,
-        /// Disconnect a client that sends nothing for this many seconds (headers, body, or between requests).
+        /// Disconnect a client that sends nothing for this many seconds within a request body (408).
         #[arg(long, default_value = "20", value_parser = crate::query::parse_timeout)]
         idle_timeout: std::time::Duration,
+        /// Disconnect a client that has not sent a request's headers this many seconds after the connection began to wait for them (also between requests).
+        #[arg(long, default_value = "10", value_parser = crate::query::parse_timeout)]
+        header_timeout: std::time::Duration,
+        /// Connections open at once; one more sheds the slowest that is not being answered.
+        #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..))]
+        max_connections: u32,
         /// Print one line per request and per stored trace on standard error.
         #[arg(long)]
         log: bool,
@@ -478,6 +519,9 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             threads,
             query_timeout,
             idle_timeout,
+            header_timeout,
+            max_connections,
+            max_import,
             log,
             no_otlp,
             otlp,
@@ -488,6 +532,9 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
                 threads,
                 query_timeout: std::time::Duration::from_secs(query_timeout),
                 idle_timeout,
+                header_timeout,
+                max_connections: max_connections as usize,
+                max_import,
                 log,
                 receiver: (!no_otlp).then(|| otlp.options(log)),
                 viewer: true,
@@ -500,6 +547,8 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Collect {
             addr,
             idle_timeout,
+            header_timeout,
+            max_connections,
             log,
             otlp,
         } => crate::serve::serve(
@@ -509,6 +558,10 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
                 threads: 2,
                 query_timeout: std::time::Duration::from_secs(30),
                 idle_timeout,
+                header_timeout,
+                max_connections: max_connections as usize,
+                // No import endpoint answers without the viewer.
+                max_import: 0,
                 log,
                 receiver: Some(otlp.options(log)),
                 viewer: false,
@@ -556,24 +609,38 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Attribute {
             trace,
             method,
+            setting,
+            search,
             format,
-        } => crate::attribute::attribute(&cli.db, trace.as_deref(), method, format),
+        } => crate::attribute::attribute(
+            &cli.db,
+            trace.as_deref(),
+            (method, setting, search),
+            format,
+        ),
         Command::Eval {
             method,
             trace,
             format,
             misses,
-            pseudo_evidence,
+            setting,
+            search,
         } => crate::attribute::eval(
             &cli.db,
             trace.as_deref(),
-            method,
+            (method, search),
             format,
             misses,
-            pseudo_evidence,
+            setting,
         ),
-        Command::EvidenceRecall { k, format } => {
-            evidence_recall(&Database::open_read_only(&cli.db)?, k, format)
+        Command::EvidenceRecall { k, method, format } => {
+            // Dense search caches the vectors it is sent in the database.
+            let db = if method.needs_embeddings() {
+                Database::open_existing(&cli.db)?
+            } else {
+                Database::open_read_only(&cli.db)?
+            };
+            evidence_recall(&db, k, method, format)
         }
         Command::Query {
             text,
@@ -581,13 +648,19 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             format,
             params,
             timeout,
+            tree_depth,
+            tree_width,
         } => {
             let source = match (text, file) {
                 (Some(t), _) => crate::query::Source::Text(t),
                 (None, Some(f)) => crate::query::Source::File(f),
                 (None, None) => crate::query::Source::Stdin,
             };
-            crate::query::run(&cli.db, &source, format, &params, timeout)
+            let caps = crate::tree::TreeCaps {
+                depth: tree_depth as usize,
+                width: tree_width as usize,
+            };
+            crate::query::run(&cli.db, &source, format, &params, timeout, caps)
         }
         Command::Demo => crate::demo::run(&cli.db),
         Command::Gen {
@@ -953,11 +1026,16 @@ fn traces(db: &Database, format: Listing) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn evidence_recall(db: &Database, k: usize, format: Listing) -> Result<ExitCode> {
+fn evidence_recall(
+    db: &Database,
+    k: usize,
+    search: memtrace::attrib::Search,
+    format: Listing,
+) -> Result<ExitCode> {
     if k == 0 {
         return Err(CliError::Usage("--k must be at least 1".into()));
     }
-    let report = db.evidence_recall(k)?;
+    let report = db.evidence_recall(k, search)?;
     let json_of = |r: &memtrace::attrib::Recall| {
         serde_json::json!({
             "cases": r.cases, "items": r.items, "found": r.found, "complete": r.complete,
@@ -971,7 +1049,8 @@ fn evidence_recall(db: &Database, k: usize, format: Listing) -> Result<ExitCode>
                 .iter()
                 .map(|(s, r)| (s.clone(), json_of(r)))
                 .collect();
-            let v = serde_json::json!({"k": k, "total": json_of(&report.total), "by_system": by});
+            let v = serde_json::json!({"k": k, "method": search.name(),
+                "total": json_of(&report.total), "by_system": by});
             println!("{}", serde_json::to_string_pretty(&v)?);
         }
         Listing::Table => {

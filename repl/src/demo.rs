@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
-use memtrace::attrib::{ErrorType, Method};
+use memtrace::attrib::{ErrorType, Method, Search, Setting};
 use memtrace::gen::set::{generate_set, GenSpec};
 use memtrace::prelude::*;
 use memtrace::{Cancel, Database, ImportOptions, InputFormat, Params};
@@ -61,6 +61,7 @@ fn show(db: &Database, out: &mut dyn Write, statement: &str) -> Result<()> {
         out,
         false,
         table::terminal_width(),
+        crate::tree::TreeCaps::default(),
     )?;
     Ok(())
 }
@@ -148,7 +149,12 @@ pub fn run(path: &Path) -> Result<ExitCode> {
     )?;
     let bar = trace_bar("attributed");
     let started = Instant::now();
-    let (verdicts, stored) = attribute_all(&db, None, Method::Evidence, &bar)?;
+    let (verdicts, stored) = attribute_all(
+        &db,
+        None,
+        (Method::Evidence, Setting::Benchmark, Search::Sparse),
+        &bar,
+    )?;
     writeln!(
         out,
         "{} case(s) attributed in {:.2} s; {stored} new verdict(s) stored in {}",

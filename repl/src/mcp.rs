@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use memtrace::attrib::agent::explore::Fence;
-use memtrace::attrib::{AttributeRequest, ErrorType, Method, Verdict};
+use memtrace::attrib::{AttributeRequest, ErrorType, Method, Search, Setting, Verdict};
 use memtrace::prelude::*;
 use memtrace::{Cancel, Database, EngineError, Params, Plan};
 use rmcp::handler::server::router::tool::ToolRouter;
@@ -237,6 +237,8 @@ pub struct AttributeArgs {
     pub case: String,
     /// evidence (default; deterministic, no network), or llm / hybrid when an LLM endpoint is configured.
     pub method: Option<String>,
+    /// What the case shows the method: benchmark (default; all it holds), evaluation (its annotated evidence hidden) or production (its gold answer hidden too).
+    pub setting: Option<String>,
 }
 
 /// A failure pattern to run.
@@ -767,6 +769,12 @@ impl McpServer {
             .unwrap_or("evidence")
             .parse()
             .map_err(|e: String| bad(format!("method: {e}")))?;
+        let setting: Setting = a
+            .setting
+            .as_deref()
+            .unwrap_or("benchmark")
+            .parse()
+            .map_err(|e: String| bad(format!("setting: {e}")))?;
         if method.needs_llm() {
             if let Err(e) = memtrace::llm::Config::from_env() {
                 return Err(bad(format!(
@@ -782,6 +790,8 @@ impl McpServer {
                         trace: Some(&a.trace),
                         cases: Some(&cases),
                         method,
+                        setting,
+                        search: Search::Sparse,
                     },
                     &Cancel::new(),
                     &mut |_| {},

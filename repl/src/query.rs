@@ -168,9 +168,28 @@ pub fn run(
     format: QueryFormat,
     params: &[(String, Value)],
     timeout: Option<Duration>,
+    caps: crate::tree::TreeCaps,
 ) -> Result<ExitCode> {
     let text = source.read()?;
-    let statements = memtrace::query::parse_script(&text).map_err(memtrace::EngineError::from)?;
+    let stopped = |limit: Duration| {
+        CliError::Usage(format!(
+            "the statement ran longer than {} s and was stopped (--timeout)",
+            limit.as_secs_f64()
+        ))
+    };
+    // Parsing counts toward the limit too: it cannot stop halfway, but a
+    // script that took longer to parse than the limit is not run.
+    let parse = |cancel: &Cancel| {
+        let parsed = memtrace::query::parse_script(&text).map_err(memtrace::EngineError::from);
+        cancel.check().and(parsed)
+    };
+    let statements = match timeout {
+        Some(limit) => crate::timeout::with_timeout(limit, parse).map_err(|e| match e {
+            EngineError::Cancelled => stopped(limit),
+            e => e.into(),
+        })?,
+        None => parse(&Cancel::new())?,
+    };
     // Statements that only read open the database for reading: quick, and
     // beside any other process that holds it.
     let db = if statements.iter().any(|s| s.writes()) {
@@ -191,8 +210,10 @@ pub fn run(
     let mut out = std::io::BufWriter::new(stdout.lock());
     for (i, stmt) in statements.iter().enumerate() {
         let mut one = |cancel: &Cancel| {
-            db.plan(stmt, &params, &text)
-                .and_then(|plan| print_result(&db, &plan, format, cancel, &mut out, i > 0, width))
+            db.plan_until(stmt, &params, &text, cancel)
+                .and_then(|plan| {
+                    print_result(&db, &plan, format, cancel, &mut out, i > 0, width, caps)
+                })
         };
         let done = match timeout {
             Some(limit) => crate::timeout::with_timeout(limit, one),
@@ -201,10 +222,7 @@ pub fn run(
         if let Err(e) = done {
             out.flush().map_err(io("stdout"))?;
             let e: CliError = match (e, timeout) {
-                (EngineError::Cancelled, Some(limit)) => CliError::Usage(format!(
-                    "the statement ran longer than {} s and was stopped (--timeout)",
-                    limit.as_secs_f64()
-                )),
+                (EngineError::Cancelled, Some(limit)) => stopped(limit),
                 (e, _) => e.into(),
             };
             return Err(if several {
@@ -244,7 +262,9 @@ fn stdout_err(e: std::io::Error) -> EngineError {
 
 /// Runs one planned statement and prints its result; `after` puts a blank
 /// line (table, CSV) or a line break (JSON) after the previous result.
-/// Tables are fitted to `width` columns when given.
+/// Tables are fitted to `width` columns when given; a tree is drawn within
+/// `caps`.
+#[allow(clippy::too_many_arguments)]
 pub fn print_result(
     db: &Database,
     plan: &Plan,
@@ -253,6 +273,7 @@ pub fn print_result(
     out: &mut dyn Write,
     after: bool,
     width: Option<usize>,
+    caps: crate::tree::TreeCaps,
 ) -> std::result::Result<(), EngineError> {
     let columns = columns_of(plan);
     match format {
@@ -266,21 +287,23 @@ pub fn print_result(
                         .unwrap_or_default()
                 )));
             };
-            // The tree is drawn from the path that reached each variable, the
-            // drawings from the result subgraph.
-            let output = if format == QueryFormat::Tree {
-                Output::Paths
-            } else {
-                Output::Subgraph
-            };
-            let mut drawn = t.clone();
-            drawn.output = output;
-            drawn.columns = traverse_columns(output);
+            // The tree is drawn from the walk's steps (each variable with the
+            // one it was reached from), the drawings from the result subgraph.
             let mut rows = Vec::new();
-            db.run_plan(&Plan::Traverse(drawn), cancel, &mut |r| {
-                rows.push(r);
-                Ok(true)
-            })?;
+            if format == QueryFormat::Tree {
+                db.walk_tree(plan, cancel, &mut |r| {
+                    rows.push(r);
+                    Ok(true)
+                })?;
+            } else {
+                let mut drawn = t.clone();
+                drawn.output = Output::Subgraph;
+                drawn.columns = traverse_columns(Output::Subgraph);
+                db.run_plan(&Plan::Traverse(drawn), cancel, &mut |r| {
+                    rows.push(r);
+                    Ok(true)
+                })?;
+            }
             let mut names: HashMap<String, HashMap<String, String>> = HashMap::new();
             for row in &rows {
                 if let Some(Value::Str(trace)) = row.first() {
@@ -299,13 +322,13 @@ pub fn print_result(
             if after {
                 writeln!(out).map_err(stdout_err)?;
             }
-            let text = match format {
-                QueryFormat::Dot => crate::tree::subgraph(&rows, crate::tree::Drawing::Dot, &name),
-                QueryFormat::Mermaid => {
-                    crate::tree::subgraph(&rows, crate::tree::Drawing::Mermaid, &name)
-                }
-                _ => crate::tree::draw(&rows, &name),
+            let how = match format {
+                QueryFormat::Dot => crate::tree::Drawing::Dot,
+                QueryFormat::Mermaid => crate::tree::Drawing::Mermaid,
+                _ => return crate::tree::draw(&rows, t.limit, caps, &name, cancel, out),
             };
+            let text = crate::tree::subgraph(&rows, how, &name);
+            cancel.check()?;
             write!(out, "{text}").map_err(stdout_err)?;
         }
         QueryFormat::Table => {
@@ -321,6 +344,7 @@ pub fn print_result(
                 rows.push(r.iter().map(|v| cut(&cell(v))).collect());
                 Ok(true)
             })?;
+            cancel.check()?;
             let header: Vec<&str> = columns.iter().map(String::as_str).collect();
             let right: Vec<usize> = (0..numeric.len()).filter(|i| numeric[*i]).collect();
             if after {

@@ -96,16 +96,22 @@
     case: (gid, c) => '#/case/' + enc(gid) + '/' + enc(c),
     graph: (gid, start, dir, depth, mark) =>
       '#/graph/' + enc(gid) + qs({ start, dir: dir || 'backward', depth: depth == null ? 2 : depth,
-        mark: mark && mark.length ? mark.join(',') : null }),
+        mark: mark && mark.length ? mark : null }),
     query: (stmt) => '#/query' + qs({ q: stmt || null }),
   };
 
+  // A query string; a list becomes the parameter repeated, so that ids
+  // holding commas, spaces or slashes come back whole (getAll).
   function qs(obj) {
     if (!obj) return '';
     const p = new URLSearchParams();
     for (const [k, v] of Object.entries(obj)) {
       if (v === undefined || v === null || v === '' || v === false) continue;
-      p.set(k, String(v));
+      if (Array.isArray(v)) {
+        for (const x of v) p.append(k, String(x));
+      } else {
+        p.set(k, String(v));
+      }
     }
     const t = p.toString();
     return t ? '?' + t : '';
@@ -2030,7 +2036,7 @@
     const start = q.get('start') || '';
     const dir = q.get('dir') === 'forward' ? 'forward' : 'backward';
     const depth = Math.min(20, Math.max(1, parseInt(q.get('depth') || '2', 10) || 2));
-    const mark = (q.get('mark') || '').split(',').map((x) => x.trim()).filter(Boolean);
+    const mark = q.getAll('mark').filter(Boolean);
     setTitle('Graph ' + (start || gid));
 
     const startIn = h('input', { id: 'g-start', type: 'text', value: start, class: 'mono', size: 32, required: true });

@@ -7,7 +7,12 @@ use thiserror::Error;
 pub enum StorageError {
     /// RocksDB itself failed (I/O, lock held by another process, corruption).
     #[error("RocksDB: {0}")]
-    Rocks(#[from] rocksdb::Error),
+    Rocks(rocksdb::Error),
+    /// A store opened for reading needs a table file of its snapshot that a
+    /// writer compacted away (which readers normally prevent by holding
+    /// their files open; see `Store::open`).
+    #[error("the database changed since this process opened it: a writer compacted away a file its snapshot reads ({0}); open the database again to read it as it is now")]
+    Changed(String),
     /// The database was written by a schema this build does not read.
     #[error("database at {path} has schema version {found}; this memtrace reads versions up to {supported} (a newer memtrace wrote it?)")]
     SchemaVersion {
@@ -72,4 +77,21 @@ pub enum StorageError {
         /// The underlying error.
         source: std::io::Error,
     },
+}
+
+impl From<rocksdb::Error> for StorageError {
+    /// A table file that is gone is [`StorageError::Changed`]; any other
+    /// error is RocksDB's own.
+    fn from(e: rocksdb::Error) -> StorageError {
+        let text = e.as_ref();
+        if text.contains("No such file or directory") {
+            if let Some(file) = text
+                .split(|c: char| c.is_whitespace() || c == ':')
+                .find(|w| w.ends_with(".sst"))
+            {
+                return StorageError::Changed(file.to_string());
+            }
+        }
+        StorageError::Rocks(e)
+    }
 }

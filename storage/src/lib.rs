@@ -38,7 +38,7 @@ pub use records::{
     Shared, TraceRecord, ValueRef, VarRecord,
 };
 pub use store::{
-    cf, content_digest, dir_bytes, ReadView, Store, StoreOptions, TraceWriter,
-    OLDEST_SCHEMA_VERSION, SCHEMA_VERSION,
+    cf, content_digest, content_digest_pieces, dir_bytes, ReadView, Store, StoreOptions,
+    TraceWriter, OLDEST_SCHEMA_VERSION, SCHEMA_VERSION,
 };
 pub use values::PreparedValue;

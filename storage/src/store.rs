@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use rocksdb::{
     BlockBasedOptions, Cache, ColumnFamily, ColumnFamilyDescriptor, DBCompressionType, Direction,
@@ -217,6 +217,16 @@ pub fn content_digest(bytes: &[u8]) -> [u8; 32] {
     *blake3::hash(bytes).as_bytes()
 }
 
+/// [`content_digest`] of bytes handed over in pieces, in their order (the
+/// same digest as of the pieces joined).
+pub fn content_digest_pieces<'a>(pieces: impl IntoIterator<Item = &'a [u8]>) -> [u8; 32] {
+    let mut h = blake3::Hasher::new();
+    for piece in pieces {
+        h.update(piece);
+    }
+    *h.finalize().as_bytes()
+}
+
 /// Column family names.
 pub mod cf {
     /// Database metadata: schema version, id counters.
@@ -332,7 +342,10 @@ impl Default for StoreOptions {
 
 /// An open memtrace store.
 pub struct Store {
-    db: DB,
+    db: Arc<DB>,
+    /// A reader's thread that opens the table files of its snapshot (see
+    /// [`Store::open`]).
+    pinning: Option<Pinning>,
     path: PathBuf,
     /// The block cache every column family shares (its options are those
     /// of the table files a bulk write makes).
@@ -363,10 +376,154 @@ impl Drop for Store {
     /// replays no log. A process killed before this point loses nothing:
     /// the log is replayed at the next open instead.
     fn drop(&mut self) {
+        if let Some(p) = self.pinning.take() {
+            p.stop();
+        }
         if self.written.load(Ordering::Relaxed) {
             let _ = self.flush();
         }
     }
+}
+
+/// The file that readers lock (shared) while table files of their
+/// snapshot may still be unopened, and a writer (exclusive) while it opens.
+const READERS_FILE: &str = "READERS";
+
+/// How long a reader waits for a writer that is opening the database.
+const READER_WAITS: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// How long a writer waits, at most, for readers to open their table files
+/// before it opens the database (and may compact them away).
+const WRITER_WAITS: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// How long a reader reads before its thread opens the rest of its table
+/// files: most commands are done by then, and read no more than they need.
+const PIN_AFTER: std::time::Duration = std::time::Duration::from_millis(150);
+
+/// A `flock` on the readers' file, released when dropped (the descriptor
+/// closes).
+#[derive(Debug)]
+struct ReadersLock(#[allow(dead_code)] std::fs::File);
+
+impl ReadersLock {
+    /// Takes the lock, shared or exclusive, waiting up to `wait`. `None`
+    /// when the file cannot be made (a folder this process may not write:
+    /// then no writer of it can be waited for either) or the wait ran out.
+    fn take(path: &Path, exclusive: bool, wait: std::time::Duration) -> Option<ReadersLock> {
+        use std::os::fd::AsRawFd;
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path.join(READERS_FILE))
+            .ok()?;
+        let how = if exclusive {
+            libc::LOCK_EX
+        } else {
+            libc::LOCK_SH
+        };
+        let start = std::time::Instant::now();
+        loop {
+            // SAFETY: the descriptor is open for the call.
+            if unsafe { libc::flock(file.as_raw_fd(), how | libc::LOCK_NB) } == 0 {
+                return Some(ReadersLock(file));
+            }
+            if start.elapsed() >= wait {
+                return None;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
+}
+
+/// The table cache of a reader that opens files lazily: large enough that
+/// no file it opened is closed again while it lives (closing would let a
+/// writer's compaction take it away), within the process's limit of open
+/// files, which is raised to its maximum for that.
+fn reader_open_files() -> i32 {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `limit` is a valid rlimit for getrlimit and setrlimit.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < limit.rlim_max
+        {
+            let raised = libc::rlimit {
+                rlim_cur: limit.rlim_max,
+                rlim_max: limit.rlim_max,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+                limit = raised;
+            }
+        }
+    }
+    // Descriptors for everything else the process opens.
+    let room = limit.rlim_cur.saturating_sub(256);
+    i32::try_from(room.min(1 << 20))
+        .unwrap_or(i32::MAX)
+        .max(MAX_OPEN_TABLE_FILES)
+}
+
+/// A reader's thread that opens every table file of its snapshot, so that
+/// each is held open however long the reader lives, then lets writers open.
+struct Pinning {
+    /// Dropped to stop the thread: it wakes at once.
+    stop: std::sync::mpsc::Sender<()>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl Pinning {
+    fn start(db: Arc<DB>, lock: ReadersLock) -> Option<Pinning> {
+        let (stop, stopped) = std::sync::mpsc::channel();
+        let thread = std::thread::Builder::new()
+            .name("memtrace-pin".into())
+            .spawn(move || pin_tables(&db, &stopped, lock))
+            .ok()?;
+        Some(Pinning { stop, thread })
+    }
+
+    /// Stops the thread (between two files) and waits for it.
+    fn stop(self) {
+        drop(self.stop);
+        let _ = self.thread.join();
+    }
+}
+
+/// Opens each table file of `db`'s snapshot by reading its first key, after
+/// [`PIN_AFTER`]; releases `lock` once done (or stopped).
+fn pin_tables(db: &DB, stopped: &std::sync::mpsc::Receiver<()>, lock: ReadersLock) {
+    use std::sync::mpsc::{RecvTimeoutError, TryRecvError};
+    // Nothing is sent: the channel is closed to stop.
+    if stopped.recv_timeout(PIN_AFTER) != Err(RecvTimeoutError::Timeout) {
+        return;
+    }
+    let Ok(files) = db.live_files() else {
+        return;
+    };
+    for f in files {
+        if !matches!(stopped.try_recv(), Err(TryRecvError::Empty)) {
+            break;
+        }
+        let (Some(cf), Some(first), Some(last)) = (
+            db.cf_handle(&f.column_family_name),
+            f.start_key.as_deref(),
+            f.end_key.as_deref(),
+        ) else {
+            continue;
+        };
+        let mut ro = ReadOptions::default();
+        ro.fill_cache(false);
+        ro.set_iterate_lower_bound(first.to_vec());
+        let mut end = last.to_vec();
+        end.push(0);
+        ro.set_iterate_upper_bound(end);
+        let mut it = db.raw_iterator_cf_opt(cf, ro);
+        it.seek(first);
+        let _ = it.valid();
+    }
+    drop(lock);
 }
 
 impl std::fmt::Debug for Store {
@@ -800,11 +957,26 @@ impl Store {
             writer_options()
         };
         let mut db_opts = base.clone();
-        if opts.read_only && lock_held(path) {
-            // A writer may compact table files away while we read. Files
-            // held open survive that, so open every one now rather than
-            // when a read first needs it.
-            db_opts.set_max_open_files(-1);
+        // A writer may compact table files away while a reader reads; a
+        // file held open survives that. A reader beside a writer opens every
+        // file now. One that opens first opens them lazily, as reads need
+        // them, and holds each open (its table cache is not bounded), and a
+        // thread of its own opens the rest soon after; until it has, it
+        // holds the readers' lock, which a writer waits for before it opens
+        // (see `ReadersLock`).
+        let mut readers = None;
+        let mut pin = false;
+        if opts.read_only {
+            readers = ReadersLock::take(path, false, READER_WAITS);
+            if lock_held(path) {
+                db_opts.set_max_open_files(-1);
+                readers = None;
+            } else {
+                db_opts.set_max_open_files(reader_open_files());
+                pin = readers.is_some();
+            }
+        } else if exists {
+            readers = ReadersLock::take(path, true, WRITER_WAITS);
         }
         let cache = Cache::new_lru_cache(BLOCK_CACHE_BYTES);
         // A writer takes the lock with the list of writers held (see
@@ -878,6 +1050,7 @@ impl Store {
             if opts.read_only && (upgrade || lacking) {
                 // A reader cannot upgrade: open once to write, then read.
                 drop(db);
+                drop(readers);
                 let writer = StoreOptions {
                     create: false,
                     read_only: false,
@@ -956,8 +1129,15 @@ impl Store {
                 .and_then(|v| keys::read_u32(&v))
                 .unwrap_or(u32::MAX)
         };
+        let db = Arc::new(db);
+        // A writer's open is done: readers may come, and see it.
+        let pinning = match readers {
+            Some(lock) if pin => Pinning::start(Arc::clone(&db), lock),
+            _ => None,
+        };
         let store = Store {
             db,
+            pinning,
             path: path.to_path_buf(),
             cache,
             write_lock: Mutex::new(()),
@@ -1409,6 +1589,15 @@ impl Store {
     pub fn cache_answer(&self, key: &[u8; 32], body: &[u8]) -> Result<()> {
         let mut batch = WriteBatch::default();
         batch.put_cf(self.cf(cf::LLM_CACHE), key, body);
+        self.write(batch)
+    }
+
+    /// Caches several answers at once, in one write.
+    pub fn cache_answers(&self, entries: &[([u8; 32], Vec<u8>)]) -> Result<()> {
+        let mut batch = WriteBatch::default();
+        for (key, body) in entries {
+            batch.put_cf(self.cf(cf::LLM_CACHE), key, body);
+        }
         self.write(batch)
     }
 
@@ -3570,9 +3759,18 @@ mod tests {
         {
             let mut store = Store::open(&path, &StoreOptions::default()).unwrap();
             write_trace(&store, "g-old", "x");
-            store.db.drop_cf(cf::ATTRIBUTIONS).unwrap();
-            store.db.drop_cf(cf::LLM_CACHE).unwrap();
-            store.db.drop_cf(cf::PATTERNS).unwrap();
+            Arc::get_mut(&mut store.db)
+                .unwrap()
+                .drop_cf(cf::ATTRIBUTIONS)
+                .unwrap();
+            Arc::get_mut(&mut store.db)
+                .unwrap()
+                .drop_cf(cf::LLM_CACHE)
+                .unwrap();
+            Arc::get_mut(&mut store.db)
+                .unwrap()
+                .drop_cf(cf::PATTERNS)
+                .unwrap();
         }
         assert!(!DB::list_cf(&base_options(), &path)
             .unwrap()
@@ -3940,7 +4138,10 @@ mod tests {
                 .db
                 .put_cf(store.cf(cf::META), META_SCHEMA, 1u32.to_be_bytes())
                 .unwrap();
-            store.db.drop_cf(cf::ADJACENCY).unwrap();
+            Arc::get_mut(&mut store.db)
+                .unwrap()
+                .drop_cf(cf::ADJACENCY)
+                .unwrap();
         }
         let reader = StoreOptions {
             read_only: true,
@@ -3970,6 +4171,18 @@ mod tests {
         let found = store.db.get_cf(store.cf(cf::META), META_SCHEMA).unwrap();
         assert_eq!(found.as_deref(), Some(&SCHEMA_VERSION.to_be_bytes()[..]));
         assert_eq!(store.read().trace(t).unwrap().unwrap().graph_id, "g1");
+    }
+
+    #[test]
+    fn a_digest_in_pieces_is_the_digest_of_the_whole() {
+        let text: Vec<u8> = (0..100_000u32).flat_map(|i| i.to_le_bytes()).collect();
+        let whole = content_digest(&text);
+        assert_eq!(content_digest_pieces(text.chunks(7919)), whole);
+        assert_eq!(content_digest_pieces([&text[..]]), whole);
+        assert_eq!(
+            content_digest_pieces(std::iter::empty()),
+            content_digest(b"")
+        );
     }
 
     #[test]

@@ -227,7 +227,7 @@ test('provenance graph: draw, expand a frontier node, node panel', { timeout: TE
   assert.match(await page.locator('[data-testid="graph-counts"]').innerText(), /^\d[\d,]* nodes, \d[\d,]* ops, \d[\d,]* edges$/);
   assert.equal(await page.locator(`[data-testid="graph-node"][data-id=${JSON.stringify(fx.start)}]`).count(), 1, 'the start node is drawn');
   // The blamed op and the evidence's path are marked, where drawn.
-  const mark = (params.get('mark') || '').split(',').filter(Boolean);
+  const mark = params.getAll('mark');
   const ev = fx.case.verdicts && fx.case.verdicts.evidence;
   if (ev && ev.op_id) assert.ok(mark.includes(ev.op_id), `the graph marks the blamed op ${ev.op_id}: ${mark}`);
   const markedIds = await page.locator('svg[data-testid="graph"] [data-marked="1"]').evaluateAll((es) => es.map((e) => e.getAttribute('data-id')));
@@ -289,7 +289,7 @@ function blamedPath(c) {
 }
 
 const graphHash = (gid, start, dir, mark) => `#/graph/${enc(gid)}?start=${enc(start)}&dir=${dir}&depth=6`
-  + (mark && mark.length ? `&mark=${enc(mark.join(','))}` : '');
+  + (mark || []).map((m) => `&mark=${enc(m)}`).join('');
 
 // Two depth-6 graphs of the database, chosen through the API:
 // - the provenance of a failed case's prediction, from the trace whose
@@ -613,6 +613,53 @@ test('unknown trace and unknown page show not found', { timeout: TEST_TIMEOUT },
   await go(page, '#/no/such/page');
   await nf.waitFor();
   assert.match(await nf.innerText(), /not found/i);
+  await done();
+});
+
+test('ids with spaces and slashes open in the graph, the panel, expand and query links', { timeout: TEST_TIMEOUT }, async () => {
+  // OTLP spans named after their HTTP route give ids such as `input:POST /chat@1`.
+  const fixture = fs.readFileSync(new URL('../fixtures/otlp/collector.jsonl', import.meta.url));
+  const res = await fetch(BASE + '/api/import?source=collector&format=jsonl', {
+    method: 'POST', headers: { 'Content-Type': 'application/x-ndjson' }, body: fixture,
+  });
+  assert.ok(res.status === 201 || res.status === 200, `import: ${res.status} ${await res.text()}`);
+  const id = 'input:POST /chat@1';
+  const found = await fetch(BASE + '/api/query', {
+    method: 'POST', headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ statement: `FIND vars WHERE var.full_node_id = 'input:POST /chat@1' RETURN trace` }),
+  }).then((r) => r.json());
+  assert.equal(found.rows.length, 1, `one trace holds ${id}: ${JSON.stringify(found)}`);
+  const gid = found.rows[0][0];
+  const written = await apiGet(`/api/traces/${enc(gid)}/nodes/${enc(id)}`);
+  assert.equal(written.id, id);
+
+  const { page, done } = await openPage();
+  // The graph from it, with it marked: drawn, marked, and its panel opens.
+  await go(page, `#/graph/${enc(gid)}?start=${enc(id)}&dir=forward&depth=2&mark=${enc(id)}`);
+  const node = page.locator(`svg[data-testid="graph"] [data-testid="graph-node"][data-id=${JSON.stringify(id)}]`);
+  assert.equal(await node.count(), 1, 'the start node is drawn');
+  assert.equal(await node.getAttribute('data-marked'), '1', 'the start node is marked');
+  assert.ok(await page.locator('svg[data-testid="graph"] [data-testid="graph-node"]').count() >= 2, 'its outputs are drawn');
+  await node.click();
+  await page.locator('[data-testid="node-panel"] [data-testid="node-value"]').waitFor();
+  assert.equal((await page.locator('[data-testid="panel-id"]').innerText()).trim(), id);
+  assert.equal(await page.locator('[data-testid="node-value"]').evaluate((e) => e.textContent), written.value);
+  // One hop from it, as the graph's expand asks for it.
+  const hop = await apiGet(`/api/traces/${enc(gid)}/expand?node=${enc(id)}&dir=forward`);
+  assert.ok(hop.nodes.some((n) => n.id === id) && hop.edges.length >= 1, JSON.stringify(hop));
+
+  // A query's node cell links to the node's graph, which opens.
+  // (The app writes the statement back into the address in its own encoding.)
+  await page.goto(BASE + '/#/query?q=' + enc(`FIND vars IN TRACE '${gid}' WHERE var.full_node_id = '${id}' RETURN trace, var.full_node_id`));
+  await page.locator('[data-testid="query-result"][aria-busy="false"][data-runs="1"]').waitFor({ state: 'attached' });
+  await page.locator('[data-testid="query-node-link"]').first().click();
+  await page.waitForFunction(() => location.hash.startsWith('#/graph/'));
+  await ready(page);
+  const params = new URLSearchParams((await page.evaluate(() => location.hash)).split('?')[1]);
+  assert.equal(params.get('start'), id);
+  assert.equal(await page.locator(`svg[data-testid="graph"] [data-testid="graph-node"][data-id=${JSON.stringify(id)}]`).count(), 1,
+    'the node opened from the query is drawn');
+  assert.equal(await page.locator('[data-testid="error"]').count(), 0, 'no error is shown');
   await done();
 });
 

@@ -6,11 +6,14 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
 
-use super::agent;
+use super::agent::{self, LlmSettings};
 use super::case::{names_case, FailedCase};
-use super::evidence::{self, Evidence, MessageIndex, Recall, DEFAULT_K};
+use super::choose::{Chooser, POOL};
+use super::dense::{fuse, DenseIndex, Embedder, Search};
+use super::evidence::{self, Evidence, Recall, DEFAULT_K};
 use super::flow;
 use super::model::TraceModel;
+use super::setting::Setting;
 use super::stored::{stored_verdicts, StoredVerdict};
 use super::traces::{trace_cases, views};
 use super::verdict::{Method, RunProgress, Verdict};
@@ -27,6 +30,13 @@ pub struct AttributeRequest<'a> {
     pub cases: Option<&'a [String]>,
     /// The method.
     pub method: Method,
+    /// What each case shows the method: [`Setting::Benchmark`] uses all it
+    /// holds; the others hide its annotated evidence, or that and its gold
+    /// answer, as if they had never been recorded.
+    pub setting: Setting,
+    /// How a case without source evidence has its evidence searched for:
+    /// BM25 (the default, needing nothing), or with an embeddings endpoint.
+    pub search: Search,
 }
 
 /// Which of each trace's failed cases an attribution takes.
@@ -143,28 +153,93 @@ struct Prepared {
 }
 
 impl Prepared {
-    fn new(model: TraceModel, cases: Vec<FailedCase>, method: Method) -> Prepared {
-        let index = MessageIndex::new(&model);
-        let evidences: Vec<Evidence> = cases
-            .iter()
-            .map(|c| evidence::evidence(&model, &index, c, DEFAULT_K))
-            .collect();
-        let findings = if method == Method::Hybrid {
+    fn new(
+        model: TraceModel,
+        cases: Vec<FailedCase>,
+        method: Method,
+        embedder: Option<&mut Embedder<'_>>,
+    ) -> Result<Prepared> {
+        let (evidences, findings) = {
             let flow = flow::Flow::new(&model);
-            cases
+            let chooser = Chooser::new(&model, flow.matcher());
+            let mut search = Searcher::new(&model, &flow, embedder)?;
+            let evidences: Vec<Evidence> = cases
                 .iter()
-                .zip(&evidences)
-                .map(|(c, e)| flow.attribute(c, e))
-                .collect()
-        } else {
-            vec![None; cases.len()]
+                .map(|c| search.evidence(&chooser, c, DEFAULT_K))
+                .collect::<Result<_>>()?;
+            let findings: Vec<Option<flow::Finding>> = if method == Method::Hybrid {
+                cases
+                    .iter()
+                    .zip(&evidences)
+                    .map(|(c, e)| flow.attribute(c, e))
+                    .collect()
+            } else {
+                vec![None; cases.len()]
+            };
+            (evidences, findings)
         };
-        Prepared {
+        Ok(Prepared {
             model,
             cases,
             evidences,
             findings,
+        })
+    }
+}
+
+/// The evidence search of one trace: BM25 alone, or with the trace's
+/// messages embedded for a dense or hybrid search.
+struct Searcher<'s, 'e> {
+    model: &'s TraceModel,
+    dense: Option<(DenseIndex, &'s mut Embedder<'e>)>,
+}
+
+impl<'s, 'e> Searcher<'s, 'e> {
+    /// A searcher of `model`; with an embedder, its messages are embedded.
+    fn new(
+        model: &'s TraceModel,
+        flow: &flow::Flow<'_>,
+        embedder: Option<&'s mut Embedder<'e>>,
+    ) -> Result<Searcher<'s, 'e>> {
+        let dense = match embedder {
+            Some(e) => Some((DenseIndex::new(model, flow.matcher(), e)?, e)),
+            None => None,
+        };
+        Ok(Searcher { model, dense })
+    }
+
+    /// The evidence of a case: its source evidence, or the candidates the
+    /// search ranks, weighed.
+    fn evidence(&mut self, chooser: &Chooser<'_>, case: &FailedCase, k: usize) -> Result<Evidence> {
+        let Some((index, embedder)) = self.dense.as_mut() else {
+            return Ok(evidence::evidence(self.model, chooser, case, k));
+        };
+        if !case.source_evidence.is_empty() {
+            return Ok(evidence::evidence(self.model, chooser, case, k));
         }
+        let dense: Vec<usize> = index.rank(case, embedder)?.into_iter().take(POOL).collect();
+        let order = match embedder.search {
+            Search::Hybrid => {
+                let sparse: Vec<usize> = chooser
+                    .sparse(case)
+                    .into_iter()
+                    .take(POOL)
+                    .map(|x| x.0)
+                    .collect();
+                fuse(&sparse, &dense).into_iter().take(POOL).collect()
+            }
+            _ => dense,
+        };
+        let chosen: Vec<_> = chooser
+            .weigh_in_order(case, &order)
+            .into_iter()
+            .take(k)
+            .collect();
+        Ok(Evidence {
+            items: chosen.iter().map(|c| c.message).collect(),
+            weights: chosen.iter().map(|c| c.weight).collect(),
+            origin: evidence::EvidenceOrigin::Pseudo,
+        })
     }
 }
 
@@ -174,17 +249,19 @@ pub(crate) fn attribute_trace(
     cases: &[FailedCase],
     setup_micros: u64,
     cancel: &Cancel,
+    embedder: Option<&mut Embedder<'_>>,
 ) -> Result<Vec<Verdict>> {
     let started = std::time::Instant::now();
-    let index = MessageIndex::new(model);
     let flow = flow::Flow::new(model);
+    let chooser = Chooser::new(model, flow.matcher());
+    let mut search = Searcher::new(model, &flow, embedder)?;
     let shared = setup_micros + started.elapsed().as_micros() as u64;
     let share = shared / cases.len().max(1) as u64;
     let mut out = Vec::with_capacity(cases.len());
     for case in cases {
         cancel.check()?;
         let t = std::time::Instant::now();
-        let ev = evidence::evidence(model, &index, case, DEFAULT_K);
+        let ev = search.evidence(&chooser, case, DEFAULT_K)?;
         let finding = flow.attribute(case, &ev);
         let micros = share + t.elapsed().as_micros() as u64;
         let mut v = Verdict::undecided(case, Method::Evidence, micros);
@@ -226,6 +303,8 @@ fn same_finding(a: &Verdict, b: &Verdict) -> bool {
 pub struct RecallReport {
     /// Messages pseudo-evidence takes per case.
     pub k: usize,
+    /// How the messages were searched for.
+    pub search: Search,
     /// Over every trace.
     pub total: Recall,
     /// Per memory system (`project_id`; `-` when a trace has none).
@@ -237,9 +316,11 @@ pub trait Attribute {
     /// The failed cases of one trace (graph id or `#ID`), or of every trace.
     fn failed_cases(&self, trace: Option<&str>) -> Result<Vec<FailedCase>>;
 
-    /// Recall@k of BM25 pseudo-evidence against the source evidence of every
-    /// case that has some, per memory system and in total.
-    fn evidence_recall(&self, k: usize) -> Result<RecallReport>;
+    /// Recall@k of pseudo-evidence against the source evidence of every
+    /// case that has some, per memory system and in total: the `k`
+    /// candidates chosen for each case (its gold answer kept, its source
+    /// evidence hidden), searched for with `search`.
+    fn evidence_recall(&self, k: usize, search: Search) -> Result<RecallReport>;
 
     /// Attributes the failed cases a request names, trace by trace.
     /// `progress` hears a [`RunProgress`] after each trace and, with an LLM
@@ -253,7 +334,7 @@ pub trait Attribute {
     ) -> Result<Vec<Verdict>>;
 
     /// Attributes exactly the cases picked, each in its own trace, with
-    /// `method`; what a query's `ATTRIBUTE (FIND cases ...)` and
+    /// `method` in `setting`; what a query's `ATTRIBUTE (FIND cases ...)` and
     /// `ATTRIBUTE (RUN PATTERN ...)` run. Verdicts come in the order of
     /// `picks` (a case picked twice is attributed once). A pick whose trace
     /// holds no such failed case is an error, raised before any of that
@@ -264,6 +345,7 @@ pub trait Attribute {
         &self,
         picks: &[CasePick],
         method: Method,
+        setting: Setting,
         cancel: &Cancel,
         progress: &mut dyn FnMut(&RunProgress),
     ) -> Result<Vec<Verdict>>;
@@ -289,19 +371,38 @@ impl Attribute for Database {
         Ok(out)
     }
 
-    fn evidence_recall(&self, k: usize) -> Result<RecallReport> {
+    fn evidence_recall(&self, k: usize, search: Search) -> Result<RecallReport> {
         let mut report = RecallReport {
             k,
+            search,
             total: Recall::default(),
             by_system: BTreeMap::new(),
         };
+        let cancel = Cancel::new();
+        let mut embedder = embedder_for(self, search, &cancel)?;
         for view in views(self, None)? {
             let (model, cases) = trace_cases(&view)?;
             if cases.is_empty() {
                 continue;
             }
-            let index = MessageIndex::new(&model);
-            let r = evidence::recall(&model, &index, &cases, k);
+            let flow = flow::Flow::new(&model);
+            let chooser = Chooser::new(&model, flow.matcher());
+            let mut searcher = Searcher::new(&model, &flow, embedder.as_mut())?;
+            let mut r = Recall::default();
+            for c in &cases {
+                let source: Vec<usize> = c
+                    .source_evidence
+                    .iter()
+                    .filter_map(|e| model.var(e))
+                    .collect();
+                if source.is_empty() {
+                    continue;
+                }
+                let mut hidden = c.clone();
+                hidden.hide(Setting::Evaluation);
+                let chosen = searcher.evidence(&chooser, &hidden, k)?.items;
+                r.add(&source, &chosen);
+            }
             let system = model.info.project_id.clone().unwrap_or_else(|| "-".into());
             report.by_system.entry(system).or_default().merge(&r);
             report.total.merge(&r);
@@ -315,13 +416,14 @@ impl Attribute for Database {
         cancel: &Cancel,
         progress: &mut dyn FnMut(&RunProgress),
     ) -> Result<Vec<Verdict>> {
-        attribute_with(self, req, false, cancel, progress)
+        attribute_with(self, req, cancel, progress)
     }
 
     fn attribute_picked(
         &self,
         picks: &[CasePick],
         method: Method,
+        setting: Setting,
         cancel: &Cancel,
         progress: &mut dyn FnMut(&RunProgress),
     ) -> Result<Vec<Verdict>> {
@@ -344,7 +446,18 @@ impl Attribute for Database {
             wanted,
             chosen: Vec::new(),
         };
-        let verdicts = attribute_views(self, &views, method, false, &mut picked, cancel, progress)?;
+        let verdicts = attribute_views(
+            self,
+            &views,
+            How {
+                method,
+                setting,
+                search: Search::Sparse,
+            },
+            &mut picked,
+            cancel,
+            progress,
+        )?;
         // Verdicts follow the cases chosen, trace by trace; put them in the
         // order they were picked.
         if verdicts.len() != picked.chosen.len() {
@@ -413,13 +526,10 @@ impl Attribute for Database {
     }
 }
 
-/// As [`Database::attribute`]; with `pseudo_only`, every case gets
-/// pseudo-evidence even when its source evidence is known (to measure
-/// the method on traces without evidence labels).
+/// As [`Database::attribute`].
 pub(crate) fn attribute_with(
     db: &Database,
     req: &AttributeRequest<'_>,
-    pseudo_only: bool,
     cancel: &Cancel,
     progress: &mut dyn FnMut(&RunProgress),
 ) -> Result<Vec<Verdict>> {
@@ -432,12 +542,24 @@ pub(crate) fn attribute_with(
     attribute_views(
         db,
         &views,
-        req.method,
-        pseudo_only,
+        How {
+            method: req.method,
+            setting: req.setting,
+            search: req.search,
+        },
         &mut named,
         cancel,
         progress,
     )
+}
+
+/// How a run attributes each case: by which method, in which setting,
+/// with which evidence search.
+#[derive(Clone, Copy)]
+struct How {
+    method: Method,
+    setting: Setting,
+    search: Search,
 }
 
 /// Attributes, trace by trace, the cases of `views` that `selection`
@@ -445,12 +567,17 @@ pub(crate) fn attribute_with(
 fn attribute_views(
     db: &Database,
     views: &[TraceView<'_>],
-    method: Method,
-    pseudo_only: bool,
+    how: How,
     selection: &mut dyn Selection,
     cancel: &Cancel,
     progress: &mut dyn FnMut(&RunProgress),
 ) -> Result<Vec<Verdict>> {
+    let How {
+        method,
+        setting,
+        search,
+    } = how;
+    let mut embedder = embedder_for(db, search, cancel)?;
     let llm = if method.needs_llm() {
         Some(agent::client_for(db)?)
     } else {
@@ -481,10 +608,8 @@ fn attribute_views(
         let started = std::time::Instant::now();
         let (model, mut cases) = trace_cases(view)?;
         selection.select(&model, &mut cases)?;
-        if pseudo_only {
-            for c in &mut cases {
-                c.source_evidence.clear();
-            }
+        for c in &mut cases {
+            c.hide(setting);
         }
         state.traces_read = done + 1;
         state.cases_seen += cases.len();
@@ -492,7 +617,13 @@ fn attribute_views(
             None => {
                 if !cases.is_empty() {
                     let setup = started.elapsed().as_micros() as u64;
-                    out.extend(attribute_trace(&model, &cases, setup, cancel)?);
+                    out.extend(attribute_trace(
+                        &model,
+                        &cases,
+                        setup,
+                        cancel,
+                        embedder.as_mut(),
+                    )?);
                 }
                 state.cases_done += cases.len();
                 progress(&state);
@@ -500,7 +631,7 @@ fn attribute_views(
             Some(run) => {
                 if !cases.is_empty() {
                     waiting += cases.len();
-                    group.push(Prepared::new(model, cases, method));
+                    group.push(Prepared::new(model, cases, method, embedder.as_mut())?);
                 }
                 progress(&state);
                 if !selection.waits() && waiting >= 4 * width {
@@ -519,6 +650,26 @@ fn attribute_views(
         progress(&state);
     }
     Ok(out)
+}
+
+/// The embedder a dense or hybrid search needs (none for BM25): an error
+/// says how to configure one when none is.
+pub(crate) fn embedder_for<'a>(
+    db: &'a Database,
+    search: Search,
+    cancel: &'a Cancel,
+) -> Result<Option<Embedder<'a>>> {
+    if !search.needs_embeddings() {
+        return Ok(None);
+    }
+    let Some(config) = db.embeddings_config()? else {
+        return Err(AnalysisError::BadRequest(format!(
+            "the {search} evidence search needs an embeddings endpoint: set MEMTRACE_EMBED_MODEL \
+             (and MEMTRACE_EMBED_BASE_URL and MEMTRACE_EMBED_API_KEY unless the LLM endpoint \
+             serves embeddings too)"
+        )));
+    };
+    Ok(Some(Embedder::new(db, config, search, cancel)?))
 }
 
 /// What an LLM attribution runs with.
@@ -751,17 +902,20 @@ mod tests {
         import(&db, b.finish());
         let view = db.trace("g-pseudo").unwrap();
         let (model, cases) = trace_cases(&view).unwrap();
-        let index = MessageIndex::new(&model);
-        let top = index.pseudo(&cases[0], 1);
-        assert_eq!(model.vars[top[0]].full_node_id, "message:Q1:1@1");
-        let ev = evidence::evidence(&model, &index, &cases[0], 8);
+        let flow = flow::Flow::new(&model);
+        let chooser = Chooser::new(&model, flow.matcher());
+        let top = chooser.candidates(&cases[0]);
+        assert_eq!(model.vars[top[0].message].full_node_id, "message:Q1:1@1");
+        let ev = evidence::evidence(&model, &chooser, &cases[0], 8);
         assert_eq!(ev.origin, EvidenceOrigin::Source);
+        assert_eq!(ev.weights, [1.0]);
         let mut without = cases[0].clone();
         without.source_evidence.clear();
-        let ev = evidence::evidence(&model, &index, &without, 8);
+        let ev = evidence::evidence(&model, &chooser, &without, 8);
         assert_eq!(ev.origin, EvidenceOrigin::Pseudo);
-        assert_eq!(ev.items[0], top[0]);
-        let report = db.evidence_recall(1).unwrap();
+        assert_eq!(ev.items[0], top[0].message);
+        assert!(ev.weights[0] > ev.weights.get(1).copied().unwrap_or(0.0));
+        let report = db.evidence_recall(1, Search::Sparse).unwrap();
         assert_eq!(report.total.cases, 1);
         assert_eq!(report.total.micro(), 1.0);
         assert_eq!(report.by_system["rag"].complete, 1);
@@ -785,6 +939,7 @@ mod tests {
             micros: 7,
             model: None,
             cost: None,
+            setting: None,
         }
     }
 
@@ -829,6 +984,89 @@ mod tests {
 
     fn rows(db: &Database, q: &str) -> Vec<Vec<serde_json::Value>> {
         db.query(q).unwrap_or_else(|e| panic!("{q}\n{e}")).rows
+    }
+
+    /// A question answered without a judge, and a user's feedback on the
+    /// answer: `value` is what the feedback op wrote.
+    fn with_feedback(b: &mut TraceBuilder, q: &str, value: &str) {
+        b.session("memory_construction", "session", json!({}));
+        let m1 = b.variable(
+            Some("message"),
+            &format!("{q}:1"),
+            "'Omar: I drive a blue Volvo.'",
+            "message",
+            None,
+            json!({}),
+        );
+        b.session("memory_evaluation", "session", json!({}));
+        let query = b.variable(
+            Some("query"),
+            q,
+            "'What car does Omar drive?'",
+            "message & query",
+            None,
+            json!({}),
+        );
+        let pred = b.variable(
+            Some("prediction"),
+            q,
+            "'a red Toyota'",
+            "prediction",
+            None,
+            json!({}),
+        );
+        b.op(
+            "question-answering",
+            "evaluation",
+            None,
+            &[&query, &m1],
+            &[&pred],
+            json!({}),
+        );
+        let rating = b.variable(Some("rating"), q, value, "feedback", None, json!({}));
+        b.op(
+            "user_feedback",
+            "feedback",
+            None,
+            &[&pred],
+            &[&rating],
+            json!({}),
+        );
+    }
+
+    #[test]
+    fn a_users_thumbs_down_is_a_case_without_a_gold_answer() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = crate::open(dir.path().join("db")).unwrap();
+        let mut b = TraceBuilder::new("g-feedback", "u", "rag", json!({}), 19_000);
+        with_feedback(&mut b, "Q1", "'thumbs_down'");
+        with_feedback(&mut b, "Q2", "'thumbs-up'");
+        with_feedback(&mut b, "Q3", "0");
+        import(&db, b.finish());
+        let cases = db.failed_cases(Some("g-feedback")).unwrap();
+        let ids: Vec<&str> = cases.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(ids, ["query:Q1@1", "query:Q3@1"]);
+        assert!(cases[0].gold.is_empty());
+        assert_eq!(cases[0].prediction, "a red Toyota");
+        assert_eq!(cases[0].query, "What car does Omar drive?");
+        assert_eq!(cases[0].setting(), Setting::Production);
+        let got = rows(
+            &db,
+            "FIND cases IN TRACE 'g-feedback' RETURN case.query_id, case.origin",
+        );
+        assert_eq!(got.len(), 2, "{got:?}");
+        // Attributed from the question and the prediction alone.
+        let req = AttributeRequest {
+            trace: Some("g-feedback"),
+            cases: None,
+            method: Method::Evidence,
+            setting: Setting::Benchmark,
+            search: Search::Sparse,
+        };
+        let v = db.attribute(&req, &Cancel::new(), &mut |_| {}).unwrap();
+        assert_eq!(v.len(), 2);
+        assert_eq!(v[0].setting, Some(Setting::Production));
+        assert!(v[0].error_type.is_some(), "{:?}", v[0]);
     }
 
     #[test]

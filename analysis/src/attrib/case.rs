@@ -1,5 +1,8 @@
 //! Failed cases: from a trace's MemTraceBench annotations when it has them,
-//! otherwise from every `llm-judge` op whose `judge_score` is 0.
+//! otherwise from every `llm-judge` op whose `judge_score` is 0, and from
+//! every user's feedback that marks an answer wrong (an op named for
+//! feedback or a rating whose output is a thumbs-down, a failing label or a
+//! score of 0), which has no gold answer.
 //!
 //! A case carries what an attributor may read: the question, the gold
 //! answer, the prediction, the judge's response and the source evidence.
@@ -12,6 +15,7 @@ use serde_json::Value;
 
 use super::model::TraceModel;
 use super::pyvalue::{pieces, unrepr};
+use super::setting::Setting;
 use memtrace_engine::Case;
 use memtrace_engine::TraceId;
 
@@ -43,6 +47,31 @@ pub struct FailedCase {
     pub source_evidence: Vec<String>,
     /// Where the case came from.
     pub origin: CaseOrigin,
+}
+
+impl FailedCase {
+    /// Hides what `setting` does not show. The judge's response goes with
+    /// the gold answer, since a judge quotes it.
+    pub fn hide(&mut self, setting: Setting) {
+        if setting >= Setting::Evaluation {
+            self.source_evidence.clear();
+        }
+        if setting >= Setting::Production {
+            self.gold.clear();
+            self.judge_response = None;
+        }
+    }
+
+    /// The setting this case is in: what it actually holds, whatever was
+    /// asked to be hidden.
+    pub fn setting(&self) -> Setting {
+        let gold = self.gold.iter().any(|g| !g.trim().is_empty());
+        match (self.source_evidence.is_empty(), gold) {
+            (_, false) => Setting::Production,
+            (true, true) => Setting::Evaluation,
+            (false, true) => Setting::Benchmark,
+        }
+    }
 }
 
 fn golds(v: &Value) -> Vec<String> {
@@ -88,9 +117,83 @@ pub fn failed_cases(model: &TraceModel, cases: &[Case]) -> Vec<FailedCase> {
             .map(|(i, c)| from_annotation(model, i, c))
             .collect();
     }
-    (0..model.ops.len())
+    let mut out: Vec<FailedCase> = (0..model.ops.len())
         .filter_map(|op| from_judge(model, op))
-        .collect()
+        .collect();
+    for op in 0..model.ops.len() {
+        if let Some(c) = from_feedback(model, op) {
+            if !out.iter().any(|o| o.id == c.id) {
+                out.push(c);
+            }
+        }
+    }
+    out
+}
+
+/// Whether an op's name says it records a person's feedback on an answer.
+pub(crate) fn says_feedback(name: Option<&str>) -> bool {
+    name.is_some_and(|n| {
+        let n = n.to_ascii_lowercase();
+        n.contains("feedback") || n.contains("rating") || n.contains("thumb")
+    })
+}
+
+/// Whether a recorded feedback value marks the answer wrong: a failing
+/// label (`thumbs_down`, `incorrect`, ...), `False`, or a score of 0 or less.
+fn feedback_fails(value: &str) -> bool {
+    let v = unrepr(value);
+    let v = v.trim();
+    if let Some(fails) = memtrace_engine::label_fails(v) {
+        return fails;
+    }
+    v.parse::<f64>().is_ok_and(|x| x <= 0.0)
+}
+
+/// A case from a user's feedback: an op named for feedback whose output
+/// fails, about the prediction it reads. The question is what the op that
+/// made the prediction read.
+fn from_feedback(model: &TraceModel, op: usize) -> Option<FailedCase> {
+    let o = &model.ops[op];
+    if is_judge(model, op) || !says_feedback(o.op_name.as_deref()) {
+        return None;
+    }
+    if !model
+        .outputs(op)
+        .iter()
+        .any(|&v| feedback_fails(model.value(v)))
+    {
+        return None;
+    }
+    let ins = model.inputs(op);
+    let is_query = |v: usize| {
+        model.class(v) == "query" || model.vars[v].category.as_deref() == Some("message & query")
+    };
+    let prediction = ins
+        .iter()
+        .copied()
+        .find(|&v| {
+            model.class(v) == "prediction"
+                || model.vars[v].category.as_deref() == Some("prediction")
+        })
+        .or_else(|| ins.iter().copied().find(|&v| !is_query(v)))?;
+    let answering = model.made_by(prediction).iter().copied().min();
+    let query =
+        ins.iter().copied().find(|&v| is_query(v)).or_else(|| {
+            answering.and_then(|a| model.inputs(a).iter().copied().find(|&v| is_query(v)))
+        });
+    Some(FailedCase {
+        trace: model.info.id,
+        graph_id: model.info.graph_id.clone(),
+        system: model.info.project_id.clone(),
+        id: query.map_or_else(|| o.op_id.clone(), |q| model.vars[q].full_node_id.clone()),
+        query_node: query.map(|q| model.vars[q].full_node_id.clone()),
+        query: query.map(|q| unrepr(model.value(q))).unwrap_or_default(),
+        gold: Vec::new(),
+        prediction: unrepr(model.value(prediction)),
+        judge_response: None,
+        source_evidence: query.map(|q| query_evidence(model, q)).unwrap_or_default(),
+        origin: CaseOrigin::Judge(o.op_id.clone()),
+    })
 }
 
 fn from_annotation(model: &TraceModel, i: usize, c: &Case) -> FailedCase {
@@ -214,6 +317,7 @@ impl super::verdict::Verdict {
             micros,
             model: None,
             cost: None,
+            setting: Some(case.setting()),
         }
     }
 }
@@ -230,4 +334,45 @@ pub(crate) fn names_case(model: &TraceModel, case: &FailedCase, reference: &str)
     }
     let resolved = model.var(reference).map(|v| &model.vars[v].full_node_id);
     resolved.is_some() && resolved == case.query_node.as_ref()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn case() -> FailedCase {
+        FailedCase {
+            trace: 1,
+            graph_id: "g".into(),
+            system: None,
+            id: "query:q@1".into(),
+            query_node: Some("query:q@1".into()),
+            query: "What car does Omar drive?".into(),
+            gold: vec!["a blue Volvo".into()],
+            prediction: "a red Toyota".into(),
+            judge_response: Some("WRONG: it is a blue Volvo".into()),
+            source_evidence: vec!["message:m1@1".into()],
+            origin: CaseOrigin::Annotation(0),
+        }
+    }
+
+    #[test]
+    fn each_setting_hides_what_it_says_and_a_case_knows_its_setting() {
+        let mut c = case();
+        assert_eq!(c.setting(), Setting::Benchmark);
+        c.hide(Setting::Benchmark);
+        assert_eq!(c, case());
+        c.hide(Setting::Evaluation);
+        assert!(c.source_evidence.is_empty());
+        assert_eq!(c.gold, ["a blue Volvo"]);
+        assert_eq!(c.setting(), Setting::Evaluation);
+        c.hide(Setting::Production);
+        assert!(c.gold.is_empty() && c.judge_response.is_none());
+        assert_eq!(c.prediction, "a red Toyota");
+        assert_eq!(c.setting(), Setting::Production);
+        // A case without a gold answer is in production whatever it names.
+        let mut c = case();
+        c.gold = vec![" ".into()];
+        assert_eq!(c.setting(), Setting::Production);
+    }
 }

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::attribute::{attribute_with, AttributeRequest};
+use super::setting::Setting;
 use super::traces::views;
 use super::verdict::{Cost, ErrorType, Method, RunProgress, Verdict};
 use crate::error::Result;
@@ -64,6 +65,94 @@ pub struct Miss {
     pub reason: String,
 }
 
+/// The confidence at or above which a verdict is called confident.
+pub const CONFIDENT: f64 = 0.8;
+
+/// The confidence bands [`Calibration::bands`] reports, highest first.
+pub const BANDS: [f64; 6] = [0.9, 0.8, 0.7, 0.6, 0.5, 0.0];
+
+/// The verdicts at or above one confidence.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Band {
+    /// The lowest confidence in the band.
+    pub at_least: f64,
+    /// Labelled cases whose verdict has that confidence or more.
+    pub cases: usize,
+    /// Their share of all labelled cases.
+    pub coverage: f64,
+    /// Share of them naming the labelled op.
+    pub op_id_accuracy: f64,
+    /// Share of them with the labelled error type.
+    pub error_type_accuracy: f64,
+}
+
+/// The most confident verdicts, as a share of all.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct CoveragePoint {
+    /// Share of labelled cases taken, most confident first.
+    pub coverage: f64,
+    /// How many cases that is.
+    pub cases: usize,
+    /// The confidence of the last case taken.
+    pub min_confidence: f64,
+    /// Share of the cases taken naming the labelled op.
+    pub op_id_accuracy: f64,
+    /// Share of the cases taken with the labelled error type.
+    pub error_type_accuracy: f64,
+}
+
+/// Whether confidence means what it says: accuracy against coverage, and
+/// per confidence band.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Calibration {
+    /// Verdicts sorted by confidence, highest first, cut at each tenth of
+    /// the labelled cases.
+    pub coverage: Vec<CoveragePoint>,
+    /// The verdicts at or above each of [`BANDS`].
+    pub bands: Vec<Band>,
+    /// The confident verdicts (confidence at or above [`CONFIDENT`]).
+    pub confident: Band,
+}
+
+impl Calibration {
+    /// Calibration of (confidence, op right, type right) per labelled case.
+    pub fn of(mut scored: Vec<(f64, bool, bool)>) -> Calibration {
+        let n = scored.len();
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+        let share = |k: usize, d: usize| if d == 0 { 0.0 } else { k as f64 / d as f64 };
+        let band = |at_least: f64| {
+            let taken: Vec<&(f64, bool, bool)> =
+                scored.iter().filter(|x| x.0 >= at_least - 1e-9).collect();
+            Band {
+                at_least,
+                cases: taken.len(),
+                coverage: share(taken.len(), n),
+                op_id_accuracy: share(taken.iter().filter(|x| x.1).count(), taken.len()),
+                error_type_accuracy: share(taken.iter().filter(|x| x.2).count(), taken.len()),
+            }
+        };
+        let coverage = (1..=10)
+            .filter_map(|tenth| {
+                let k = (n * tenth).div_ceil(10);
+                let taken = &scored[..k];
+                let last = taken.last()?;
+                Some(CoveragePoint {
+                    coverage: share(k, n),
+                    cases: k,
+                    min_confidence: last.0,
+                    op_id_accuracy: share(taken.iter().filter(|x| x.1).count(), k),
+                    error_type_accuracy: share(taken.iter().filter(|x| x.2).count(), k),
+                })
+            })
+            .collect();
+        Calibration {
+            coverage,
+            bands: BANDS.iter().map(|&b| band(b)).collect(),
+            confident: band(CONFIDENT),
+        }
+    }
+}
+
 /// How a method scored.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Evaluation {
@@ -71,6 +160,8 @@ pub struct Evaluation {
     pub method: String,
     /// Its version.
     pub version: String,
+    /// What each case showed the method.
+    pub setting: Setting,
     /// Labelled cases scored.
     pub cases: usize,
     /// Failed cases without a label (attributed, not scored).
@@ -102,6 +193,8 @@ pub struct Evaluation {
     pub p95_micros: u64,
     /// Up to 50 misses, for a look at where the method fails.
     pub misses: Vec<Miss>,
+    /// Accuracy against confidence.
+    pub calibration: Calibration,
     /// LLM methods: the cost of every verdict (labelled or not) summed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cost: Option<Cost>,
@@ -130,17 +223,33 @@ pub trait Evaluate {
         progress: &mut dyn FnMut(&RunProgress),
     ) -> Result<Evaluation>;
 
-    /// As [`Database::evaluate`]; with `pseudo_only`, every case gets BM25
-    /// pseudo-evidence instead of its known source evidence, which shows how
-    /// the method does on traces without evidence labels.
-    fn evaluate_with(
+    /// As [`Database::evaluate`], for the cases, method, setting and
+    /// evidence search a request names: each case shows the method only
+    /// what the setting lets it see (its annotated evidence hidden in the
+    /// evaluation setting, and its gold answer too in production).
+    fn evaluate_request(
         &self,
-        method: Method,
-        trace: Option<&str>,
-        pseudo_only: bool,
+        req: &AttributeRequest<'_>,
         cancel: &Cancel,
         progress: &mut dyn FnMut(&RunProgress),
     ) -> Result<Evaluation>;
+
+    /// One evaluation of `req` per setting, in the order given, over the
+    /// same cases (the request's own setting is not used).
+    fn evaluate_settings(
+        &self,
+        req: &AttributeRequest<'_>,
+        settings: &[Setting],
+        cancel: &Cancel,
+        progress: &mut dyn FnMut(&RunProgress),
+    ) -> Result<Vec<Evaluation>> {
+        settings
+            .iter()
+            .map(|&setting| {
+                self.evaluate_request(&AttributeRequest { setting, ..*req }, cancel, progress)
+            })
+            .collect()
+    }
 }
 
 impl Evaluate for Database {
@@ -151,28 +260,24 @@ impl Evaluate for Database {
         cancel: &Cancel,
         progress: &mut dyn FnMut(&RunProgress),
     ) -> Result<Evaluation> {
-        self.evaluate_with(method, trace, false, cancel, progress)
+        let req = AttributeRequest {
+            trace,
+            cases: None,
+            method,
+            setting: Setting::Benchmark,
+            search: Default::default(),
+        };
+        self.evaluate_request(&req, cancel, progress)
     }
 
-    fn evaluate_with(
+    fn evaluate_request(
         &self,
-        method: Method,
-        trace: Option<&str>,
-        pseudo_only: bool,
+        req: &AttributeRequest<'_>,
         cancel: &Cancel,
         progress: &mut dyn FnMut(&RunProgress),
     ) -> Result<Evaluation> {
-        let verdicts = attribute_with(
-            self,
-            &AttributeRequest {
-                trace,
-                cases: None,
-                method,
-            },
-            pseudo_only,
-            cancel,
-            progress,
-        )?;
+        let (method, setting, trace) = (req.method, req.setting, req.trace);
+        let verdicts = attribute_with(self, req, cancel, progress)?;
         let mut labels: BTreeMap<(u32, String), Label> = BTreeMap::new();
         let views = views(self, trace)?;
         let styles = styles(
@@ -188,9 +293,14 @@ impl Evaluate for Database {
                 }
             }
         }
-        Ok(score(method, &verdicts, &labels, &styles, |trace, op| {
-            op_name_of(self, trace, op)
-        }))
+        Ok(score(
+            method,
+            setting,
+            &verdicts,
+            &labels,
+            &styles,
+            |trace, op| op_name_of(self, trace, op),
+        ))
     }
 }
 
@@ -232,6 +342,7 @@ fn styles<'a>(traces: impl Iterator<Item = (u32, &'a str)>) -> BTreeMap<u32, Str
 /// misses.
 fn score(
     method: Method,
+    setting: Setting,
     verdicts: &[Verdict],
     labels: &BTreeMap<(u32, String), Label>,
     styles: &BTreeMap<u32, String>,
@@ -245,6 +356,7 @@ fn score(
     let mut confusion: BTreeMap<String, BTreeMap<String, usize>> = BTreeMap::new();
     let mut misses = Vec::new();
     let mut unlabelled = 0;
+    let mut scored: Vec<(f64, bool, bool)> = Vec::new();
     let mut micros: Vec<u64> = verdicts.iter().map(|v| v.micros).collect();
     micros.sort_unstable();
     for v in verdicts {
@@ -262,6 +374,7 @@ fn score(
         let op_ok = v.op_id.as_deref() == Some(true_op.as_str());
         let none = v.error_type.is_none();
         total.add(type_ok, op_ok, none);
+        scored.push((if none { 0.0 } else { v.confidence }, op_ok, type_ok));
         let system = v.system.clone().unwrap_or_else(|| "-".into());
         if let Some(style) = styles.get(&v.trace) {
             by_style
@@ -329,6 +442,7 @@ fn score(
     Evaluation {
         method: method.name().into(),
         version: method.version().into(),
+        setting,
         cases: total.cases,
         unlabelled,
         error_type_accuracy: total.error_type_accuracy,
@@ -343,6 +457,7 @@ fn score(
         mean_micros,
         p95_micros,
         misses,
+        calibration: Calibration::of(scored),
         cost,
         cost_per_case,
         cost_by_system,
@@ -394,6 +509,7 @@ mod tests {
             micros,
             model: None,
             cost: None,
+            setting: None,
         }
     }
 
@@ -417,6 +533,7 @@ mod tests {
         ];
         let e = score(
             Method::Evidence,
+            Setting::Benchmark,
             &verdicts,
             &labels,
             &BTreeMap::new(),
@@ -438,9 +555,14 @@ mod tests {
         assert!(e.by_style.is_empty(), "no trace has a style");
 
         let styles: BTreeMap<u32, String> = [(1, "membase".to_string())].into_iter().collect();
-        let e = score(Method::Evidence, &verdicts, &labels, &styles, |_, _| {
-            String::new()
-        });
+        let e = score(
+            Method::Evidence,
+            Setting::Benchmark,
+            &verdicts,
+            &labels,
+            &styles,
+            |_, _| String::new(),
+        );
         assert_eq!(e.by_style["membase"].cases, 4);
         assert_eq!(e.by_style["membase"].error_type_correct, 2);
         assert_eq!(e.by_style_system["membase/rag"].cases, 2);

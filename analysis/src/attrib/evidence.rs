@@ -1,13 +1,14 @@
 //! The evidence of a case: its source evidence when the case names any,
-//! otherwise pseudo-evidence, the messages of the trace that best match the
-//! question and the gold answer by BM25.
+//! otherwise pseudo-evidence, the messages of the trace chosen from the
+//! question and the gold answer ([`Chooser`]), each weighed by how likely
+//! the answer needed it.
 
 use serde::Serialize;
 
 use super::case::FailedCase;
+use super::choose::{Candidate, Chooser};
+use super::holds::Matcher;
 use super::model::TraceModel;
-use super::pyvalue::unrepr;
-use memtrace_text::Bm25;
 
 /// How many messages pseudo-evidence takes by default.
 pub const DEFAULT_K: usize = 8;
@@ -18,77 +19,58 @@ pub const DEFAULT_K: usize = 8;
 pub enum EvidenceOrigin {
     /// The case's source evidence (annotation or the query's metadata).
     Source,
-    /// BM25 over the trace's messages.
+    /// Chosen from the trace's messages.
     Pseudo,
 }
 
-/// The evidence of one case: message variables, best first.
+/// The evidence of one case: message variables, most likely needed first.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Evidence {
     /// Variables (indexes into the trace model) holding the evidence.
     pub items: Vec<usize>,
+    /// For each item, the probability that the answer needed it: 1 for
+    /// source evidence, which is needed by definition.
+    pub weights: Vec<f64>,
     /// Where they came from.
     pub origin: EvidenceOrigin,
 }
 
-/// A BM25 index over the message variables of one trace, built once and
-/// shared by all its cases.
-#[derive(Debug, Clone)]
-pub struct MessageIndex {
-    index: Bm25,
-    vars: Vec<usize>,
-}
-
-impl MessageIndex {
-    /// Indexes every message variable of the trace.
-    pub fn new(model: &TraceModel) -> MessageIndex {
-        let mut index = Bm25::new();
-        let mut vars = Vec::new();
-        for v in 0..model.vars.len() {
-            if model.is_message(v) {
-                index.add(&unrepr(model.value(v)));
-                vars.push(v);
-            }
-        }
-        MessageIndex { index, vars }
-    }
-
-    /// The `k` messages that best match `text`, best first, with their scores.
-    pub fn top(&self, text: &str, k: usize) -> Vec<(usize, f64)> {
-        self.index
-            .top(text, k)
-            .into_iter()
-            .map(|(doc, score)| (self.vars[doc], score))
-            .collect()
-    }
-
-    /// Pseudo-evidence of a case: the `k` messages best matching its
-    /// question and gold answer.
-    pub fn pseudo(&self, case: &FailedCase, k: usize) -> Vec<usize> {
-        let text = format!("{} {}", case.query, case.gold.join(" "));
-        self.top(&text, k).into_iter().map(|(v, _)| v).collect()
-    }
-}
-
-/// The evidence of `case`: its source evidence found in the trace, or
-/// pseudo-evidence (`k` messages) when it names none that the trace holds.
-pub fn evidence(model: &TraceModel, index: &MessageIndex, case: &FailedCase, k: usize) -> Evidence {
+/// The evidence of `case`: its source evidence found in the trace, or the
+/// `k` candidates `chooser` ranks first when it names none that the trace
+/// holds.
+pub fn evidence(
+    model: &TraceModel,
+    chooser: &Chooser<'_>,
+    case: &FailedCase,
+    k: usize,
+) -> Evidence {
     let items: Vec<usize> = case
         .source_evidence
         .iter()
         .filter_map(|e| model.var(e))
         .collect();
     if items.is_empty() {
+        let chosen: Vec<Candidate> = chooser.candidates(case).into_iter().take(k).collect();
         Evidence {
-            items: index.pseudo(case, k),
+            items: chosen.iter().map(|c| c.message).collect(),
+            weights: chosen.iter().map(|c| c.weight).collect(),
             origin: EvidenceOrigin::Pseudo,
         }
     } else {
         Evidence {
+            weights: vec![1.0; items.len()],
             items,
             origin: EvidenceOrigin::Source,
         }
     }
+}
+
+/// The evidence of one case of a trace, for a caller that looks at a
+/// single case (the trace's messages are indexed for it alone).
+pub fn evidence_of(model: &TraceModel, case: &FailedCase, k: usize) -> Evidence {
+    let matcher = Matcher::new(model);
+    let chooser = Chooser::new(model, &matcher);
+    evidence(model, &chooser, case, k)
 }
 
 /// Recall@k of pseudo-evidence against source evidence, over the cases
@@ -147,8 +129,10 @@ impl Recall {
     }
 }
 
-/// Recall@k over the cases of one trace.
-pub fn recall(model: &TraceModel, index: &MessageIndex, cases: &[FailedCase], k: usize) -> Recall {
+/// Recall@k over the cases of one trace: the `k` candidates `chooser`
+/// ranks first for each case (its gold answer kept, its source evidence
+/// hidden from the ranking) against its source evidence.
+pub fn recall(model: &TraceModel, chooser: &Chooser<'_>, cases: &[FailedCase], k: usize) -> Recall {
     let mut r = Recall::default();
     for c in cases {
         let source: Vec<usize> = c
@@ -156,7 +140,13 @@ pub fn recall(model: &TraceModel, index: &MessageIndex, cases: &[FailedCase], k:
             .iter()
             .filter_map(|e| model.var(e))
             .collect();
-        r.add(&source, &index.pseudo(c, k));
+        let chosen: Vec<usize> = chooser
+            .candidates(c)
+            .into_iter()
+            .take(k)
+            .map(|x| x.message)
+            .collect();
+        r.add(&source, &chosen);
     }
     r
 }

@@ -35,6 +35,7 @@ use petgraph::algo::dominators::simple_fast;
 use petgraph::graph::{DiGraph, NodeIndex};
 
 use super::case::FailedCase;
+use super::choose::says_no_answer;
 use super::evidence::{Evidence, EvidenceOrigin};
 use super::holds::{Item, Matcher, DATED_OVERLAP, VALUE_OVERLAP};
 use super::model::TraceModel;
@@ -61,6 +62,21 @@ pub struct Finding {
     /// The steps the attributor was unsure of, in words (what the trace
     /// lacked, where a match was weak); empty when every step was clear.
     pub doubts: Vec<String>,
+    /// Every verdict the weighed evidence allows, most likely first (the
+    /// verdict itself first).
+    pub alternatives: Vec<Alternative>,
+}
+
+/// A verdict the evidence allows, and how likely it is given the weights
+/// of the chosen evidence.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Alternative {
+    /// The op.
+    pub op: usize,
+    /// The error type.
+    pub error_type: ErrorType,
+    /// Its share of the evidence's weight, 0 to 1.
+    pub probability: f64,
 }
 
 /// Why a carrier stopped being alive.
@@ -102,6 +118,17 @@ struct ItemFlow {
     /// The op after which no carrier was alive, and the carrier (index)
     /// that held the item last.
     death: Option<(usize, usize)>,
+}
+
+/// What following a case's evidence found.
+struct Analysis {
+    items: Vec<Item>,
+    flows: Vec<ItemFlow>,
+    failures: Vec<Failure>,
+    answer: Option<usize>,
+    contexts: Vec<(usize, usize)>,
+    doubts: Vec<String>,
+    pseudo: bool,
 }
 
 /// Where one item failed to reach the answer.
@@ -254,6 +281,11 @@ impl<'m> Flow<'m> {
         }
     }
 
+    /// The trace's matcher: its learned message template and stems.
+    pub fn matcher(&self) -> &Matcher<'m> {
+        &self.matcher
+    }
+
     /// The token stems of a text as (stem, is a date) pairs.
     fn stems_of(&self, text: &str) -> Vec<(u32, bool)> {
         let mut out: Vec<(u32, bool)> = Vec::new();
@@ -285,38 +317,33 @@ impl<'m> Flow<'m> {
         let query_stems = self.stems_of(&case.query);
         let mut messages: Vec<usize> = evidence.items.clone();
         messages.dedup();
+        let weight_of = |m: usize| -> f64 {
+            evidence
+                .items
+                .iter()
+                .position(|&x| x == m)
+                .and_then(|i| evidence.weights.get(i).copied())
+                .unwrap_or(1.0)
+        };
         let body_stems = |m: usize| -> Vec<u32> {
             self.matcher
                 .body(m)
                 .map(|b| self.matcher.content(&b.text))
                 .unwrap_or_else(|| self.matcher.content(&unrepr(model.value(m))))
         };
-        if evidence.origin == EvidenceOrigin::Pseudo {
-            // Pseudo-evidence is a ranking: keep the messages that state (part
-            // of) the answer, else the best one.
-            let wanted: Vec<Vec<u32>> = parts.iter().map(|p| self.matcher.content(p)).collect();
-            let states = |m: &usize| {
-                let said = body_stems(*m);
-                wanted.iter().any(|w| {
-                    !w.is_empty()
-                        && w.iter().filter(|s| said.contains(s)).count() as f64
-                            >= VALUE_OVERLAP * w.len() as f64
-                })
-            };
-            let stating: Vec<usize> = messages.iter().copied().filter(states).collect();
-            messages = if stating.is_empty() {
-                messages.into_iter().take(1).collect()
-            } else {
-                stating
-            };
-        }
+
         let speaker_of = |m: usize| -> Option<String> {
             self.matcher
                 .body(m)
                 .and_then(|b| b.speaker.as_deref())
                 .and_then(|s| tokens(s).into_iter().next())
         };
-        if asks_for_latest(model, case) && messages.len() > 1 {
+        // Chosen evidence is weighed, not all needed: which of several
+        // statements is the latest is left to the weights.
+        if evidence.origin == EvidenceOrigin::Source
+            && asks_for_latest(model, case)
+            && messages.len() > 1
+        {
             let mut latest: HashMap<Option<String>, usize> = HashMap::new();
             for &m in &messages {
                 let key = speaker_of(m);
@@ -352,11 +379,22 @@ impl<'m> Flow<'m> {
                 } else {
                     parts.first().cloned().unwrap_or_else(|| gold.to_string())
                 };
-                let value: Vec<(u32, bool)> = self
+                let mut value: Vec<(u32, bool)> = self
                     .stems_of(&part)
                     .into_iter()
                     .filter(|x| Some(x.0) != item.speaker)
                     .collect();
+                if part.trim().is_empty() {
+                    // Without a gold answer, the answer is what the sentence
+                    // says beyond what the question asks.
+                    value = self
+                        .stems_of(&item.text)
+                        .into_iter()
+                        .filter(|x| {
+                            Some(x.0) != item.speaker && !query_stems.iter().any(|q| q.0 == x.0)
+                        })
+                        .collect();
+                }
                 // Dates the question names pin the fact down.
                 let mut must: Vec<u32> = query_stems.iter().filter(|x| x.1).map(|x| x.0).collect();
                 let mut value_ids: Vec<u32> = value.iter().map(|x| x.0).collect();
@@ -388,6 +426,7 @@ impl<'m> Flow<'m> {
                 item.must = must;
                 item.asked = query_stems.iter().map(|x| x.0).collect();
                 item.threshold = threshold;
+                item.weight = weight_of(m);
                 Some(item)
             })
             .collect()
@@ -770,18 +809,18 @@ impl<'m> Flow<'m> {
         (retrievals, retrieved, contexts)
     }
 
-    /// Attributes one case.
-    pub fn attribute(&self, case: &FailedCase, evidence: &Evidence) -> Option<Finding> {
+    /// Follows each evidence item of a case and finds where each failed.
+    fn analyse(&self, case: &FailedCase, evidence: &Evidence) -> Analysis {
         let m = self.model;
         let items = self.items(case, evidence);
         let pseudo = evidence.origin == EvidenceOrigin::Pseudo;
-        let trust = if pseudo { 0.6 } else { 1.0 };
         let answer = answer_op(m, case);
         let mut doubts: Vec<String> = Vec::new();
         if pseudo {
             doubts.push(
-                "no source evidence was recorded: the evidence is the messages that best match \
-                 the question and gold answer"
+                "no source evidence was recorded: the evidence was chosen from the messages that \
+                 best match the question (and the gold answer, when there is one), each weighed \
+                 by how likely the answer needed it"
                     .into(),
             );
         }
@@ -970,8 +1009,104 @@ impl<'m> Flow<'m> {
                 last: None,
             });
         }
-        let weak = if doubts.is_empty() { 1.0 } else { 0.85 };
-        if let Some(f) = failures.iter().min_by_key(|f| (f.op, f.item)) {
+        Analysis {
+            items,
+            flows,
+            failures,
+            answer,
+            contexts,
+            doubts,
+            pseudo,
+        }
+    }
+
+    /// Where each evidence item of a case would fail if it alone were
+    /// needed: (message, failure op and type), or no failure when it reaches
+    /// the answer's context. For looking into how evidence is weighed.
+    pub fn fates(
+        &self,
+        case: &FailedCase,
+        evidence: &Evidence,
+    ) -> Vec<(usize, Option<(usize, ErrorType)>)> {
+        let a = self.analyse(case, evidence);
+        a.items
+            .iter()
+            .enumerate()
+            .map(|(i, it)| {
+                let f = a
+                    .failures
+                    .iter()
+                    .filter(|f| f.item == i)
+                    .min_by_key(|f| f.op)
+                    .map(|f| (f.op, f.error_type));
+                (it.message, f)
+            })
+            .collect()
+    }
+
+    /// Attributes one case.
+    pub fn attribute(&self, case: &FailedCase, evidence: &Evidence) -> Option<Finding> {
+        let m = self.model;
+        let Analysis {
+            items,
+            flows,
+            failures,
+            answer,
+            contexts,
+            mut doubts,
+            pseudo,
+        } = self.analyse(case, evidence);
+        // Doubts about the trace make a verdict less sure; not knowing which
+        // messages were needed is already in the weights.
+        let weak = if doubts.len() > usize::from(pseudo) {
+            0.85
+        } else {
+            1.0
+        };
+        // An answer that says it found nothing was not given the evidence:
+        // a chosen message that reached its context is unlikely to be it.
+        let reached = if pseudo && says_no_answer(&case.prediction) {
+            NOT_GIVEN
+        } else {
+            1.0
+        };
+        let outcomes = weigh_outcomes(&items, &failures, reached);
+        let best = outcomes.first().copied();
+        // Chosen evidence: how sure, from how the weight of the outcomes is
+        // spread and what kind of verdict it is.
+        let sure = |error_type: ErrorType| -> Option<f64> {
+            pseudo.then(|| {
+                calibrated(&Spread {
+                    first: best.map_or(0.0, |o| o.probability),
+                    second: outcomes.get(1).map_or(0.0, |o| o.probability),
+                    top_weight: items.iter().map(|i| i.weight).fold(0.0, f64::max),
+                    said_nothing: says_no_answer(&case.prediction),
+                    has_gold: case.gold.iter().any(|g| !g.trim().is_empty()),
+                    error_type,
+                })
+            })
+        };
+        let alternatives: Vec<Alternative> = outcomes
+            .iter()
+            .filter_map(|o| match o.failure {
+                Some(f) => Some(Alternative {
+                    op: failures[f].op,
+                    error_type: failures[f].error_type,
+                    probability: o.probability,
+                }),
+                None => answer.map(|a| Alternative {
+                    op: a,
+                    error_type: ErrorType::ResponseError,
+                    probability: o.probability,
+                }),
+            })
+            .collect();
+        if let Some(Outcome {
+            failure: Some(fi),
+            probability,
+        }) = best
+        {
+            let f = &failures[fi];
             let flow = &flows[f.item];
             let mut chain = vec![self.evidence_step(&items[f.item])];
             match f.last {
@@ -989,20 +1124,40 @@ impl<'m> Flow<'m> {
                     chain.push(self.step(f.op, var, "left out"));
                 }
             }
+            let mut reason = f.reason.clone();
+            if pseudo {
+                reason.push_str(&format!(
+                    "; {} was chosen as evidence with weight {:.2}, and {:.0}% of the weight of \
+                     the chosen evidence points to this op",
+                    m.vars[items[f.item].message].full_node_id,
+                    items[f.item].weight,
+                    probability * 100.0
+                ));
+            }
             return Some(Finding {
                 error_type: f.error_type,
                 op: f.op,
-                confidence: f.confidence * trust * weak,
-                reason: f.reason.clone(),
+                confidence: sure(f.error_type).unwrap_or(probability * f.confidence) * weak,
+                reason,
                 chain,
                 doubts,
+                alternatives,
             });
         }
         let answer = answer?;
+        let probability = best.map_or(0.0, |o| o.probability);
+        let held: Vec<&Item> = items
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !failures.iter().any(|f| f.item == *i))
+            .map(|(_, it)| it)
+            .collect();
         let mut chain = Vec::new();
         for (item, flow) in items.iter().zip(&flows) {
-            chain.push(self.evidence_step(item));
-            chain.extend(self.chain(flow, last_live(flow)));
+            if held.iter().any(|h| h.message == item.message) {
+                chain.push(self.evidence_step(item));
+                chain.extend(self.chain(flow, last_live(flow)));
+            }
         }
         if let Some(&(context, _)) = contexts.first() {
             chain.push(self.step(answer, context, "ignored"));
@@ -1010,13 +1165,16 @@ impl<'m> Flow<'m> {
         if items.is_empty() {
             doubts.push("no evidence item could be followed".into());
         }
+        let what = if pseudo {
+            "the chosen evidence it held"
+        } else {
+            "every needed evidence item"
+        };
         let reason = format!(
-            "the context of op {} ({}) holds every needed evidence item ({}), yet the answer \
-             is wrong",
+            "the context of op {} ({}) holds {what} ({}), yet the answer is wrong",
             m.ops[answer].op_id,
             op_name(m, answer),
-            items
-                .iter()
+            held.iter()
                 .map(|s| m.vars[s.message].full_node_id.as_str())
                 .collect::<Vec<_>>()
                 .join(", ")
@@ -1027,19 +1185,142 @@ impl<'m> Flow<'m> {
             confidence: if items.is_empty() {
                 0.3
             } else {
-                0.7 * trust * weak
+                sure(ErrorType::ResponseError).unwrap_or(0.7 * probability) * weak
             },
             reason,
             chain,
             doubts,
+            alternatives,
         })
     }
+}
+
+/// What the confidence of a verdict on chosen evidence is read from.
+struct Spread {
+    /// The share of the evidence's weight that points to the verdict.
+    first: f64,
+    /// The share that points to the next likeliest verdict.
+    second: f64,
+    /// The weight of the likeliest candidate.
+    top_weight: f64,
+    /// Whether the answer said it found nothing.
+    said_nothing: bool,
+    /// Whether the case has a gold answer.
+    has_gold: bool,
+    /// The verdict's type.
+    error_type: ErrorType,
+}
+
+/// Coefficients of [`calibrated`]: an intercept; the share of the weight,
+/// the lead over the next verdict, the top weight, an answer that found
+/// nothing, a gold answer; then one per error type in taxonomy order.
+/// Fitted by logistic regression (L2 penalty 10) of whether the verdict
+/// named the labelled op, on generated traces of every system and style in
+/// the evaluation and production settings.
+const CALIBRATION: [f64; 11] = [
+    -3.259, 2.393, 1.131, 2.341, 0.246, -0.065, -0.204, -0.307, 0.028, 1.035, -0.551,
+];
+
+/// The probability that a verdict on chosen evidence names the right op.
+fn calibrated(s: &Spread) -> f64 {
+    let c = &CALIBRATION;
+    let kind = ErrorType::ALL
+        .iter()
+        .position(|t| *t == s.error_type)
+        .unwrap_or(0);
+    let z = c[0]
+        + c[1] * s.first
+        + c[2] * (s.first - s.second)
+        + c[3] * s.top_weight
+        + c[4] * f64::from(u8::from(s.said_nothing))
+        + c[5] * f64::from(u8::from(s.has_gold))
+        + c[6 + kind];
+    1.0 / (1.0 + (-z).exp())
+}
+
+/// How much less likely a chosen message that reached the answer's context
+/// is to be the evidence when the answer says it found nothing.
+const NOT_GIVEN: f64 = 0.1;
+
+/// One way the case may have failed: a failure point (an index into the
+/// failures), or none (every needed item reached the answer's context), and
+/// how likely it is to be the verdict.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Outcome {
+    failure: Option<usize>,
+    probability: f64,
+}
+
+/// The outcomes of a case, most likely first. Each item is needed with its
+/// weight, independently of the others; the verdict is the earliest failure
+/// point of a needed item, or the answering op when no needed item failed.
+/// So a failure point is the verdict when its item is needed and no item
+/// that failed earlier is; probabilities are taken given that at least one
+/// item is needed. Failures at the same op with the same type add up.
+fn weigh_outcomes(items: &[Item], failures: &[Failure], reached: f64) -> Vec<Outcome> {
+    let failed = |i: usize| failures.iter().any(|f| f.item == i);
+    let weight = |i: usize| {
+        let w = items[i].weight.clamp(0.0, 1.0);
+        if failed(i) {
+            w
+        } else {
+            w * reached
+        }
+    };
+    let mut order: Vec<usize> = (0..failures.len()).collect();
+    order.sort_by_key(|&f| (failures[f].op, failures[f].item));
+    let mut none_before = 1.0;
+    let mut out: Vec<Outcome> = Vec::new();
+    let mut seen: Vec<usize> = Vec::new();
+    for f in order {
+        let item = failures[f].item;
+        if seen.contains(&item) {
+            continue;
+        }
+        seen.push(item);
+        let p = weight(item) * none_before;
+        none_before *= 1.0 - weight(item);
+        let same = out.iter_mut().find(|o| {
+            o.failure.is_some_and(|g| {
+                failures[g].op == failures[f].op && failures[g].error_type == failures[f].error_type
+            })
+        });
+        match same {
+            Some(o) => o.probability += p,
+            None => out.push(Outcome {
+                failure: Some(f),
+                probability: p,
+            }),
+        }
+    }
+    let none_held: f64 = (0..items.len())
+        .filter(|i| !seen.contains(i))
+        .map(|i| 1.0 - weight(i))
+        .product();
+    out.push(Outcome {
+        failure: None,
+        probability: none_before * (1.0 - none_held),
+    });
+    let any: f64 = 1.0 - (0..items.len()).map(|i| 1.0 - weight(i)).product::<f64>();
+    if any > 0.0 {
+        for o in &mut out {
+            o.probability /= any;
+        }
+    }
+    // Most likely first; on a tie, the earlier failure point.
+    out.sort_by(|a, b| {
+        b.probability.total_cmp(&a.probability).then_with(|| {
+            let at = |o: &Outcome| o.failure.map_or(usize::MAX, |f| failures[f].op);
+            at(a).cmp(&at(b))
+        })
+    });
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::attrib::{AttributeRequest, Method, Verdict};
+    use crate::attrib::{AttributeRequest, Method, Setting, Verdict};
     use crate::prelude::*;
     use memtrace_engine::{Cancel, ImportOptions, InputFormat};
     use memtrace_gen::builder::{TraceBuilder, VarRef};
@@ -1251,6 +1532,10 @@ mod tests {
         }
 
         fn verdicts(self) -> Vec<Verdict> {
+            self.verdicts_in(Setting::Benchmark)
+        }
+
+        fn verdicts_in(self, setting: Setting) -> Vec<Verdict> {
             let dir = tempfile::tempdir().unwrap();
             let db = crate::open(dir.path().join("db")).unwrap();
             db.import_reader(
@@ -1264,8 +1549,129 @@ mod tests {
                 trace: None,
                 cases: None,
                 method: Method::Evidence,
+                setting,
+                search: Default::default(),
             };
             db.attribute(&req, &Cancel::new(), &mut |_| {}).unwrap()
+        }
+    }
+
+    fn weighed(message: usize, weight: f64) -> Item {
+        Item {
+            message,
+            stems: vec![1],
+            span: 1,
+            text: String::new(),
+            whole: false,
+            speaker: None,
+            value: Vec::new(),
+            must: Vec::new(),
+            threshold: VALUE_OVERLAP,
+            asked: Vec::new(),
+            weight,
+        }
+    }
+
+    fn failing(op: usize, item: usize, error_type: ErrorType) -> Failure {
+        Failure {
+            op,
+            error_type,
+            item,
+            reason: String::new(),
+            confidence: 0.9,
+            last: None,
+        }
+    }
+
+    #[test]
+    fn needed_evidence_fails_at_its_earliest_point_and_weights_share_the_verdict() {
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+        // Source evidence, all needed: the earliest failure point, surely.
+        let items = [weighed(0, 1.0), weighed(1, 1.0)];
+        let fails = [
+            failing(7, 1, ErrorType::RetrievalError),
+            failing(2, 0, ErrorType::ExtractionError),
+        ];
+        let o = weigh_outcomes(&items, &fails, 1.0);
+        assert_eq!((o[0].failure, o[0].probability), (Some(1), 1.0));
+        // A likely message lost late outweighs an unlikely one lost early:
+        // 0.9 * 0.8 against 0.2, out of 1 - 0.8 * 0.1.
+        let items = [weighed(0, 0.2), weighed(1, 0.9)];
+        let o = weigh_outcomes(&items, &fails, 1.0);
+        assert_eq!(o[0].failure, Some(0));
+        assert!(close(o[0].probability, 0.72 / 0.92), "{o:?}");
+        assert!(close(o[1].probability, 0.2 / 0.92), "{o:?}");
+        assert!(close(o[2].probability, 0.0), "{o:?}");
+        // One item failed, one reached the context: either may be the one needed.
+        let items = [weighed(0, 0.5), weighed(1, 0.5)];
+        let o = weigh_outcomes(&items, &[failing(3, 0, ErrorType::UpdateError)], 1.0);
+        assert_eq!(o[0].failure, Some(0));
+        assert!(close(o[0].probability, 0.5 / 0.75), "{o:?}");
+        assert_eq!(o[1].failure, None);
+        assert!(close(o[1].probability, 0.25 / 0.75), "{o:?}");
+        // The answer said it found nothing: the one that reached the context
+        // counts a tenth.
+        let o = weigh_outcomes(&items, &[failing(3, 0, ErrorType::UpdateError)], 0.1);
+        assert!(close(o[0].probability, 0.5 / 0.525), "{o:?}");
+        // Two items lost at the same op add up: 0.25 + 0.125, against 0.5
+        // for the one lost earlier, out of 1 - 0.5^3.
+        let items = [weighed(0, 0.5), weighed(1, 0.5), weighed(2, 0.5)];
+        let fails = [
+            failing(4, 0, ErrorType::RetrievalError),
+            failing(4, 1, ErrorType::RetrievalError),
+            failing(1, 2, ErrorType::ExtractionError),
+        ];
+        let o = weigh_outcomes(&items, &fails, 1.0);
+        assert_eq!(o[0].failure, Some(2));
+        assert!(close(o[0].probability, 0.5 / 0.875), "{o:?}");
+        assert_eq!(o[1].failure, Some(0));
+        assert!(close(o[1].probability, 0.375 / 0.875), "{o:?}");
+    }
+
+    #[test]
+    fn chosen_evidence_blames_where_the_answer_was_lost_not_where_small_talk_was() {
+        // Small talk the extractor drops, and the fact, stored and then not
+        // retrieved: with the evidence hidden, the fact is what the question
+        // and its gold answer point to, and the retrieval is to blame.
+        let build = || {
+            let mut t = Mini::new();
+            let chat = t.message("D1:1", "Lena: Hey Omar! How was your week? Anything new?");
+            t.extract(&chat, "[]");
+            let m = t.message("D1:2", VOLVO);
+            let other = t.message("D1:3", "Lena: My cat Luna sleeps all day.");
+            let (f, _) = t.extract(&m, &format!("[{FACT:?}]"));
+            t.add(&f, FACT);
+            let (g, _) = t.extract(&other, "['Lena has a cat named Luna']");
+            let (lena, _) = t.add(&g, "Lena has a cat named Luna");
+            let (retrieve, _) = t.question(
+                "Q1",
+                "What car does Omar drive?",
+                "a blue Volvo",
+                &[&m],
+                &[&lena],
+                &["Lena has a cat named Luna"],
+            );
+            (t, retrieve)
+        };
+        for setting in [Setting::Benchmark, Setting::Evaluation, Setting::Production] {
+            let (t, retrieve) = build();
+            let v = t.verdicts_in(setting);
+            assert_eq!(v.len(), 1);
+            assert_eq!(v[0].setting, Some(setting), "{setting}");
+            assert_eq!(
+                (v[0].error_type, v[0].op_id.as_deref()),
+                (Some(ErrorType::RetrievalError), Some(retrieve.as_str())),
+                "{setting}: {}",
+                v[0].reason
+            );
+            if setting != Setting::Benchmark {
+                assert!(
+                    v[0].reason.contains("chosen as evidence with weight"),
+                    "{}",
+                    v[0].reason
+                );
+                assert!(v[0].confidence < 1.0);
+            }
         }
     }
 

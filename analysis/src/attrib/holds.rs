@@ -88,6 +88,9 @@ pub struct Item {
     pub threshold: f64,
     /// Stems of the question: words any statement of its answer shares.
     pub asked: Vec<u32>,
+    /// The probability that the answer needed this item (1 for source
+    /// evidence); matching never reads it.
+    pub weight: f64,
 }
 
 /// One string leaf of a value: the stem id of each token, and where each
@@ -432,6 +435,7 @@ impl<'m> Matcher<'m> {
             must: Vec::new(),
             threshold: VALUE_OVERLAP,
             asked: Vec::new(),
+            weight: 1.0,
         })
     }
 

@@ -205,6 +205,7 @@ impl Labels for Database {
             micros: 0,
             model: None,
             cost: None,
+            setting: None,
         };
         let at_ms = now_ms();
         let stored = StoredVerdict {

@@ -189,6 +189,10 @@ pub struct Verdict {
     /// What the verdict cost (LLM methods only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost: Option<Cost>,
+    /// What the case showed the attributor (`None` for verdicts stored
+    /// before settings were recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub setting: Option<super::setting::Setting>,
 }
 
 /// How far an attribution run is, as its progress callback hears it

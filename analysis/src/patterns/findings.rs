@@ -74,7 +74,7 @@ impl TraceFindings {
             }
         }
         let (model, cases) = attrib::trace_cases(&view)?;
-        let verdicts = attrib::attribute_trace(&model, &cases, 0, cancel)?;
+        let verdicts = attrib::attribute_trace(&model, &cases, 0, cancel, None)?;
         if verdicts.len() != cases.len() {
             return Err(AnalysisError::BadRequest(format!(
                 "trace {}: {} evidence-flow verdict(s) for {} failed case(s)",

@@ -144,6 +144,7 @@ pub(super) fn verdict(
         micros: 3,
         model: None,
         cost: None,
+        setting: None,
     }
 }
 

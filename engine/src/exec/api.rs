@@ -3,6 +3,7 @@
 
 use std::cell::RefCell;
 
+use memtrace_query::ast::Output;
 use memtrace_query::plan::Pred;
 use memtrace_query::{Params, Plan, Statement};
 use memtrace_storage::records::TraceRecord;
@@ -14,7 +15,7 @@ use super::row::RecRow;
 use super::run::{qerr, Exec};
 use super::value::{into_json, take_row, CellFn, CellSink, QueryResult, Sink};
 use crate::db::{Database, Snapshot};
-use crate::error::Result;
+use crate::error::{EngineError, Result};
 use crate::extension::{statement_name, CasePick};
 use crate::graph::Cancel;
 
@@ -141,7 +142,21 @@ impl Database {
     /// runs is checked and completed by it here (an ATTRIBUTE's method, the
     /// pattern a RUN PATTERN names), also under EXPLAIN.
     pub fn plan(&self, stmt: &Statement, params: &Params, text: &str) -> Result<Plan> {
-        let mut plan = memtrace_query::plan_text(stmt, params, text)?;
+        self.plan_until(stmt, params, text, &Cancel::new())
+    }
+
+    /// [`plan`](Self::plan), ending with [`EngineError::Cancelled`] once
+    /// `cancel` fires (planning looks at it as it goes).
+    pub fn plan_until(
+        &self,
+        stmt: &Statement,
+        params: &Params,
+        text: &str,
+        cancel: &Cancel,
+    ) -> Result<Plan> {
+        cancel.check()?;
+        let mut plan = memtrace_query::plan_until(stmt, params, text, &|| cancel.is_cancelled())
+            .map_err(qerr)?;
         if let Some(name) = statement_name(&plan) {
             let mut inner = &mut plan;
             while let Plan::Explain(p) = inner {
@@ -157,8 +172,39 @@ impl Database {
     /// Parses and plans a statement without running it: syntax, field,
     /// parameter and attribution method errors show here. [`columns_of`](crate::columns_of) names its result columns.
     pub fn prepare(&self, text: &str, params: &Params) -> Result<Plan> {
+        self.prepare_until(text, params, &Cancel::new())
+    }
+
+    /// [`prepare`](Self::prepare), ending with [`EngineError::Cancelled`]
+    /// once `cancel` fires (after parsing, and while planning).
+    pub fn prepare_until(&self, text: &str, params: &Params, cancel: &Cancel) -> Result<Plan> {
         let stmt = memtrace_query::parse_statement(text)?;
-        self.plan(&stmt, params, text)
+        self.plan_until(&stmt, params, text, cancel)
+    }
+
+    /// Runs a TRACE or FORWARD and hands out the walk's tree instead of its
+    /// rows: one row per variable the walk reached, `[trace, node, depth,
+    /// parent, via_op, in_result]`, where `parent` is the variable it was
+    /// reached from (null where an op start reached it; `via_op` is then
+    /// that op), `via_op` the op between them, and `in_result` whether the
+    /// statement's result holds it (its depth range and WHERE; the others
+    /// lie on the way to such variables). The statement's LIMIT is not
+    /// applied. Each row is of constant size, where `RETURN paths` repeats
+    /// the beginning of every path: this is what `--format tree` draws.
+    pub fn walk_tree(&self, plan: &Plan, cancel: &Cancel, sink: &mut Sink<'_>) -> Result<()> {
+        let Plan::Traverse(t) = plan else {
+            return Err(EngineError::BadRequest(
+                "a walk's tree is made of TRACE and FORWARD only".into(),
+            ));
+        };
+        let mut t = t.clone();
+        t.output = Output::Paths;
+        t.columns = memtrace_query::plan::traverse_columns(Output::Paths);
+        t.limit = None;
+        let snapshot = self.snapshot();
+        let mut exec = snapshot.exec(cancel);
+        exec.steps = true;
+        exec.run(&Plan::Traverse(t), &mut |c| sink(take_row(c)))
     }
 
     /// Runs a planned statement; returns the column names.
@@ -182,6 +228,7 @@ impl<'db> Snapshot<'db> {
             cancel,
             capture: None,
             batches: None,
+            steps: false,
         }
     }
 

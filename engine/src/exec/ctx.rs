@@ -62,6 +62,11 @@ pub(super) struct TraceCtx<'a> {
     edges: OnceLock<Arc<TraceEdges>>,
     labels: OnceLock<Arc<StoredLabels>>,
     values: RefCell<HashMap<u32, Value>>,
+    /// The token of the statement that reads the trace, which its rows
+    /// look at while a long condition is evaluated ([`Row::stopped`]).
+    ///
+    /// [`Row::stopped`]: memtrace_query::Row::stopped
+    cancel: Cancel,
 }
 
 impl<'a> TraceCtx<'a> {
@@ -82,7 +87,19 @@ impl<'a> TraceCtx<'a> {
             edges: OnceLock::new(),
             labels: OnceLock::new(),
             values: RefCell::new(HashMap::new()),
+            cancel: Cancel::new(),
         }
+    }
+
+    /// The context read under `cancel`.
+    pub(super) fn until(mut self, cancel: &Cancel) -> Self {
+        self.cancel = cancel.clone();
+        self
+    }
+
+    /// Whether the statement that reads the trace was stopped.
+    pub(super) fn stopped(&self) -> bool {
+        self.cancel.is_cancelled()
     }
 
     /// A cached part of the trace: the record this context holds was read

@@ -33,7 +33,7 @@ impl<'a> Exec<'a> {
                 .view
                 .trace(tid)?
                 .ok_or_else(|| EngineError::UnknownTrace(format!("#{tid}")))?;
-            let t = TraceCtx::new(self.db, self.view, tid, record);
+            let t = TraceCtx::new(self.db, self.view, tid, record).until(self.cancel);
             let g = t.graph()?;
             // A variable: its incoming edges grouped by edge category. An op:
             // all its edges.

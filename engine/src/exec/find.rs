@@ -44,7 +44,7 @@ impl<'a> Exec<'a> {
         let mut col = Collector::new(&p.projection);
         'traces: for (tid, record) in self.traces(&p.scope)? {
             self.cancel.check()?;
-            let t = TraceCtx::new(self.db, self.view, tid, record);
+            let t = TraceCtx::new(self.db, self.view, tid, record).until(self.cancel);
             if let Some(f) = &p.trace_filter {
                 if !f.expr.test(&RecRow::new(&t)).map_err(qerr)? {
                     continue;

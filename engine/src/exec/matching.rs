@@ -18,7 +18,7 @@ impl<'a> Exec<'a> {
         let mut col = Collector::new(&p.projection);
         for (tid, record) in self.traces(&p.scope)? {
             self.cancel.check()?;
-            let t = TraceCtx::new(self.db, self.view, tid, record);
+            let t = TraceCtx::new(self.db, self.view, tid, record).until(self.cancel);
             let mut binding = vec![UNBOUND; p.vars.len()];
             let mut m = Matcher {
                 exec: self,

@@ -148,6 +148,10 @@ impl Row for RecRow<'_, '_> {
         })();
         r.map_err(|e| QueryError::Other(e.to_string()))
     }
+
+    fn stopped(&self) -> bool {
+        self.t.stopped()
+    }
 }
 
 /// A MATCH binding: one local id per pattern variable.
@@ -171,6 +175,10 @@ impl Row for MatchRow<'_, '_> {
             _ => Ok(Value::Null),
         };
         r.map_err(|e| QueryError::Other(e.to_string()))
+    }
+
+    fn stopped(&self) -> bool {
+        self.t.stopped()
     }
 }
 

@@ -45,11 +45,17 @@ pub(super) struct Exec<'a> {
     /// whole batches sends them (the rows go to the row sink, which
     /// gathers them into batches for the same place).
     pub batches: Option<&'a RefCell<dyn BatchOut + 'a>>,
+    /// Set by [`crate::Database::walk_tree`]: the rows of `RETURN paths`
+    /// are the walk's steps (see there) instead of whole paths.
+    pub steps: bool,
 }
 
 /// A query error as the engine's error.
 pub(super) fn qerr(e: QueryError) -> EngineError {
-    EngineError::Query(e)
+    match e {
+        QueryError::Stopped => EngineError::Cancelled,
+        e => EngineError::Query(e),
+    }
 }
 
 /// (version, variable) of the versions of a full name in one trace.

@@ -144,6 +144,7 @@ impl Database {
             cancel,
             capture: Some(&capture),
             batches: None,
+            steps: false,
         };
         exec.run(&plan, &mut |_| Ok(true))?;
         build(&snapshot, capture.into_traces(), options)

@@ -424,7 +424,7 @@ impl<'a> Exec<'a> {
                     .trace(tid)?
                     .ok_or_else(|| EngineError::UnknownTrace(format!("#{tid}")))?,
             };
-            let t = TraceCtx::new(self.db, self.view, tid, record);
+            let t = TraceCtx::new(self.db, self.view, tid, record).until(self.cancel);
             if p.limit.is_none() {
                 // No count to keep: the rows go straight to the sink.
                 if !self.traverse_trace(p, &t, &starts, sink)? {
@@ -887,9 +887,48 @@ impl<'a> Exec<'a> {
                 }
                 Ok(true)
             }
+            Output::Paths if self.steps => {
+                // Every visit, each with the node it was reached from: the
+                // walk's tree, in rows of constant size.
+                for (i, v) in visits.iter().enumerate() {
+                    if i.is_multiple_of(4096) {
+                        self.cancel.check()?;
+                    }
+                    let shown = v.depth >= p.min_depth && passes(&visit_row(v))?;
+                    let parent = if v.parent == u32::MAX {
+                        Value::Null
+                    } else {
+                        Value::Str(t.node_id(v.parent)?)
+                    };
+                    let via = match g.op(v.edge) {
+                        Some(o) => Value::Str(t.op_id(o)?),
+                        None => Value::Null,
+                    };
+                    let row = vec![
+                        t.gid(),
+                        Value::Str(t.node_id(v.node)?),
+                        Value::from(v.depth),
+                        parent,
+                        via,
+                        Value::Bool(shown),
+                    ];
+                    if !give(emit, row)? {
+                        return Ok(false);
+                    }
+                }
+                Ok(true)
+            }
             Output::Paths => {
                 let by_node: HashMap<u32, &Visit> = visits.iter().map(|v| (v.node, v)).collect();
+                // A path is as long as its depth: the token is looked at by
+                // the steps written, not by the rows.
+                let mut steps = 0usize;
                 for v in &returned {
+                    if steps >= 4096 {
+                        self.cancel.check()?;
+                        steps = 0;
+                    }
+                    steps += v.depth as usize + 1;
                     if !passes(&visit_row(v))? {
                         continue;
                     }

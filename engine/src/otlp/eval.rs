@@ -68,16 +68,24 @@ impl Evaluation {
     /// passing or failing word, else by its score (0 or less fails, as a
     /// judge's score of 0 does); `None` when neither decides.
     pub(crate) fn failed(&self) -> Option<bool> {
-        if let Some(l) = &self.label {
-            let l = l.trim().to_ascii_lowercase().replace([' ', '-'], "_");
-            if FAILING.contains(&l.as_str()) {
-                return Some(true);
-            }
-            if PASSING.contains(&l.as_str()) {
-                return Some(false);
-            }
+        if let Some(fails) = self.label.as_deref().and_then(label_fails) {
+            return Some(fails);
         }
         self.score.map(|s| s <= 0.0)
+    }
+}
+
+/// Whether an evaluation's label or a user's feedback marks a failure
+/// (`incorrect`, `thumbs-down`, ...) or a pass (`correct`, `thumbs up`);
+/// `None` for a word that says neither.
+pub fn label_fails(label: &str) -> Option<bool> {
+    let l = label.trim().to_lowercase().replace([' ', '-'], "_");
+    if FAILING.contains(&l.as_str()) {
+        Some(true)
+    } else if PASSING.contains(&l.as_str()) {
+        Some(false)
+    } else {
+        None
     }
 }
 
@@ -102,6 +110,18 @@ pub(crate) const FAILING: &[&str] = &[
     "toxic",
     "unsafe",
     "invalid",
+    // A user's feedback on an answer (Phoenix annotations, Langfuse scores).
+    "thumbs_down",
+    "thumbsdown",
+    "thumb_down",
+    "👎",
+    "negative",
+    "dislike",
+    "disliked",
+    "downvote",
+    "downvoted",
+    "unhelpful",
+    "not_helpful",
 ];
 
 /// Labels that mark a passed evaluation.
@@ -120,6 +140,16 @@ pub(crate) const PASSING: &[&str] = &[
     "safe",
     "valid",
     "ok",
+    "thumbs_up",
+    "thumbsup",
+    "thumb_up",
+    "👍",
+    "positive",
+    "like",
+    "liked",
+    "upvote",
+    "upvoted",
+    "helpful",
 ];
 
 fn number(x: f64) -> Value {
@@ -406,6 +436,10 @@ mod tests {
         assert_eq!(ev(Some("meh"), Some(0.0)).failed(), Some(true));
         assert_eq!(ev(Some("meh"), Some(0.4)).failed(), Some(false));
         assert_eq!(ev(Some("meh"), None).failed(), None);
+        // A user's feedback on an answer reads as an evaluation of it.
+        assert_eq!(ev(Some("Thumbs-Down"), None).failed(), Some(true));
+        assert_eq!(ev(Some("thumbs up"), None).failed(), Some(false));
+        assert_eq!(ev(Some("👎"), None).failed(), Some(true));
     }
 
     #[test]

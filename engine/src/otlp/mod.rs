@@ -9,6 +9,8 @@
 //! an export, [`eval`] reads the evaluations spans carry.
 
 mod eval;
+
+pub use eval::label_fails;
 mod map;
 mod read;
 pub mod split;

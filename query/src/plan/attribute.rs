@@ -64,6 +64,7 @@ impl Planner<'_> {
             scope: self.text_arg(&a.in_trace)?,
             method: a.method.clone(),
             method_at: a.method_pos.0,
+            setting: a.setting.as_ref().map(|(s, at)| (s.clone(), at.0)),
             columns: attribute_columns(),
         })
     }

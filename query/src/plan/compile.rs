@@ -15,7 +15,7 @@ use super::types::{AggSpec, Pred, VarKind};
 impl Planner<'_> {
     pub(super) fn pred(&self, e: &Expr, scope: &Scope<'_>) -> Result<Pred> {
         let mut aggs = Vec::new();
-        let expr = self.compile(e, scope, &mut aggs, &[])?;
+        let expr = self.compile(e, scope, &mut aggs, None)?;
         Ok(Pred {
             expr,
             text: e.to_string(),
@@ -144,18 +144,20 @@ impl Planner<'_> {
     }
 
     /// Compiles an expression. Aggregate calls are appended to `aggs` and
-    /// replaced by [`Pexpr::Agg`]; subexpressions equal to a `group` key
-    /// become [`Pexpr::Group`].
+    /// replaced by [`Pexpr::Agg`]. When the rows are grouped (`group` is
+    /// given, empty for one group of all rows), subexpressions equal to a
+    /// group key become [`Pexpr::Group`] and any other field is refused.
     pub(super) fn compile(
         &self,
         e: &Expr,
         scope: &Scope<'_>,
         aggs: &mut Vec<AggSpec>,
-        group: &[String],
+        group: Option<&[String]>,
     ) -> Result<Pexpr> {
-        if !group.is_empty() {
+        self.look()?;
+        if let Some(keys) = group.filter(|g| !g.is_empty()) {
             let text = e.to_string();
-            if let Some(i) = group.iter().position(|g| *g == text) {
+            if let Some(i) = keys.iter().position(|g| *g == text) {
                 return Ok(Pexpr::Group(i));
             }
         }
@@ -165,7 +167,7 @@ impl Planner<'_> {
             Expr::Param(p) => Pexpr::Const(self.param(p)?.clone()),
             Expr::Field(path) => {
                 let f = self.field(path, scope)?;
-                if !group.is_empty() {
+                if group.is_some() {
                     let message = if self.implicit_groups.get() {
                         format!("{path} must be a group key (RETURN it without an aggregate, or GROUP BY it) or inside an aggregate such as count({path})")
                     } else {
@@ -206,7 +208,7 @@ impl Planner<'_> {
                                 ..*scope
                             };
                             let mut none = Vec::new();
-                            let a = self.compile(expr, &inner_scope, &mut none, &[])?;
+                            let a = self.compile(expr, &inner_scope, &mut none, None)?;
                             (*distinct, Some(a))
                         }
                     };

@@ -164,7 +164,14 @@ impl Plan {
                         return;
                     }
                 };
-                t.push(2, format!("Attribute each case using {}", a.method));
+                let setting = match &a.setting {
+                    Some((s, _)) => format!(" in the {s} setting"),
+                    None => String::new(),
+                };
+                t.push(
+                    2,
+                    format!("Attribute each case using {}{setting}", a.method),
+                );
                 t.push(3, cases);
             }
             Plan::Traverse(p) => {

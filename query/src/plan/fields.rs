@@ -115,6 +115,9 @@ pub enum Field {
     TokensOut,
     /// `seconds`: wall-clock seconds an LLM verdict took.
     Seconds,
+    /// `setting`: what the case showed the attributor (`benchmark`,
+    /// `evaluation`, `production`).
+    Setting,
     /// `meta.<key>...`: a path into the JSON metadata.
     Meta(Vec<String>),
     /// Where a record is, for the engine's own use (a statement cannot name
@@ -217,6 +220,7 @@ pub(super) fn fields_of(subject: Subject) -> &'static [(&'static str, Field)] {
         ("tokens_in", TokensIn),
         ("tokens_out", TokensOut),
         ("seconds", Seconds),
+        ("setting", Setting),
     ];
     match subject {
         Subject::Var | Subject::Source | Subject::Target => VAR,

@@ -22,7 +22,7 @@
 //   matching    MATCH
 //   patterns    SAVE PATTERN and RUN PATTERN
 //   attribute   ATTRIBUTE
-//   entry       `plan` and `plan_text`
+//   entry       `plan`, `plan_text` and `plan_until`
 //   explain     the printed form (on `types` alone)
 mod attribute;
 mod compile;
@@ -44,7 +44,7 @@ mod traverse;
 mod types;
 
 pub use attribute::{attribute_columns, SUBQUERIES};
-pub use entry::{plan, plan_text};
+pub use entry::{plan, plan_text, plan_until};
 pub use fields::{field_names, Field, Subject, SUBJECTS};
 pub use params::statement_params;
 pub use traverse::traverse_columns;

@@ -34,7 +34,14 @@ pub(super) struct Planner<'a> {
     /// The projection being planned groups by its RETURN items without an
     /// aggregate (no GROUP BY), which error messages then name.
     pub(super) implicit_groups: Cell<bool>,
+    /// Says when planning is to stop (see [`super::plan_until`]).
+    stopped: Option<&'a dyn Fn() -> bool>,
+    /// Expressions compiled, to look at `stopped` every [`STOP_CHECK`].
+    compiled: Cell<usize>,
 }
+
+/// Expressions compiled between two looks at whether planning is to stop.
+const STOP_CHECK: usize = 256;
 
 impl<'a> Planner<'a> {
     /// A planner binding `params`, its errors placed in `text`.
@@ -43,6 +50,25 @@ impl<'a> Planner<'a> {
             params,
             text,
             implicit_groups: Cell::new(false),
+            stopped: None,
+            compiled: Cell::new(0),
+        }
+    }
+
+    /// The planner, stopping once `stopped` says so.
+    pub(super) fn until(mut self, stopped: Option<&'a dyn Fn() -> bool>) -> Self {
+        self.stopped = stopped;
+        self
+    }
+
+    /// `Err(Stopped)` when planning is to stop (looked at every
+    /// [`STOP_CHECK`] calls).
+    pub(super) fn look(&self) -> Result<()> {
+        let n = self.compiled.get() + 1;
+        self.compiled.set(n);
+        match self.stopped {
+            Some(stopped) if n.is_multiple_of(STOP_CHECK) && stopped() => Err(QueryError::Stopped),
+            _ => Ok(()),
         }
     }
 

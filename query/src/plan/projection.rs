@@ -45,7 +45,7 @@ impl Planner<'_> {
                 ..*scope
             };
             for k in keys {
-                group_keys.push(self.compile(k, &key_scope, &mut Vec::new(), &[])?);
+                group_keys.push(self.compile(k, &key_scope, &mut Vec::new(), None)?);
                 group_texts.push(k.to_string());
             }
         } else if let Some((name, expr)) = lead {
@@ -59,9 +59,9 @@ impl Planner<'_> {
                     .unwrap_or_else(|| column_text(&item.expr)),
             );
             outputs.push(if aggregating {
-                self.compile(&item.expr, scope, &mut aggs, &group_texts)?
+                self.compile(&item.expr, scope, &mut aggs, Some(&group_texts))?
             } else {
-                self.compile(&item.expr, scope, &mut aggs, &[])?
+                self.compile(&item.expr, scope, &mut aggs, None)?
             });
         }
         let visible = columns.len();
@@ -98,9 +98,9 @@ impl Planner<'_> {
                 ));
             }
             let e = if aggregating {
-                self.compile(&o.expr, scope, &mut aggs, &group_texts)?
+                self.compile(&o.expr, scope, &mut aggs, Some(&group_texts))?
             } else {
-                self.compile(&o.expr, scope, &mut aggs, &[])?
+                self.compile(&o.expr, scope, &mut aggs, None)?
             };
             outputs.push(e);
             order.push((outputs.len() - 1, desc));
@@ -157,5 +157,37 @@ mod tests {
             ),
             "{e}"
         );
+    }
+
+    #[test]
+    fn one_group_of_all_rows_refuses_a_bare_field_where_it_is_written() {
+        // Without GROUP BY and with only aggregates returned, every row is in
+        // one group: a field outside an aggregate has no value there.
+        for (text, field, column) in [
+            (
+                "FIND sessions RETURN count(*) ORDER BY session.id",
+                "session.id",
+                40,
+            ),
+            (
+                "FIND sessions RETURN count(*) ORDER BY session.created_at",
+                "session.created_at",
+                40,
+            ),
+            (
+                "FIND ops RETURN count(*) ORDER BY lower(op.name)",
+                "op.name",
+                41,
+            ),
+        ] {
+            let e = plan_err(text, &[]);
+            assert!(
+                e.contains(&format!("column {column}: {field} must be a group key")),
+                "{text}: {e}"
+            );
+            for internal in ["Id", "CreatedAt", "OpName", "is read outside"] {
+                assert!(!e.contains(&format!("{internal} ")), "{text}: {e}");
+            }
+        }
     }
 }

@@ -274,6 +274,9 @@ pub struct AttributePlan {
     pub method: String,
     /// Byte offset of the method's name in the statement text.
     pub method_at: usize,
+    /// `SETTING name` as written (the engine checks it), and its byte
+    /// offset; `None` is the benchmark setting (all a case holds).
+    pub setting: Option<(String, usize)>,
     /// The result columns.
     pub columns: Vec<String>,
 }

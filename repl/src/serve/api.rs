@@ -3,11 +3,13 @@
 //! without a socket.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
-use std::io::Read;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use memtrace::attrib::evidence::{evidence, MessageIndex};
+use memtrace::attrib::evidence::evidence_of;
 use memtrace::attrib::pyvalue::unrepr;
 use memtrace::attrib::{case, flow, ErrorType, LabelInput, StoredVerdict, TraceModel, HUMAN};
 use memtrace::prelude::*;
@@ -29,8 +31,6 @@ pub const MAX_GRAPH_NODES: usize = 2000;
 pub const MAX_VALUE_CHARS: usize = 65_536;
 /// Largest body of a label or a query.
 pub const MAX_SMALL_BODY: u64 = 1 << 20;
-/// Largest body of an import.
-pub const MAX_IMPORT_BODY: u64 = 4 << 30;
 /// Characters of a value shown beside a node in a graph or list.
 const PREVIEW: usize = 160;
 /// Traces whose structure (ops with their inputs and outputs, degrees) stay cached.
@@ -128,8 +128,115 @@ pub struct Api {
     db: Database,
     name: String,
     query_timeout: Duration,
+    uploads: Uploads,
     structures: Mutex<Vec<(TraceId, Arc<Structure>)>>,
     failed: Mutex<HashMap<TraceId, u64>>,
+}
+
+/// Where the bodies of imports are written as they arrive, to be imported
+/// from a file as `memtrace import` reads one (mapped, not copied into
+/// memory), and how large one may be.
+#[derive(Debug, Clone)]
+pub struct Uploads {
+    /// The folder (inside the database's, so on its disk).
+    pub dir: PathBuf,
+    /// Bytes an import's body may have; past it, 413.
+    pub limit: u64,
+}
+
+/// Uploads written by this process so far (for their file names).
+static UPLOADS: AtomicU64 = AtomicU64::new(0);
+
+impl Uploads {
+    /// The folder of uploads in the database folder at `db`.
+    pub fn in_db(db: &Path, limit: u64) -> Uploads {
+        Uploads {
+            dir: db.join("uploads"),
+            limit,
+        }
+    }
+
+    /// Makes the folder, empty: what is there was left by a server that
+    /// stopped while it received it.
+    pub fn clear(&self) -> std::io::Result<()> {
+        if self.dir.exists() {
+            std::fs::remove_dir_all(&self.dir)?;
+        }
+        std::fs::create_dir_all(&self.dir)
+    }
+
+    /// A new upload's file, removed when the [`Upload`] is dropped.
+    pub fn create(&self) -> Result<(Upload, std::fs::File), ApiError> {
+        std::fs::create_dir_all(&self.dir).map_err(|e| upload_error(&self.dir, &e))?;
+        let n = UPLOADS.fetch_add(1, Ordering::Relaxed);
+        let path = self.dir.join(format!("{}-{n}.upload", std::process::id()));
+        let file = std::fs::File::create(&path).map_err(|e| upload_error(&path, &e))?;
+        Ok((Upload { path, bytes: 0 }, file))
+    }
+
+    /// 413 for a body of `bytes`, when that is past the limit.
+    pub fn check(&self, bytes: u64) -> Result<(), ApiError> {
+        if bytes > self.limit {
+            Err(ApiError {
+                message: format!(
+                    "the import is larger than {} bytes (memtrace serve --max-import); nothing of it was stored",
+                    self.limit
+                ),
+                ..ApiError::too_large(self.limit)
+            })
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Writes a body read from `body` to a new upload.
+    fn write(&self, body: &mut dyn Read) -> Result<Upload, ApiError> {
+        let (mut upload, file) = self.create()?;
+        let mut out = std::io::BufWriter::new(file);
+        let mut buf = vec![0u8; 64 << 10];
+        loop {
+            let n = body
+                .read(&mut buf)
+                .map_err(|e| ApiError::bad(format!("reading the request body: {e}")))?;
+            if n == 0 {
+                break;
+            }
+            upload.bytes += n as u64;
+            self.check(upload.bytes)?;
+            out.write_all(&buf[..n])
+                .map_err(|e| upload_error(&upload.path, &e))?;
+        }
+        out.flush().map_err(|e| upload_error(&upload.path, &e))?;
+        Ok(upload)
+    }
+}
+
+/// 500: an upload could not be written.
+pub fn upload_error(path: &Path, e: &std::io::Error) -> ApiError {
+    ApiError {
+        status: 500,
+        kind: "internal",
+        message: format!(
+            "cannot write the upload to {}: {e}; nothing of it was stored",
+            path.display()
+        ),
+    }
+}
+
+/// An import's body, received whole into a file; the file is removed when
+/// this is dropped.
+#[derive(Debug)]
+pub struct Upload {
+    /// The file.
+    pub path: PathBuf,
+    /// Its bytes.
+    pub bytes: u64,
+}
+
+impl Drop for Upload {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
 }
 
 /// A value on one line, cut to [`PREVIEW`] characters.
@@ -247,14 +354,34 @@ fn direction(target: &Target) -> Result<&'static str, ApiError> {
 }
 
 impl Api {
-    /// The API over `db`, which it names `name` in `/api/health`.
-    pub fn new(db: Database, name: String, query_timeout: Duration) -> Api {
+    /// The API over `db`, which it names `name` in `/api/health`; imports
+    /// are received into `uploads`.
+    pub fn new(db: Database, name: String, query_timeout: Duration, uploads: Uploads) -> Api {
         Api {
             db,
             name,
             query_timeout,
+            uploads,
             structures: Mutex::new(Vec::new()),
             failed: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Where imports are received.
+    pub fn uploads(&self) -> &Uploads {
+        &self.uploads
+    }
+
+    /// Answers `POST /api/import` (at `url`) whose body was received whole
+    /// into `upload`.
+    pub fn import_upload(&self, url: &str, upload: &Upload) -> Reply {
+        let target = match Target::parse(url) {
+            Ok(t) => t,
+            Err(e) => return e.reply(),
+        };
+        match self.import_file(&target, upload) {
+            Ok(r) => r,
+            Err(e) => e.reply(),
         }
     }
 
@@ -591,17 +718,18 @@ impl Api {
     fn case(&self, trace: &str, case: &str) -> Result<Reply, ApiError> {
         let ctx = self.db.failed_case(trace, case)?;
         let (m, c) = (&ctx.model, &ctx.case);
-        let index = MessageIndex::new(m);
-        let ev = evidence(m, &index, c, memtrace::attrib::DEFAULT_K);
+        let ev = evidence_of(m, c, memtrace::attrib::DEFAULT_K);
         let origin = serde_json::to_value(ev.origin)?;
         let evidence_list: Vec<Value> = ev
             .items
             .iter()
-            .map(|&v| {
+            .zip(&ev.weights)
+            .map(|(&v, &w)| {
                 json!({
                     "node": m.vars[v].full_node_id,
                     "preview": preview(m.value(v)),
                     "origin": origin,
+                    "weight": (w * 100.0).round() / 100.0,
                 })
             })
             .collect();
@@ -915,27 +1043,28 @@ impl Api {
         if text.trim().is_empty() {
             return Err(ApiError::bad("statement: empty"));
         }
-        let plan = self.db.prepare(text, &Params::new())?;
-        let refused = match &plan {
-            Plan::Attribute(_) => Some("ATTRIBUTE stores verdicts; run `memtrace attribute`"),
-            Plan::SavePattern(_) | Plan::DropPattern(_) => {
-                Some("SAVE and DROP PATTERN change the database; run them in `memtrace` or `memtrace query`")
-            }
-            _ => None,
-        };
-        if let Some(why) = refused {
-            return Err(ApiError::bad(format!(
-                "the viewer only reads: {why} (labels are the one thing it writes)"
-            )));
-        }
-        let view_for_graph = match &plan {
-            Plan::Traverse(p) => match &p.scope {
-                Some(scope) => Some(self.db.trace(scope)?),
-                None => None,
-            },
-            _ => None,
-        };
+        // The limit counts from here: parsing and planning are part of it.
         with_timeout_on(cancel, self.query_timeout, |cancel| {
+            let plan = self.db.prepare_until(text, &Params::new(), cancel)?;
+            let refused = match &plan {
+                Plan::Attribute(_) => Some("ATTRIBUTE stores verdicts; run `memtrace attribute`"),
+                Plan::SavePattern(_) | Plan::DropPattern(_) => {
+                    Some("SAVE and DROP PATTERN change the database; run them in `memtrace` or `memtrace query`")
+                }
+                _ => None,
+            };
+            if let Some(why) = refused {
+                return Err(ApiError::bad(format!(
+                    "the viewer only reads: {why} (labels are the one thing it writes)"
+                )));
+            }
+            let view_for_graph = match &plan {
+                Plan::Traverse(p) => match &p.scope {
+                    Some(scope) => Some(self.db.trace(scope)?),
+                    None => None,
+                },
+                _ => None,
+            };
             let mut rows: Vec<Value> = Vec::new();
             let mut truncated = false;
             let columns = self.db.run_plan(&plan, cancel, &mut |row| {
@@ -959,37 +1088,37 @@ impl Api {
                 "graph": graph,
             })))
         })
-        .map_err(|e: ApiError| {
-            if e.kind == "timeout" {
-                ApiError {
-                    message: format!(
-                        "the statement ran longer than {} s and was stopped (memtrace serve --query-timeout)",
-                        self.query_timeout.as_secs()
-                    ),
-                    ..e
-                }
-            } else {
-                e
+        .map_err(|e: ApiError| self.stopped(e))
+    }
+
+    /// A query's timeout error, saying which limit stopped it.
+    fn stopped(&self, e: ApiError) -> ApiError {
+        if e.kind == "timeout" {
+            ApiError {
+                message: format!(
+                    "the statement ran longer than {} s and was stopped (memtrace serve --query-timeout)",
+                    self.query_timeout.as_secs_f64()
+                ),
+                ..e
             }
-        })
+        } else {
+            e
+        }
     }
 
     fn import(&self, t: &Target, body: &mut dyn Read) -> Result<Reply, ApiError> {
-        let format = match t.param("format").unwrap_or("json") {
-            "json" => InputFormat::Json,
-            "jsonl" => InputFormat::JsonLines,
-            other => {
-                return Err(ApiError::bad(format!(
-                    "format: {other:?} is neither json nor jsonl"
-                )))
-            }
-        };
+        import_format(t)?;
+        let upload = self.uploads.write(body)?;
+        self.import_file(t, &upload)
+    }
+
+    fn import_file(&self, t: &Target, upload: &Upload) -> Result<Reply, ApiError> {
+        let format = import_format(t)?;
         let source = t.param("source").unwrap_or("HTTP import");
         let force = t.param("force").is_some_and(|v| v != "0");
-        let limited = body.take(MAX_IMPORT_BODY);
-        let imported = self
-            .db
-            .import_reader(limited, format, source, &ImportOptions { force })?;
+        let imported =
+            self.db
+                .import_file(&upload.path, format, source, &ImportOptions { force })?;
         let list: Vec<Value> = imported
             .iter()
             .map(|i| {
@@ -1011,6 +1140,17 @@ impl Api {
             .unwrap_or_else(|p| p.into_inner())
             .clear();
         Ok(Reply::json(status, &json!({"imported": list})))
+    }
+}
+
+/// The format an import names (`format=json|jsonl`).
+fn import_format(t: &Target) -> Result<InputFormat, ApiError> {
+    match t.param("format").unwrap_or("json") {
+        "json" => Ok(InputFormat::Json),
+        "jsonl" => Ok(InputFormat::JsonLines),
+        other => Err(ApiError::bad(format!(
+            "format: {other:?} is neither json nor jsonl"
+        ))),
     }
 }
 

@@ -17,6 +17,7 @@ use std::time::Duration;
 use memtrace::Database;
 
 pub use api::Api;
+use api::Uploads;
 use server::{Limits, Server};
 
 use crate::error::{CliError, Result};
@@ -31,9 +32,16 @@ pub struct ServeOptions {
     pub threads: usize,
     /// A query running longer than this is stopped.
     pub query_timeout: Duration,
-    /// A client that sends nothing for this long (while sending its
-    /// headers or a body, or between requests) is disconnected.
+    /// A client that sends nothing for this long within a body is
+    /// disconnected (408); a small body must arrive whole within it.
     pub idle_timeout: Duration,
+    /// A client must send a request's headers within this long (counted
+    /// from when the connection waits for them, so also between requests).
+    pub header_timeout: Duration,
+    /// Open connections at once; past it, the slowest is shed.
+    pub max_connections: usize,
+    /// Bytes an import's body may have (413 past it).
+    pub max_import: u64,
     /// Print one line per request on standard error.
     pub log: bool,
     /// The OTLP/HTTP receiver on `/v1/traces`, when it receives.
@@ -49,10 +57,37 @@ const OTLP_PLACES: usize = 8;
 
 /// How long a request waits for a free place before it gets 503.
 const QUEUE_WAIT: Duration = Duration::from_secs(10);
-/// Open connections at once.
-const CONNECTIONS: usize = 256;
+/// Connections kept beyond the limit for when all open ones are answered.
+const RESERVE: usize = 16;
 /// How long Ctrl-C waits for the answers under way.
 const DRAIN: Duration = Duration::from_secs(5);
+
+/// Reads a size in bytes: a whole number, with `K`, `M` or `G` after it
+/// for KiB, MiB or GiB (`512M`, `2G`).
+pub fn parse_size(text: &str) -> std::result::Result<u64, String> {
+    let t = text.trim();
+    let (number, unit) = match t.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
+        Some((i, _)) => t.split_at(i),
+        None => (t, ""),
+    };
+    let shift = match unit.trim().to_ascii_uppercase().as_str() {
+        "" | "B" => 0,
+        "K" | "KB" | "KIB" => 10,
+        "M" | "MB" | "MIB" => 20,
+        "G" | "GB" | "GIB" => 30,
+        _ => {
+            return Err(format!(
+                "{text:?} is not a size (such as 1048576, 512M or 2G)"
+            ))
+        }
+    };
+    number
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(1 << shift))
+        .filter(|&n| n > 0)
+        .ok_or_else(|| format!("{text:?} is not a size above zero (such as 1048576, 512M or 2G)"))
+}
 
 fn resolve(addr: &str) -> Result<SocketAddr> {
     addr.to_socket_addrs()
@@ -120,15 +155,25 @@ pub fn serve(db_path: &Path, opts: &ServeOptions) -> Result<ExitCode> {
     let limits = Limits {
         workers,
         imports: 2,
+        header: opts.header_timeout,
         idle: opts.idle_timeout,
         queue_wait: QUEUE_WAIT,
-        connections: CONNECTIONS,
+        connections: opts.max_connections.max(1),
+        reserve: RESERVE,
         drain: DRAIN,
     };
+    let uploads = Uploads::in_db(db_path, opts.max_import);
+    uploads.clear().map_err(|e| {
+        CliError::Usage(format!(
+            "cannot prepare {} for uploads: {e}",
+            uploads.dir.display()
+        ))
+    })?;
     // Two threads carry the connections; the database work runs on the
     // runtime's blocking threads, as many as the places allow.
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
+        // The database work, and the runtime's own file writes of uploads.
         .max_blocking_threads(workers + limits.imports + 16)
         .thread_name("memtrace-serve")
         .enable_all()
@@ -138,6 +183,7 @@ pub fn serve(db_path: &Path, opts: &ServeOptions) -> Result<ExitCode> {
         db,
         db_path.display().to_string(),
         opts.query_timeout,
+        uploads.clone(),
     ));
     let receiver = match &opts.receiver {
         Some(ro) => Some(Arc::new(
@@ -206,6 +252,7 @@ pub fn serve(db_path: &Path, opts: &ServeOptions) -> Result<ExitCode> {
         r.finish();
     }
     let _ = std::fs::remove_file(&serve_file);
+    let _ = std::fs::remove_dir_all(&uploads.dir);
     api.db().flush()?;
     eprintln!("{name}: stopped");
     Ok(ExitCode::SUCCESS)

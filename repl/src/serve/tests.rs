@@ -31,10 +31,13 @@ fn api() -> (tempfile::TempDir, Api, String, Value) {
         trace: None,
         cases: None,
         method: Method::Evidence,
+        setting: Default::default(),
+        search: Default::default(),
     };
     let verdicts = db.attribute(&req, &Cancel::new(), &mut |_| {}).unwrap();
     db.store_verdicts(&verdicts, "test").unwrap();
-    let api = Api::new(db, "test.db".into(), Duration::from_secs(30));
+    let uploads = super::api::Uploads::in_db(&dir.path().join("db"), 64 << 20);
+    let api = Api::new(db, "test.db".into(), Duration::from_secs(30), uploads);
     (dir, api, t.graph_id, t.document)
 }
 
@@ -613,4 +616,73 @@ fn reads_see_whole_traces_while_imports_run() {
         }
     });
     assert_eq!(get(&api, "/api/traces")["total"], 6);
+}
+
+#[test]
+fn ids_with_spaces_and_slashes_open_in_the_graph_the_node_and_expand() {
+    let (_d, api, _, _) = api();
+    let otlp = std::fs::read(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../tests/fixtures/otlp/collector.jsonl"),
+    )
+    .unwrap();
+    let reply = api.handle("POST", "/api/import?format=jsonl", &mut &otlp[..]);
+    assert_eq!(
+        reply.status,
+        201,
+        "{}",
+        String::from_utf8_lossy(&reply.body)
+    );
+    let id = "input:POST /chat@1";
+    let (status, found) = call(
+        &api,
+        "POST",
+        "/api/query",
+        &json!({"statement": format!("FIND vars WHERE var.full_node_id = '{id}' RETURN trace")})
+            .to_string(),
+    );
+    assert_eq!(status, 200, "{found}");
+    let gid = enc(found["rows"][0][0].as_str().unwrap());
+    let node = get(&api, &format!("/api/traces/{gid}/nodes/{}", enc(id)));
+    assert_eq!(node["id"], id);
+    let graph = get(
+        &api,
+        &format!("/api/traces/{gid}/graph?start={}&dir=forward", enc(id)),
+    );
+    assert!(graph["nodes"].as_array().unwrap().len() >= 2, "{graph}");
+    // A query string may also carry a space as '+'.
+    let plus = get(
+        &api,
+        &format!("/api/traces/{gid}/graph?start=input%3APOST+%2Fchat%401&dir=forward"),
+    );
+    assert_eq!(plus["nodes"], graph["nodes"]);
+    let hop = get(
+        &api,
+        &format!("/api/traces/{gid}/expand?node={}&dir=forward", enc(id)),
+    );
+    assert_eq!(hop["nodes"][0]["id"], id);
+    // An id that names nothing is a 404; text that is neither an id nor a
+    // reference is a 400 that says why.
+    let (status, e) = call(
+        &api,
+        "GET",
+        &format!("/api/traces/{gid}/nodes/{}", enc("input:none@1")),
+        "",
+    );
+    assert_eq!(
+        (status, e["error"].as_str()),
+        (404, Some("not_found")),
+        "{e}"
+    );
+    let (status, e) = call(
+        &api,
+        "GET",
+        &format!("/api/traces/{gid}/nodes/{}", enc("input:GET /none@1")),
+        "",
+    );
+    assert_eq!(
+        (status, e["error"].as_str()),
+        (400, Some("query_error")),
+        "{e}"
+    );
 }

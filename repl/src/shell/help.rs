@@ -69,10 +69,10 @@ const TOPICS: &[(&str, &str)] = &[
     (
         "attribute",
         "ATTRIBUTE: find the earliest faulty op of failed cases, store and list the verdicts
-  ATTRIBUTE CASES [IN TRACE 'id'] USING method
-  ATTRIBUTE <case>[, <case>...] [IN TRACE 'id'] USING method
-  ATTRIBUTE (FIND cases [IN TRACE 'id'] [WHERE ...] [ORDER BY ...] [LIMIT n]) USING method
-  ATTRIBUTE (RUN PATTERN name [OVER TRACES WHERE ...] [WITH $p = value, ...]) USING method
+  ATTRIBUTE CASES [IN TRACE 'id'] USING method [SETTING name]
+  ATTRIBUTE <case>[, <case>...] [IN TRACE 'id'] USING method [SETTING name]
+  ATTRIBUTE (FIND cases [IN TRACE 'id'] [WHERE ...] [ORDER BY ...] [LIMIT n]) USING method [SETTING name]
+  ATTRIBUTE (RUN PATTERN name [OVER TRACES WHERE ...] [WITH $p = value, ...]) USING method [SETTING name]
   CASES is every failed case (FIND cases lists them). A case is named by its query variable
   (query:Q8, 'query:Q8@1'), by the judge op id of a case taken from an llm-judge op, or by a
   $parameter. A subquery in parentheses picks the cases across any number of traces, each
@@ -81,7 +81,9 @@ const TOPICS: &[(&str, &str)] = &[
   patterns of the evidence, or a saved FIND cases). USING names the method: evidence follows the evidence through the trace,
   deterministically; llm has the configured LLM explore the trace with tools; hybrid gives
   the LLM the evidence verdict to confirm or refute (LLM endpoint: OPENAI_* / MEMTRACE_LLM_*
-  variables or the config file); an unknown name lists the methods there are. Each verdict is stored
+  variables or the config file); an unknown name lists the methods there are. SETTING hides part of
+  each case, to see how a method does without it: benchmark (the default) hides nothing, evaluation
+  hides the annotated evidence, production hides the evidence and the gold answer. Each verdict is stored
   with its trace (author 'query'; a finding already stored is not stored twice) and returned:
   trace, case, error_type, op_id, op_name, confidence, reason.
   FIND attributions lists the stored verdicts; their fields (:help fields) may be written
@@ -90,6 +92,7 @@ const TOPICS: &[(&str, &str)] = &[
     ATTRIBUTE CASES IN TRACE 'mem0-0002-s7' USING evidence;
     ATTRIBUTE query:Q8, 'query:Q9@1' USING evidence;
     ATTRIBUTE query:Q8 IN TRACE 'mem0-0002-s7' USING hybrid;
+    ATTRIBUTE CASES IN TRACE 'mem0-0002-s7' USING evidence SETTING production;
     ATTRIBUTE (FIND cases WHERE trace.project_id = 'mem0' AND case.query CONTAINS 'When') USING hybrid;
     ATTRIBUTE (RUN PATTERN stored_not_retrieved OVER TRACES WHERE trace.project_id = 'rag') USING llm;
     FIND attributions GROUP BY error_type RETURN error_type, count(*);

@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 use std::sync::{Arc, RwLock};
 
-use memtrace::attrib::Method;
+use memtrace::attrib::{Method, Setting};
 use memtrace::{field_names, FIND_KINDS, KEYWORDS, OUTPUTS, SUBJECTS};
 use rustyline::completion::{Completer, FilenameCompleter, Pair};
 use rustyline::highlight::{CmdKind, Highlighter};
@@ -274,6 +274,16 @@ pub fn complete_statement(line: &str, pos: usize, known: &Known) -> (usize, Vec<
             .into_iter()
             .filter(|w| starts_with_ci(w, word))
             .map(|w| pair(w.clone(), w))
+            .collect();
+        return (start, found);
+    }
+    // After SETTING: the settings.
+    if words_before(&before[..start]).last().map(String::as_str) == Some("SETTING") {
+        let found = Setting::ALL
+            .iter()
+            .map(|s| s.name())
+            .filter(|s| starts_with_ci(s, word))
+            .map(|s| pair(s, s))
             .collect();
         return (start, found);
     }

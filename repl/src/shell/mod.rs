@@ -315,17 +315,28 @@ impl Session {
             let cancel = Cancel::new();
             *self.running.lock().unwrap_or_else(|p| p.into_inner()) = Some(cancel.clone());
             let started = Instant::now();
-            let done = db.plan(stmt, &self.params, text).and_then(|plan| {
-                // The drawings are of traversals; anything else is a table.
-                let format = match (&plan, self.format) {
-                    (Plan::Traverse(_), f) => f,
-                    (_, QueryFormat::Tree | QueryFormat::Dot | QueryFormat::Mermaid) => {
-                        QueryFormat::Table
-                    }
-                    (_, f) => f,
-                };
-                print_result(&db, &plan, format, &cancel, out, i > 0, width)
-            });
+            let done = db
+                .plan_until(stmt, &self.params, text, &cancel)
+                .and_then(|plan| {
+                    // The drawings are of traversals; anything else is a table.
+                    let format = match (&plan, self.format) {
+                        (Plan::Traverse(_), f) => f,
+                        (_, QueryFormat::Tree | QueryFormat::Dot | QueryFormat::Mermaid) => {
+                            QueryFormat::Table
+                        }
+                        (_, f) => f,
+                    };
+                    print_result(
+                        &db,
+                        &plan,
+                        format,
+                        &cancel,
+                        out,
+                        i > 0,
+                        width,
+                        crate::tree::TreeCaps::default(),
+                    )
+                });
             *self.running.lock().unwrap_or_else(|p| p.into_inner()) = None;
             let _ = out.flush();
             let which = if statements.len() > 1 {

@@ -287,11 +287,26 @@ pub trait LlmSettings {
     /// else read from the environment and the config file
     /// ([`memtrace_llm::Config::from_env`]) and kept.
     fn llm_config(&self) -> Result<memtrace_llm::Config>;
+
+    /// Sets the embeddings endpoint that dense and hybrid evidence search
+    /// use (`None`: none), instead of the one the environment describes.
+    fn set_embeddings_config(&self, config: Option<memtrace_llm::Config>);
+
+    /// The embeddings settings in use: those set by
+    /// [`LlmSettings::set_embeddings_config`], else read from the
+    /// environment ([`memtrace_llm::Config::embeddings_from_env`]); `None`
+    /// when no embeddings model is configured.
+    fn embeddings_config(&self) -> Result<Option<memtrace_llm::Config>>;
 }
 
 /// The settings kept for an open database.
 #[derive(Default)]
 struct LlmSlot(std::sync::Mutex<Option<memtrace_llm::Config>>);
+
+/// The embeddings settings kept for an open database (outer `None`: not
+/// read yet).
+#[derive(Default)]
+struct EmbedSlot(std::sync::Mutex<Option<Option<memtrace_llm::Config>>>);
 
 impl LlmSettings for Database {
     fn set_llm_config(&self, config: memtrace_llm::Config) {
@@ -306,6 +321,22 @@ impl LlmSettings for Database {
             return Ok(c.clone());
         }
         let c = memtrace_llm::Config::from_env()?;
+        *slot = Some(c.clone());
+        Ok(c)
+    }
+
+    fn set_embeddings_config(&self, config: Option<memtrace_llm::Config>) {
+        let slot = self.shared::<EmbedSlot>();
+        *slot.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(config);
+    }
+
+    fn embeddings_config(&self) -> Result<Option<memtrace_llm::Config>> {
+        let slot = self.shared::<EmbedSlot>();
+        let mut slot = slot.0.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(c) = slot.as_ref() {
+            return Ok(c.clone());
+        }
+        let c = memtrace_llm::Config::embeddings_from_env()?;
         *slot = Some(c.clone());
         Ok(c)
     }

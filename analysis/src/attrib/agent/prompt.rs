@@ -59,14 +59,20 @@ pub fn case(
     max_calls: u32,
 ) -> String {
     let f = explorer.fence();
+    let gold = if case.gold.iter().all(|g| g.trim().is_empty()) {
+        "none recorded (the answer was flagged wrong without one: judge what it should have \
+         been from the messages)"
+            .to_string()
+    } else {
+        f.wrap(&case.gold.join(" | "))
+    };
     let mut s = format!(
-        "Case {} in trace {} (memory system {}).\nQuestion: {}\nGold answer: {}\nThe system \
-         answered: {}\n",
+        "Case {} in trace {} (memory system {}).\nQuestion: {}\nGold answer: {gold}\nThe \
+         system answered: {}\n",
         f.wrap(&case.id),
         f.wrap(&case.graph_id),
         f.wrap(case.system.as_deref().unwrap_or("unknown")),
         f.wrap(&case.query),
-        f.wrap(&case.gold.join(" | ")),
         f.wrap(&case.prediction),
     );
     if let Some(j) = case.judge_response.as_deref().filter(|j| !j.is_empty()) {
@@ -83,12 +89,19 @@ pub fn case(
     s.push_str(match evidence.origin {
         EvidenceOrigin::Source => "Evidence (recorded as the source of the gold answer):\n",
         EvidenceOrigin::Pseudo => {
-            "Evidence (no source was recorded; these messages match the question and gold \
-             answer best, and may not all matter):\n"
+            "Candidate evidence (no source was recorded; these messages were chosen from the \
+             question, and the gold answer when there is one, best first, each with the \
+             probability that the answer needed it; decide which really matter):\n"
         }
     });
-    for &v in &evidence.items {
-        s.push_str(&format!("- {}\n", explorer.var_line(v, 300)));
+    for (&v, &w) in evidence.items.iter().zip(&evidence.weights) {
+        match evidence.origin {
+            EvidenceOrigin::Source => s.push_str(&format!("- {}\n", explorer.var_line(v, 300))),
+            EvidenceOrigin::Pseudo => s.push_str(&format!(
+                "- (needed with probability {w:.2}) {}\n",
+                explorer.var_line(v, 300)
+            )),
+        }
     }
     s.push_str(&format!(
         "Frontier: {}\nYou have {max_calls} calls.\n",
@@ -118,6 +131,28 @@ pub fn case(
                 f.wrap(&h.reason),
                 f.wrap(&steps.join(" -> "))
             ));
+            let others: Vec<String> = h
+                .alternatives
+                .iter()
+                .skip(1)
+                .filter(|a| a.probability >= 0.05)
+                .map(|a| {
+                    format!(
+                        "{} at {} ({}), probability {:.2}",
+                        a.error_type,
+                        model.ops[a.op].op_id,
+                        model.ops[a.op].op_name.as_deref().unwrap_or("?"),
+                        a.probability
+                    )
+                })
+                .collect();
+            if !others.is_empty() {
+                s.push_str(&format!(
+                    "Depending on which candidate messages were really needed, the analysis also \
+                     allows: {}.\n",
+                    others.join("; ")
+                ));
+            }
             if h.doubts.is_empty() {
                 s.push_str("The analysis was sure of each step.\n");
             } else {

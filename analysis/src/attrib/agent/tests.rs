@@ -9,7 +9,7 @@ use memtrace_llm::{Config, ToolMode};
 use serde_json::{json, Value};
 
 use super::explore::Fence;
-use crate::attrib::{AttributeRequest, ErrorType, Method, Verdict};
+use crate::attrib::{AttributeRequest, ErrorType, Method, Setting, Verdict};
 use crate::error::AnalysisError;
 use memtrace_engine::{Cancel, Database, ImportOptions, InputFormat};
 use memtrace_gen::builder::TraceBuilder;
@@ -263,6 +263,8 @@ fn run(db: &Database, method: Method) -> crate::Result<Vec<Verdict>> {
             trace: None,
             cases: None,
             method,
+            setting: Default::default(),
+            search: Default::default(),
         },
         &Cancel::new(),
         &mut |_| {},
@@ -570,6 +572,45 @@ fn hybrid_mode_offers_the_evidence_flow_verdict_as_a_hypothesis() {
 }
 
 #[test]
+fn without_evidence_or_gold_the_model_gets_weighed_candidates_and_the_setting_is_kept() {
+    let (_dir, db, ids) = open();
+    for (setting, gold_shown) in [(Setting::Evaluation, true), (Setting::Production, false)] {
+        let server = serve(vec![finish("ExtractionError", &ids.extract)]);
+        db.set_llm_config(config(&server));
+        let v = db
+            .attribute(
+                &AttributeRequest {
+                    trace: None,
+                    cases: None,
+                    method: Method::Hybrid,
+                    setting,
+                    search: Default::default(),
+                },
+                &Cancel::new(),
+                &mut |_| {},
+            )
+            .unwrap();
+        assert_eq!(v[0].setting, Some(setting));
+        let first = last_message(&server.requests()[0]);
+        assert!(
+            first.contains("Candidate evidence (no source was recorded"),
+            "{first}"
+        );
+        assert!(first.contains("(needed with probability 0."), "{first}");
+        assert!(first.contains(&ids.message), "{first}");
+        assert_eq!(
+            !first.contains("Gold answer: none recorded"),
+            gold_shown,
+            "{first}"
+        );
+        assert!(
+            first.contains("A deterministic evidence-flow analysis proposes"),
+            "{first}"
+        );
+    }
+}
+
+#[test]
 fn hybrid_keeps_the_evidence_verdict_when_the_model_gives_none() {
     let (_dir, db, _ids) = open();
     let server = serve(
@@ -753,6 +794,8 @@ fn an_llm_run_reports_each_case_and_what_it_cost_as_it_goes() {
                 trace: None,
                 cases: None,
                 method: Method::Llm,
+                setting: Default::default(),
+                search: Default::default(),
             },
             &Cancel::new(),
             &mut |p| heard.push(*p),
