@@ -1,8 +1,8 @@
 //! Every statement that memtrace suggests to a person runs on the demo
-//! database: the README's examples, the demo's "try" lines, the shell's
-//! `:help`, the examples of `--help`, and the viewer's example buttons.
-//! A statement shown with its error (the README's shell session) must fail
-//! with that error. Statements that need an LLM are planned (EXPLAIN), not
+//! database: the examples of the README and of every page of the book
+//! (docs/src), the demo's "try" lines, the shell's `:help`, the examples of
+//! `--help`, and the viewer's example buttons. A statement shown with its
+//! error (the book's shell session) must fail with that error. Statements that need an LLM are planned (EXPLAIN), not
 //! run: no endpoint is configured here.
 
 mod common_cli;
@@ -52,7 +52,36 @@ fn strip_comment(line: &str) -> &str {
     line
 }
 
-/// The README's fenced blocks: (language, lines).
+/// The pages of the book, each as (path, text); a test checks this list
+/// against the book's SUMMARY.md.
+const BOOK: &[(&str, &str)] = &[
+    ("docs/src/getting-started.md", include_str!("../docs/src/getting-started.md")),
+    ("docs/src/import.md", include_str!("../docs/src/import.md")),
+    ("docs/src/otlp.md", include_str!("../docs/src/otlp.md")),
+    ("docs/src/gen.md", include_str!("../docs/src/gen.md")),
+    ("docs/src/shell.md", include_str!("../docs/src/shell.md")),
+    ("docs/src/query-language.md", include_str!("../docs/src/query-language.md")),
+    ("docs/src/query-statements.md", include_str!("../docs/src/query-statements.md")),
+    ("docs/src/query-output.md", include_str!("../docs/src/query-output.md")),
+    ("docs/src/cases.md", include_str!("../docs/src/cases.md")),
+    ("docs/src/attribution.md", include_str!("../docs/src/attribution.md")),
+    ("docs/src/attribution-method.md", include_str!("../docs/src/attribution-method.md")),
+    ("docs/src/llm.md", include_str!("../docs/src/llm.md")),
+    ("docs/src/patterns.md", include_str!("../docs/src/patterns.md")),
+    ("docs/src/viewer.md", include_str!("../docs/src/viewer.md")),
+    ("docs/src/viewer-api.md", include_str!("../docs/src/viewer-api.md")),
+    ("docs/src/limits.md", include_str!("../docs/src/limits.md")),
+    ("docs/src/python.md", include_str!("../docs/src/python.md")),
+    ("docs/src/embedding.md", include_str!("../docs/src/embedding.md")),
+    ("docs/src/parquet.md", include_str!("../docs/src/parquet.md")),
+    ("docs/src/spark.md", include_str!("../docs/src/spark.md")),
+    ("docs/src/internals.md", include_str!("../docs/src/internals.md")),
+    ("docs/src/architecture.md", include_str!("../docs/src/architecture.md")),
+    ("docs/src/benchmarks.md", include_str!("../docs/src/benchmarks.md")),
+    ("docs/src/figures.md", include_str!("../docs/src/figures.md")),
+];
+
+/// A Markdown page's fenced blocks: (language, lines).
 fn fenced(md: &str) -> Vec<(String, Vec<&str>)> {
     let mut out = Vec::new();
     let mut current: Option<(String, Vec<&str>)> = None;
@@ -70,15 +99,20 @@ fn fenced(md: &str) -> Vec<(String, Vec<&str>)> {
     out
 }
 
-/// Statements of the README: every statement of its `sql` blocks, and in
-/// its text blocks (a shell session, the demo's output) what follows a
-/// `memtrace> ` prompt or stands on a line of its own, up to its `;`; a
-/// statement followed by an `error:` line is expected to fail so.
-fn readme() -> Vec<Suggested> {
-    statements_of_markdown(include_str!("../README.md"))
+/// Statements of the README and of every page of the book.
+fn docs() -> Vec<Suggested> {
+    let mut out = statements_of_markdown("README.md", include_str!("../README.md"));
+    for (page, text) in BOOK {
+        out.extend(statements_of_markdown(page, text));
+    }
+    out
 }
 
-fn statements_of_markdown(md: &str) -> Vec<Suggested> {
+/// Statements of a Markdown page: every statement of its `sql` blocks, and
+/// in its text blocks (a shell session, the demo's output) what follows a
+/// `memtrace> ` prompt or stands on a line of its own, up to its `;`; a
+/// statement followed by an `error:` line is expected to fail so.
+fn statements_of_markdown(page: &str, md: &str) -> Vec<Suggested> {
     let mut out = Vec::new();
     for (lang, lines) in fenced(md) {
         match lang.as_str() {
@@ -86,7 +120,7 @@ fn statements_of_markdown(md: &str) -> Vec<Suggested> {
                 let text: Vec<&str> = lines.iter().map(|l| strip_comment(l)).collect();
                 for stmt in text.join("\n").split(';') {
                     if starts_statement(stmt.trim()) {
-                        out.push(Suggested::new("README.md (sql)", stmt));
+                        out.push(Suggested::new(format!("{page} (sql)"), stmt));
                     }
                 }
             }
@@ -121,7 +155,7 @@ fn statements_of_markdown(md: &str) -> Vec<Suggested> {
                             stmt.push_str(lines[i]);
                         }
                     }
-                    let mut s = Suggested::new("README.md (shell)", &stmt);
+                    let mut s = Suggested::new(format!("{page} (shell)"), &stmt);
                     if let Some(e) = lines.get(i + 1).and_then(|l| l.strip_prefix("error: ")) {
                         s.error = Some(e.to_string());
                     }
@@ -219,7 +253,7 @@ fn every_suggested_statement_runs_on_the_demo_database() {
     let demo = stdout(&ok(run(dir.path(), None, &["demo"])));
     let db = dir.path().join("memtrace.db");
     let mut all = demo_lines(&demo);
-    all.extend(readme());
+    all.extend(docs());
     all.extend(shell_help());
     all.extend(viewer());
     all.extend(help_examples(dir.path()));
@@ -227,7 +261,11 @@ fn every_suggested_statement_runs_on_the_demo_database() {
     for from in [
         "memtrace demo",
         "README.md (sql)",
-        "README.md (shell)",
+        "docs/src/getting-started.md (shell)",
+        "docs/src/attribution.md (sql)",
+        "docs/src/patterns.md (sql)",
+        "docs/src/shell.md (shell)",
+        "docs/src/query-output.md (shell)",
         ":help",
         "viewer",
         "--help",
@@ -288,7 +326,7 @@ fn the_extraction_finds_statements_in_each_kind_of_block() {
     let md = "text\n```sql\nFIND ops; -- a comment; with a semicolon\nSHOW\n  TRACES;\n```\n\
               ```text\nmemtrace> TRACE x\n  DEPTH 2;\nrow\nmemtrace> TRACE y WHERE z;\nerror: bad\n  TRACE y WHERE z;\n    ^\n$ memtrace query \"FIND v\" --format csv\nerror: worse\n  FIND v\n```\n\
               ```sh\nTRACE not_a_statement_here\n```\n";
-    let found: Vec<(String, Option<String>)> = statements_of_markdown(md)
+    let found: Vec<(String, Option<String>)> = statements_of_markdown("x.md", md)
         .into_iter()
         .map(|s| (s.text, s.error))
         .collect();
@@ -305,4 +343,21 @@ fn the_extraction_finds_statements_in_each_kind_of_block() {
     assert_eq!(strip_comment("FIND 'a--b' -- c"), "FIND 'a--b' ");
     assert!(starts_statement("TRACE x") && !starts_statement("trace  op_id"));
     assert!(needs_llm("ATTRIBUTE q USING hybrid") && !needs_llm("ATTRIBUTE q USING evidence"));
+}
+
+#[test]
+fn every_page_of_the_book_is_read_for_statements() {
+    // The pages SUMMARY.md links to, in its order: the list above must be
+    // the same, so that a new page cannot go unchecked.
+    let summary = include_str!("../docs/src/SUMMARY.md");
+    let linked: Vec<String> = summary
+        .lines()
+        .filter_map(|l| {
+            let start = l.find("](")? + 2;
+            let end = start + l[start..].find(')')?;
+            Some(format!("docs/src/{}", &l[start..end]))
+        })
+        .collect();
+    let listed: Vec<String> = BOOK.iter().map(|(p, _)| p.to_string()).collect();
+    assert_eq!(linked, listed);
 }
