@@ -125,7 +125,7 @@ pub enum Command {
     },
     /// Run a statement of the query language and print its rows.
     #[command(
-        after_help = "Examples:\n  memtrace query \"SHOW TRACES\"\n  memtrace query \"TRACE prediction:Q1 DEPTH 3 RETURN nodes\"\n  memtrace query \"FORWARD message:D1:1 WHERE var.category = 'memory_entry'\" --format json\n  memtrace query \"FIND ops GROUP BY op.name RETURN op.name, count(*) ORDER BY count(*) DESC\" --format csv\n  memtrace query \"TRACE \\$start IN TRACE \\$t RETURN count\" --param start=prediction:Q7 --param t=mem0-0002-s7\n  memtrace query \"EXPLAIN MATCH (m:message)-[*1..20]->(p:prediction) RETURN m, p\"\n  memtrace query -f checks.mt                  several statements, ';'-separated, '--' comments\n  echo \"SHOW TRACES; FIND cases\" | memtrace query --format json   one JSON object per statement\n\nThe language is described in README.md (section \"The query language\")."
+        after_help = "Examples:\n  memtrace query \"SHOW TRACES\"\n  memtrace query \"TRACE prediction:Q1 DEPTH 3 RETURN nodes\"\n  memtrace query \"FORWARD message:D1:1 WHERE var.category = 'memory_entry'\" --format json\n  memtrace query \"FIND ops GROUP BY op.name RETURN op.name, count(*) ORDER BY count(*) DESC\" --format csv\n  memtrace query \"TRACE \\$start IN TRACE \\$t RETURN count\" --param start=prediction:Q7 --param t=mem0-0002-s7\n  memtrace query \"EXPLAIN MATCH (m:message)-[*1..20]->(p:prediction) RETURN m, p\"\n  memtrace query -f checks.mt                  several statements, ';'-separated, '--' comments\n  echo \"SHOW TRACES; FIND cases\" | memtrace query --format json   one JSON object per statement\n\nThe language is described in the book, docs/src/query-language.md."
     )]
     Query {
         /// The statement (or several, `;`-separated). Without it, statements
@@ -157,7 +157,7 @@ pub enum Command {
     },
     /// Recall@k of pseudo-evidence against the known source evidence of failed cases.
     #[command(
-        after_help = "Examples:\n  memtrace evidence-recall\n  memtrace evidence-recall --k 4 --format json\n  memtrace evidence-recall --method hybrid   (an embeddings endpoint: MEMTRACE_EMBED_MODEL, see the README)\n\nA case without source evidence gets pseudo-evidence: the k messages of its trace chosen from its\nquestion and gold answer (BM25 by default, or embeddings, or both fused), each weighed by how\nlikely the answer needed it. Over the cases whose source evidence is known (MemTraceBench\nsource_evidence_ids, or the query's metadata.evidence), this reports how many source items the\nchosen evidence finds, per memory system and in total."
+        after_help = "Examples:\n  memtrace evidence-recall\n  memtrace evidence-recall --k 4 --format json\n  memtrace evidence-recall --method hybrid   (an embeddings endpoint: MEMTRACE_EMBED_MODEL, see docs/src/cases.md)\n\nA case without source evidence gets pseudo-evidence: the k messages of its trace chosen from its\nquestion and gold answer (BM25 by default, or embeddings, or both fused), each weighed by how\nlikely the answer needed it. Over the cases whose source evidence is known (MemTraceBench\nsource_evidence_ids, or the query's metadata.evidence), this reports how many source items the\nchosen evidence finds, per memory system and in total."
     )]
     EvidenceRecall {
         /// Messages pseudo-evidence takes per case.
@@ -173,7 +173,7 @@ pub enum Command {
     },
     /// Attribute every failed case: name its earliest decisive faulty op and error type, and store the verdicts.
     #[command(
-        after_help = "Examples:\n  memtrace attribute\n  memtrace attribute --trace mem0-0002-s7 --using evidence --format json\n  memtrace attribute --setting production   as if no case had its gold answer or evidence\n  memtrace attribute --using hybrid      (an LLM endpoint: see MEMTRACE_LLM_* in the README)\n\nCases come from MemTraceBench annotations, else from llm-judge ops that scored 0. The\nevidence method follows each needed evidence message forward through the ops that carried it\nand names the op where it was lost, left out of the answer's context, or ignored. The llm method\nhas an LLM explore the trace with tools; hybrid gives it the evidence verdict to check. Verdicts are\nappended to the database (a verdict already stored is not stored again) and can be queried:\n  memtrace query \"FIND attributions GROUP BY error_type RETURN error_type, count(*)\""
+        after_help = "Examples:\n  memtrace attribute\n  memtrace attribute --trace mem0-0002-s7 --using evidence --format json\n  memtrace attribute --setting production   as if no case had its gold answer or evidence\n  memtrace attribute --using hybrid      (an LLM endpoint: see MEMTRACE_LLM_* in docs/src/llm.md)\n\nCases come from MemTraceBench annotations, else from llm-judge ops that scored 0. The\nevidence method follows each needed evidence message forward through the ops that carried it\nand names the op where it was lost, left out of the answer's context, or ignored. The llm method\nhas an LLM explore the trace with tools; hybrid gives it the evidence verdict to check. Verdicts are\nappended to the database (a verdict already stored is not stored again) and can be queried:\n  memtrace query \"FIND attributions GROUP BY error_type RETURN error_type, count(*)\""
     )]
     Attribute {
         /// Only this trace (graph id or #ID).
@@ -235,13 +235,13 @@ pub enum Command {
         #[arg(long, default_value = "evidence", value_parser = crate::attribute::parse_method)]
         method: memtrace::attrib::Method,
         /// Add a summary of each system's failure patterns written by the configured LLM
-        /// (see the README's section on LLM endpoints).
+        /// (see the book's page on LLM attribution, docs/src/llm.md).
         #[arg(long)]
         llm: bool,
     },
     /// A local web viewer: traces, timelines, failed cases with their verdicts, provenance graphs, a query box, and labels.
     #[command(
-        after_help = "Examples:\n  memtrace serve                         then open http://127.0.0.1:7878\n  memtrace --db runs.db serve --addr 127.0.0.1:8080\n  memtrace serve --addr 0.0.0.0:7878     other machines may connect (a warning says so)\n\nThe app is built into the binary and needs no network. It only reads, except for labels, which\nare appended with their author and time. The JSON API under /api/ is described in README.md\n(section \"memtrace serve\"). While it serves, commands that only read (traces, query, log, ...)\nwork beside it; commands that write cannot open the database: import through the server with\ncurl -H 'Content-Type: application/json' --data-binary @trace.json http://127.0.0.1:7878/api/import\n\nIt cannot be frozen: a client must send its headers within --header-timeout seconds and each part\nof a body within --idle-timeout; past --max-connections the slowest client is shed; at most\n--threads requests read the database at once (the page and /api/health answer regardless); a\nquery stops when its client goes away or after --query-timeout seconds; an import is at most\n--max-import bytes. README.md, section \"Limits\", lists every limit."
+        after_help = "Examples:\n  memtrace serve                         then open http://127.0.0.1:7878\n  memtrace --db runs.db serve --addr 127.0.0.1:8080\n  memtrace serve --addr 0.0.0.0:7878     other machines may connect (a warning says so)\n\nThe app is built into the binary and needs no network. It only reads, except for labels, which\nare appended with their author and time. The JSON API under /api/ is described in\ndocs/src/viewer-api.md. While it serves, commands that only read (traces, query, log, ...)\nwork beside it; commands that write cannot open the database: import through the server with\ncurl -H 'Content-Type: application/json' --data-binary @trace.json http://127.0.0.1:7878/api/import\n\nIt cannot be frozen: a client must send its headers within --header-timeout seconds and each part\nof a body within --idle-timeout; past --max-connections the slowest client is shed; at most\n--threads requests read the database at once (the page and /api/health answer regardless); a\nquery stops when its client goes away or after --query-timeout seconds; an import is at most\n--max-import bytes. docs/src/limits.md lists every limit."
     )]
     Serve {
         /// Address to listen on (HOST:PORT; port 0 picks a free port). Loopback unless you say otherwise.
