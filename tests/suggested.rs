@@ -52,33 +52,43 @@ fn strip_comment(line: &str) -> &str {
     line
 }
 
+/// A page of the book: its path and its text.
+macro_rules! page {
+    ($name:literal) => {
+        (
+            concat!("docs/src/", $name),
+            include_str!(concat!("../docs/src/", $name)),
+        )
+    };
+}
+
 /// The pages of the book, each as (path, text); a test checks this list
 /// against the book's SUMMARY.md.
 const BOOK: &[(&str, &str)] = &[
-    ("docs/src/getting-started.md", include_str!("../docs/src/getting-started.md")),
-    ("docs/src/import.md", include_str!("../docs/src/import.md")),
-    ("docs/src/otlp.md", include_str!("../docs/src/otlp.md")),
-    ("docs/src/gen.md", include_str!("../docs/src/gen.md")),
-    ("docs/src/shell.md", include_str!("../docs/src/shell.md")),
-    ("docs/src/query-language.md", include_str!("../docs/src/query-language.md")),
-    ("docs/src/query-statements.md", include_str!("../docs/src/query-statements.md")),
-    ("docs/src/query-output.md", include_str!("../docs/src/query-output.md")),
-    ("docs/src/cases.md", include_str!("../docs/src/cases.md")),
-    ("docs/src/attribution.md", include_str!("../docs/src/attribution.md")),
-    ("docs/src/attribution-method.md", include_str!("../docs/src/attribution-method.md")),
-    ("docs/src/llm.md", include_str!("../docs/src/llm.md")),
-    ("docs/src/patterns.md", include_str!("../docs/src/patterns.md")),
-    ("docs/src/viewer.md", include_str!("../docs/src/viewer.md")),
-    ("docs/src/viewer-api.md", include_str!("../docs/src/viewer-api.md")),
-    ("docs/src/limits.md", include_str!("../docs/src/limits.md")),
-    ("docs/src/python.md", include_str!("../docs/src/python.md")),
-    ("docs/src/embedding.md", include_str!("../docs/src/embedding.md")),
-    ("docs/src/parquet.md", include_str!("../docs/src/parquet.md")),
-    ("docs/src/spark.md", include_str!("../docs/src/spark.md")),
-    ("docs/src/internals.md", include_str!("../docs/src/internals.md")),
-    ("docs/src/architecture.md", include_str!("../docs/src/architecture.md")),
-    ("docs/src/benchmarks.md", include_str!("../docs/src/benchmarks.md")),
-    ("docs/src/figures.md", include_str!("../docs/src/figures.md")),
+    page!("getting-started.md"),
+    page!("import.md"),
+    page!("otlp.md"),
+    page!("gen.md"),
+    page!("shell.md"),
+    page!("query-language.md"),
+    page!("query-statements.md"),
+    page!("query-output.md"),
+    page!("cases.md"),
+    page!("attribution.md"),
+    page!("attribution-method.md"),
+    page!("llm.md"),
+    page!("patterns.md"),
+    page!("viewer.md"),
+    page!("viewer-api.md"),
+    page!("limits.md"),
+    page!("python.md"),
+    page!("embedding.md"),
+    page!("parquet.md"),
+    page!("spark.md"),
+    page!("internals.md"),
+    page!("architecture.md"),
+    page!("benchmarks.md"),
+    page!("figures.md"),
 ];
 
 /// A Markdown page's fenced blocks: (language, lines).
