@@ -1,7 +1,7 @@
 # The two commands of the README, and a few more for developers.
 # Every target installs the build dependencies first when they are missing.
 
-.PHONY: demo test deps check bench bench-suite bench-python bench-spark fuzz
+.PHONY: demo test deps check book bench bench-suite bench-python bench-spark fuzz
 
 # Import the bundled sample into ./memtrace.db and print stats and the traces.
 demo: deps
@@ -28,6 +28,14 @@ check: deps
 	python3 scripts/imports.py
 	cargo clippy --locked --all-targets -- -D warnings
 	cargo clippy --locked -p memtrace-python --all-targets -- -D warnings
+
+# The book (docs/src) as a website in docs/book, and a check of every relative link and anchor
+# of the README, ARCHITECTURE.md, BENCHMARKS.md and the book. mdBook is installed when missing.
+MDBOOK_VERSION ?= 0.4.52
+book:
+	@command -v mdbook >/dev/null 2>&1 || cargo install --locked mdbook --version $(MDBOOK_VERSION) --no-default-features --features search
+	mdbook build docs
+	python3 scripts/book-check.py
 
 # The import benchmark (release build): memtrace beside raw RocksDB puts.
 # smartcomment's own import is measured too when this Python can import smartcomment (the

@@ -77,3 +77,8 @@ impl std::ops::Deref for Database {
         &self.0
     }
 }
+
+/// The book's page on embedding memtrace in Rust, so that its examples run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/src/embedding.md")]
+mod book_embedding {}

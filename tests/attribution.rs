@@ -2,8 +2,8 @@
 //! generate (one conversation of an independent MemTraceBench-format
 //! benchmark, recorded with smartcomment by someone else's simulator) and
 //! on our own generated traces: the evidence-flow method must hold on both.
-//! The floors sit a little under the measured figures (README, attribution
-//! section), so that a change that loses cases fails here.
+//! The floors sit a little under the measured figures (BENCHMARKS.md,
+//! attribution in three settings), so that a change that loses cases fails here.
 
 use memtrace::attrib::eval::Evaluation;
 use memtrace::attrib::{AttributeRequest, Method, Search, Setting};

@@ -1,8 +1,8 @@
 //! Every statement that memtrace suggests to a person runs on the demo
-//! database: the README's examples, the demo's "try" lines, the shell's
-//! `:help`, the examples of `--help`, and the viewer's example buttons.
-//! A statement shown with its error (the README's shell session) must fail
-//! with that error. Statements that need an LLM are planned (EXPLAIN), not
+//! database: the examples of the README and of every page of the book
+//! (docs/src), the demo's "try" lines, the shell's `:help`, the examples of
+//! `--help`, and the viewer's example buttons. A statement shown with its
+//! error (the book's shell session) must fail with that error. Statements that need an LLM are planned (EXPLAIN), not
 //! run: no endpoint is configured here.
 
 mod common_cli;
@@ -52,7 +52,48 @@ fn strip_comment(line: &str) -> &str {
     line
 }
 
-/// The README's fenced blocks: (language, lines).
+/// A page of the book: its path and its text.
+macro_rules! page {
+    ($name:literal) => {
+        (
+            concat!("docs/src/", $name),
+            include_str!(concat!("../docs/src/", $name)),
+        )
+    };
+}
+
+/// The pages of the book, each as (path, text); a test checks this list
+/// against the book's SUMMARY.md.
+const BOOK: &[(&str, &str)] = &[
+    page!("getting-started.md"),
+    page!("import.md"),
+    page!("otlp.md"),
+    page!("live.md"),
+    page!("gen.md"),
+    page!("shell.md"),
+    page!("query-language.md"),
+    page!("query-statements.md"),
+    page!("query-output.md"),
+    page!("cases.md"),
+    page!("attribution.md"),
+    page!("attribution-method.md"),
+    page!("llm.md"),
+    page!("patterns.md"),
+    page!("viewer.md"),
+    page!("viewer-api.md"),
+    page!("mcp.md"),
+    page!("limits.md"),
+    page!("python.md"),
+    page!("embedding.md"),
+    page!("parquet.md"),
+    page!("spark.md"),
+    page!("internals.md"),
+    page!("architecture.md"),
+    page!("benchmarks.md"),
+    page!("figures.md"),
+];
+
+/// A Markdown page's fenced blocks: (language, lines).
 fn fenced(md: &str) -> Vec<(String, Vec<&str>)> {
     let mut out = Vec::new();
     let mut current: Option<(String, Vec<&str>)> = None;
@@ -70,15 +111,20 @@ fn fenced(md: &str) -> Vec<(String, Vec<&str>)> {
     out
 }
 
-/// Statements of the README: every statement of its `sql` blocks, and in
-/// its text blocks (a shell session, the demo's output) what follows a
-/// `memtrace> ` prompt or stands on a line of its own, up to its `;`; a
-/// statement followed by an `error:` line is expected to fail so.
-fn readme() -> Vec<Suggested> {
-    statements_of_markdown(include_str!("../README.md"))
+/// Statements of the README and of every page of the book.
+fn docs() -> Vec<Suggested> {
+    let mut out = statements_of_markdown("README.md", include_str!("../README.md"));
+    for (page, text) in BOOK {
+        out.extend(statements_of_markdown(page, text));
+    }
+    out
 }
 
-fn statements_of_markdown(md: &str) -> Vec<Suggested> {
+/// Statements of a Markdown page: every statement of its `sql` blocks, and
+/// in its text blocks (a shell session, the demo's output) what follows a
+/// `memtrace> ` prompt or stands on a line of its own, up to its `;`; a
+/// statement followed by an `error:` line is expected to fail so.
+fn statements_of_markdown(page: &str, md: &str) -> Vec<Suggested> {
     let mut out = Vec::new();
     for (lang, lines) in fenced(md) {
         match lang.as_str() {
@@ -86,7 +132,7 @@ fn statements_of_markdown(md: &str) -> Vec<Suggested> {
                 let text: Vec<&str> = lines.iter().map(|l| strip_comment(l)).collect();
                 for stmt in text.join("\n").split(';') {
                     if starts_statement(stmt.trim()) {
-                        out.push(Suggested::new("README.md (sql)", stmt));
+                        out.push(Suggested::new(format!("{page} (sql)"), stmt));
                     }
                 }
             }
@@ -121,7 +167,7 @@ fn statements_of_markdown(md: &str) -> Vec<Suggested> {
                             stmt.push_str(lines[i]);
                         }
                     }
-                    let mut s = Suggested::new("README.md (shell)", &stmt);
+                    let mut s = Suggested::new(format!("{page} (shell)"), &stmt);
                     if let Some(e) = lines.get(i + 1).and_then(|l| l.strip_prefix("error: ")) {
                         s.error = Some(e.to_string());
                     }
@@ -219,7 +265,7 @@ fn every_suggested_statement_runs_on_the_demo_database() {
     let demo = stdout(&ok(run(dir.path(), None, &["demo"])));
     let db = dir.path().join("memtrace.db");
     let mut all = demo_lines(&demo);
-    all.extend(readme());
+    all.extend(docs());
     all.extend(shell_help());
     all.extend(viewer());
     all.extend(help_examples(dir.path()));
@@ -227,7 +273,11 @@ fn every_suggested_statement_runs_on_the_demo_database() {
     for from in [
         "memtrace demo",
         "README.md (sql)",
-        "README.md (shell)",
+        "docs/src/getting-started.md (shell)",
+        "docs/src/attribution.md (sql)",
+        "docs/src/patterns.md (sql)",
+        "docs/src/shell.md (shell)",
+        "docs/src/query-output.md (shell)",
         ":help",
         "viewer",
         "--help",
@@ -288,7 +338,7 @@ fn the_extraction_finds_statements_in_each_kind_of_block() {
     let md = "text\n```sql\nFIND ops; -- a comment; with a semicolon\nSHOW\n  TRACES;\n```\n\
               ```text\nmemtrace> TRACE x\n  DEPTH 2;\nrow\nmemtrace> TRACE y WHERE z;\nerror: bad\n  TRACE y WHERE z;\n    ^\n$ memtrace query \"FIND v\" --format csv\nerror: worse\n  FIND v\n```\n\
               ```sh\nTRACE not_a_statement_here\n```\n";
-    let found: Vec<(String, Option<String>)> = statements_of_markdown(md)
+    let found: Vec<(String, Option<String>)> = statements_of_markdown("x.md", md)
         .into_iter()
         .map(|s| (s.text, s.error))
         .collect();
@@ -305,4 +355,21 @@ fn the_extraction_finds_statements_in_each_kind_of_block() {
     assert_eq!(strip_comment("FIND 'a--b' -- c"), "FIND 'a--b' ");
     assert!(starts_statement("TRACE x") && !starts_statement("trace  op_id"));
     assert!(needs_llm("ATTRIBUTE q USING hybrid") && !needs_llm("ATTRIBUTE q USING evidence"));
+}
+
+#[test]
+fn every_page_of_the_book_is_read_for_statements() {
+    // The pages SUMMARY.md links to, in its order: the list above must be
+    // the same, so that a new page cannot go unchecked.
+    let summary = include_str!("../docs/src/SUMMARY.md");
+    let linked: Vec<String> = summary
+        .lines()
+        .filter_map(|l| {
+            let start = l.find("](")? + 2;
+            let end = start + l[start..].find(')')?;
+            Some(format!("docs/src/{}", &l[start..end]))
+        })
+        .collect();
+    let listed: Vec<String> = BOOK.iter().map(|(p, _)| p.to_string()).collect();
+    assert_eq!(linked, listed);
 }

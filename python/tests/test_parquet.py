@@ -1,5 +1,5 @@
 """The Parquet export read back by pyarrow and DuckDB: the tables hold the database's own
-counts, the Hive partitions read as columns, and the README's failure-pattern query runs."""
+counts, the Hive partitions read as columns, and the book's failure-pattern query runs."""
 
 import pathlib
 
@@ -12,11 +12,11 @@ DEVSPLIT = ROOT / "tests" / "fixtures" / "devsplit"
 TABLES = ["traces", "sessions", "nodes", "edges", "ops", "cases", "verdicts"]
 
 
-def readme_query():
-    """The DuckDB failure-pattern query of the README's Parquet section, and the rows the
-    README shows it printing, as written there."""
-    text = (ROOT / "README.md").read_text()
-    section = text[text.index("## Parquet export") :]
+def book_query():
+    """The DuckDB failure-pattern query of the book's page on the Parquet export, and the
+    rows the page shows it printing, as written there."""
+    text = (ROOT / "docs" / "src" / "parquet.md").read_text()
+    section = text[text.index("## A failure pattern in DuckDB") :]
     start = section.index("```sql\n") + len("```sql\n")
     end = section.index("```", start)
     query = section[start:end]
@@ -72,7 +72,7 @@ def test_pyarrow_reads_every_table_with_the_databases_counts(exported):
     assert per_trace == {t["id"]: t["counts"]["variables"] for t in db.traces()}
 
 
-def test_duckdb_reads_the_partitions_and_runs_the_readme_query(exported, monkeypatch):
+def test_duckdb_reads_the_partitions_and_runs_the_book_query(exported, monkeypatch):
     duckdb = pytest.importorskip("duckdb", reason="duckdb is not installed")
     db, out, _ = exported
     want = expected(db)
@@ -93,13 +93,13 @@ def test_duckdb_reads_the_partitions_and_runs_the_readme_query(exported, monkeyp
         mine[c["trace"]] = mine.get(c["trace"], 0) + 1
     assert {int(t): n for t, n in rows} == mine
 
-    # The README's query, run from the folder that holds out/.
-    query, shown = readme_query()
+    # The book's query, run from the folder that holds out/.
+    query, shown = book_query()
     assert "read_parquet('out/" in query
     monkeypatch.chdir(out.parent)
     result = con.execute(query).fetchall()
     assert result, "the failure-pattern query found nothing"
-    # The README shows what it prints on these very traces.
+    # The book shows what it prints on these very traces.
     assert [tuple(str(x) for x in r) for r in result] == shown
     # Its counts are verdicts of failed cases: they add up to at most the decided verdicts.
     decided = [v for v in db.attributions() if v["verdict"]["error_type"]]

@@ -1,7 +1,7 @@
 """memtrace on PySpark in local mode (local[2]): the verdicts and pattern hits of a generated
 set equal what the memtrace CLI gives on the same traces, row for row; a malformed file gives
 an error row naming it while the other traces of its partition get their verdicts; and the
-README's Spark job runs as written."""
+book's Spark job (docs/src/spark.md) runs as written."""
 
 import json
 import os
@@ -174,21 +174,21 @@ def test_cases_and_stats_cover_every_trace(spark, generated):
     assert cases == len(rows_of(generated["cases"])) == sum(r["failed_cases"] or 0 for r in stats)
 
 
-def readme_job():
-    """The Spark job of the README's section on Spark, as written there."""
-    text = (ROOT / "README.md").read_text()
-    section = text[text.index("### Beyond one machine: Spark") :]
+def book_job():
+    """The Spark job of the book's page on Spark, as written there."""
+    text = (ROOT / "docs" / "src" / "spark.md").read_text()
+    section = text[text.index("## The job") :]
     start = section.index("```python\n") + len("```python\n")
     return section[start : section.index("```", start)]
 
 
-def test_the_readme_spark_job_runs_and_its_tables_hold_the_clis_verdicts(spark, generated, tmp_path):
+def test_the_book_spark_job_runs_and_its_tables_hold_the_clis_verdicts(spark, generated, tmp_path):
     # Spark reads relative paths from the JVM's folder, which a test cannot change: the job's
     # two folders are made absolute, and nothing else of it is changed.
-    job = readme_job()
+    job = book_job()
     assert '"traces/"' in job and '"out/' in job
     job = job.replace('"traces/"', f'"{generated["traces"]}/"').replace('"out/', f'"{tmp_path}/out/')
-    exec(compile(job, "README.md", "exec"), {"__name__": "readme"})
+    exec(compile(job, "docs/src/spark.md", "exec"), {"__name__": "book"})
     verdicts = spark.read.parquet(str(tmp_path / "out" / "verdicts"))
     assert verdicts.where("error IS NULL").count() == len(generated["verdicts"])
     per = verdicts.where("error_type IS NOT NULL").groupBy("project_id", "error_type").count().collect()

@@ -1,7 +1,7 @@
 //! One OpenTelemetry trace as a smartcomment export (plus `data.annotations`
 //! for failed evaluations): spans become ops, their inputs and outputs
 //! variables, and the span tree, span order and links become edges. The
-//! README's "Importing OpenTelemetry traces" section is the contract; the
+//! book's page on OpenTelemetry traces (docs/src/otlp.md) is the contract; the
 //! names of the rules below are the names used there.
 
 use std::cmp::Reverse;

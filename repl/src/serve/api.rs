@@ -543,7 +543,7 @@ impl Api {
                 self.import(t, body)
             }
             ["api", ..] => Err(ApiError::not_found(format!(
-                "no endpoint {} (the endpoints are listed in README.md, section \"memtrace serve\")",
+                "no endpoint {} (the endpoints are listed in docs/src/viewer-api.md)",
                 t.path
             ))),
             _ => Err(ApiError::not_found(format!("no page {}", t.path))),
