@@ -5,6 +5,7 @@ import copy
 import json
 import os
 import pathlib
+import signal
 import threading
 import time
 
@@ -19,6 +20,17 @@ GRAPH = "graph-e02a1f3b041740d5b82569831ef2d06e"
 ANSWER = "str:663d79858dc5e938f2b614b6b560fc10a2aeeb24@1"
 # A cross product of nine node sets: runs for minutes on the sample.
 HEAVY = "MATCH (a), (b), (c), (d), (e), (f), (g), (h), (i) RETURN count(*)"
+
+
+@pytest.fixture
+def sigint():
+    """Ctrl-C raises KeyboardInterrupt here, even when the test process was started with SIGINT
+    ignored (as a background job is), so that `_thread.interrupt_main` reaches the code under test."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)
 
 
 @pytest.fixture
@@ -210,7 +222,7 @@ def test_a_timeout_stops_a_query_and_the_database_goes_on(sample_db):
         sample_db.query("SHOW TRACES", timeout=0)
 
 
-def test_keyboard_interrupt_cancels_a_running_query(sample_db):
+def test_keyboard_interrupt_cancels_a_running_query(sample_db, sigint):
     timer = threading.Timer(0.5, _thread.interrupt_main)
     start = time.monotonic()
     timer.start()
@@ -522,7 +534,7 @@ def test_llm_attribution_through_an_openai_compatible_endpoint(db):
     assert len(db.attributions()) == 2
 
 
-def test_keyboard_interrupt_stops_an_llm_run_and_stores_nothing(db):
+def test_keyboard_interrupt_stops_an_llm_run_and_stores_nothing(db, sigint):
     db.import_path(MEM0)
     model = _FakeModel(delay=30)
     try:
