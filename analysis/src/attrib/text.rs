@@ -28,7 +28,8 @@ const NUMBERS: &[(&str, &str)] = &[
     ("thirty", "30"),
 ];
 
-const MONTHS: [&str; 12] = [
+/// The months' names, January first.
+pub(crate) const MONTHS: [&str; 12] = [
     "january",
     "february",
     "march",

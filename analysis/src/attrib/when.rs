@@ -7,7 +7,7 @@
 use serde_json::Value;
 
 use super::model::TraceModel;
-use super::text::tokens;
+use super::text::{tokens, MONTHS};
 
 /// A span of days, both ends included, counted from 1970-01-01.
 pub type Span = (i64, i64);
@@ -74,21 +74,6 @@ fn year_token(t: &str) -> Option<i64> {
         .flatten()
         .filter(|y| (1900..=2200).contains(y))
 }
-
-const MONTHS: [&str; 12] = [
-    "january",
-    "february",
-    "march",
-    "april",
-    "may",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
-];
 
 const WEEKDAYS: [&str; 7] = [
     "monday",
