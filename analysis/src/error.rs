@@ -5,6 +5,7 @@ use thiserror::Error;
 
 /// What can go wrong in an analysis.
 #[derive(Debug, Error)]
+#[non_exhaustive]
 pub enum AnalysisError {
     /// The database failed or refused (an unknown trace, a query error,
     /// cancellation, ...).

@@ -7,6 +7,7 @@ use thiserror::Error;
 /// What can stop a Parquet export. Nothing is left in the output folder
 /// when one does.
 #[derive(Debug, Error)]
+#[non_exhaustive]
 pub enum ColumnarError {
     /// The database failed or refused (an unknown trace, ...).
     #[error(transparent)]

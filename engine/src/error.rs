@@ -4,6 +4,7 @@ use thiserror::Error;
 
 /// Everything the engine reports.
 #[derive(Debug, Error)]
+#[non_exhaustive]
 pub enum EngineError {
     /// The store failed.
     #[error(transparent)]

@@ -4,6 +4,7 @@ use thiserror::Error;
 
 /// What can go wrong generating a set.
 #[derive(Debug, Error)]
+#[non_exhaustive]
 pub enum GenError {
     /// The specification asks for something that cannot be generated.
     #[error("{0}")]

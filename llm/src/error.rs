@@ -5,6 +5,7 @@ use thiserror::Error;
 /// Everything talking to an LLM endpoint can report. No message ever holds
 /// an API key; endpoints are named by their base URL without credentials.
 #[derive(Debug, Error)]
+#[non_exhaustive]
 pub enum LlmError {
     /// The configuration (environment or file) is missing or wrong.
     #[error("LLM configuration: {0}")]

@@ -7,6 +7,7 @@ use crate::keywords::{nearest, KEYWORDS, PATTERN_STATEMENTS, STATEMENTS};
 
 /// Why a text is not a valid query.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum QueryError {
     /// The text does not follow the grammar.
     #[error("syntax error at line {line}, column {column}: {message}\n{snippet}")]

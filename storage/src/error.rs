@@ -4,6 +4,7 @@ use thiserror::Error;
 
 /// Everything that can go wrong in the store.
 #[derive(Debug, Error)]
+#[non_exhaustive]
 pub enum StorageError {
     /// RocksDB itself failed (I/O, lock held by another process, corruption).
     #[error("RocksDB: {0}")]
