@@ -17,8 +17,8 @@ use serde::Serialize;
 use super::case::FailedCase;
 use super::holds::Matcher;
 use super::model::TraceModel;
-use super::text::{is_date_token, tokens};
-use super::when::{meet, named, said_on, spoken_of, Span};
+use super::text::{is_date_token, tokens, MONTHS};
+use super::when::{meet, named, said_on, spoken_of, Span, WEEKDAYS};
 
 /// How many messages, by BM25, are weighed.
 pub const POOL: usize = 24;
@@ -150,7 +150,8 @@ pub fn weigh(f: &Features) -> f64 {
     logistic(z)
 }
 
-/// Words that say a sentence is about time.
+/// Words that say a sentence is about time, besides the names of days
+/// and months.
 const TIME_WORDS: &[&str] = &[
     "ago",
     "yesterday",
@@ -163,25 +164,6 @@ const TIME_WORDS: &[&str] = &[
     "weekend",
     "month",
     "year",
-    "monday",
-    "tuesday",
-    "wednesday",
-    "thursday",
-    "friday",
-    "saturday",
-    "sunday",
-    "january",
-    "february",
-    "march",
-    "april",
-    "may",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
     "since",
     "recently",
 ];
@@ -190,6 +172,8 @@ fn speaks_of_time(text: &str) -> bool {
     tokens(text).iter().any(|t| {
         is_date_token(t)
             || TIME_WORDS.contains(&t.as_str())
+            || WEEKDAYS.contains(&t.as_str())
+            || MONTHS.contains(&t.as_str())
             || (t.len() == 4 && t.starts_with(['1', '2']) && t.bytes().all(|b| b.is_ascii_digit()))
     })
 }

@@ -75,7 +75,8 @@ fn year_token(t: &str) -> Option<i64> {
         .filter(|y| (1900..=2200).contains(y))
 }
 
-const WEEKDAYS: [&str; 7] = [
+/// The days of the week, Monday first.
+pub(crate) const WEEKDAYS: [&str; 7] = [
     "monday",
     "tuesday",
     "wednesday",
