@@ -1,82 +1,56 @@
 //! Which operation made an LLM memory system answer wrongly? memtrace stores execution traces and answers that.
 //!
-//! This facade crate is the embedding API: the database of `memtrace-engine`
-//! with the analyses of `memtrace-analysis` registered, and the generator of
-//! `memtrace-gen`. [`Database::open`] opens a database on which every
-//! statement of the query language runs, ATTRIBUTE and the pattern
-//! statements included; the traits of [`prelude`] add the analyses' methods
-//! (`attribute`, `evaluate`, `report`, `run_patterns`, ...).
-//! [`Database::export_parquet`] writes the stored records, failed cases
-//! and verdicts as Parquet tables ([`columnar`]).
-#![doc = include_str!("../README.md")]
+//! This crate is the embedding API. [`Database::open`] (or
+//! [`Database::open_read_only`]) opens a database on which every statement
+//! of the query language runs, ATTRIBUTE and the pattern statements
+//! included; the traits of [`prelude`] add the analyses' methods
+//! (`attribute`, `evaluate`, `report`, `run_patterns`, ...), and
+//! [`Database::export_parquet`] writes the stored records as Parquet tables.
+//!
+//! ```no_run
+//! use memtrace::prelude::*;
+//! use memtrace::{Database, ImportOptions};
+//!
+//! let db = Database::open("memtrace.db")?;
+//! db.import_paths(&["trace.json".into()], &ImportOptions::default(), &mut |_| {});
+//! let rows = db.query("SHOW TRACES")?;
+//! println!("{} traces", rows.rows.len());
+//! for case in db.failed_cases(None)? {
+//!     println!("{} in {}", case.id, case.graph_id);
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! The book's "Embedding in Rust" chapter walks through it; the modules
+//! below the root ([`engine`], [`query`]) are the layers it is built on,
+//! for tools that need their lower-level calls.
 
-use std::path::Path;
+#![deny(missing_docs)]
 
-pub use memtrace_analysis::{attrib, llm, patterns, prelude, report, Analyses, AnalysisError};
+mod analyses;
+mod database;
+
+pub use database::Database;
+
+pub use memtrace_engine::{
+    Batch, BatchSink, Cancel, Case, Cell, CellFn, Column, Edge, EngineError, ExportFormat,
+    FileReport, GraphEdge, GraphNode, GraphOptions, ImportOptions, ImportedTrace, InputFormat,
+    LogEntry, Node, OpenOptions, Operation, Params, Progress, QueryGraph, QueryResult, Result,
+    Session, Stats, StorageError, TraceId, TraceInfo, TraceView, Value, Variable,
+};
+
+pub use memtrace_analysis::{attrib, llm, patterns, prelude, report, AnalysisError};
+pub use memtrace_columnar::{ColumnarError, ParquetOptions, ParquetSummary, Partition};
+
 /// The Parquet export: its tables, options and partitioning.
 pub use memtrace_columnar as columnar;
-pub use memtrace_columnar::{ColumnarError, ParquetOptions, ParquetSummary, Partition};
-pub use memtrace_engine::*;
+/// The engine under [`Database`]: plans, snapshots, caches and the
+/// extension point, for tools built on memtrace.
+pub use memtrace_engine as engine;
+/// The query language: parsing, parameters and plans.
+pub use memtrace_engine::query;
 /// Generated traces with known root causes, and synthetic exports for benchmarks.
 pub use memtrace_gen as gen;
-pub use memtrace_gen::synth;
-
-/// An open memtrace database with the analyses registered: every method of
-/// [`memtrace_engine::Database`] (through `Deref`), and those of the
-/// [`prelude`] traits once they are in scope.
-#[derive(Debug)]
-pub struct Database(memtrace_engine::Database);
-
-impl Database {
-    /// Opens the database at `path`, creating it when the path does not
-    /// exist, with the analyses registered.
-    pub fn open(path: impl AsRef<Path>) -> Result<Database> {
-        Ok(Database(memtrace_analysis::open(path)?))
-    }
-
-    /// Opens the database at `path` with the analyses registered; fails
-    /// when there is none.
-    pub fn open_existing(path: impl AsRef<Path>) -> Result<Database> {
-        Ok(Database(memtrace_analysis::open_existing(path)?))
-    }
-
-    /// Opens the database at `path` for reading only, with the analyses
-    /// registered: no lock, so it opens while another process writes, and
-    /// nothing is written at open (see the engine's `open_read_only`).
-    pub fn open_read_only(path: impl AsRef<Path>) -> Result<Database> {
-        Ok(Database(memtrace_analysis::open_read_only(path)?))
-    }
-
-    /// Writes the traces `options` selects as Parquet tables in `dir`
-    /// (traces, sessions, nodes, edges, ops, cases, verdicts; see
-    /// [`columnar::export_parquet`]): `dir` holds the whole export
-    /// afterwards, or is left as it was on an error.
-    pub fn export_parquet(
-        &self,
-        dir: impl AsRef<Path>,
-        options: &ParquetOptions,
-    ) -> std::result::Result<ParquetSummary, ColumnarError> {
-        memtrace_columnar::export_parquet(&self.0, dir, options)
-    }
-
-    /// The engine's database, to hand to code that takes one.
-    pub fn engine(&self) -> &memtrace_engine::Database {
-        &self.0
-    }
-
-    /// The engine's database, owned.
-    pub fn into_engine(self) -> memtrace_engine::Database {
-        self.0
-    }
-}
-
-impl std::ops::Deref for Database {
-    type Target = memtrace_engine::Database;
-
-    fn deref(&self) -> &memtrace_engine::Database {
-        &self.0
-    }
-}
 
 /// The book's page on embedding memtrace in Rust, so that its examples run as doc tests.
 #[cfg(doctest)]

@@ -223,7 +223,13 @@ proptest! {
         prop_assert_eq!(t[0].counts.variables as usize, doc["data"]["nodes"].as_array().unwrap().len());
         // Read back after reopening, so nothing comes from memory.
         drop(db);
-        let db = Database::open_existing(dir.path().join("p.db")).unwrap();
+        let db = Database::open_with(
+            dir.path().join("p.db"),
+            &memtrace::OpenOptions {
+                create: false,
+                ..Default::default()
+            },
+        ).unwrap();
         let mut out = Vec::new();
         db.trace(doc["graph_id"].as_str().unwrap()).unwrap().export(ExportFormat::Smartcomment, &mut out).unwrap();
         let back: Value = serde_json::from_slice(&out).unwrap();

@@ -6,7 +6,7 @@
 //! level. A query naming the trace of a small one reads the trace's head
 //! instead, which holds its whole adjacency: its answer must be the same.
 
-use memtrace::synth::{write_export, SynthSpec};
+use memtrace::gen::synth::{write_export, SynthSpec};
 use memtrace::{Database, ImportOptions, InputFormat};
 
 /// The most variables a trace has whose head holds its adjacency (the
@@ -75,7 +75,7 @@ fn walks_equal(variables: usize, edges: usize, step: usize) {
                     // A new handle: nothing of the trace is in memory.
                     let fresh = Database::open_read_only(&path).unwrap();
                     let got = count(&fresh, &q);
-                    let before = fresh.cache_stats().bytes;
+                    let before = fresh.engine().cache_stats().bytes;
                     if !scope.is_empty() && variables <= HEAD_VARS {
                         // A query of a small trace reads its head, which
                         // holds the whole adjacency: the graph is loaded.
@@ -88,7 +88,7 @@ fn walks_equal(variables: usize, edges: usize, step: usize) {
                             &format!("{walk} '{start}' IN TRACE 'walks' RETURN count"),
                         );
                         assert!(
-                            fresh.cache_stats().bytes > before,
+                            fresh.engine().cache_stats().bytes > before,
                             "{q}: the bounded count loaded the graph"
                         );
                     }

@@ -80,7 +80,7 @@ fn evaluate(db: &Database, setting: Setting, runs: usize) -> Result<Evaluation> 
 /// source evidence to `out`, in the evaluation and production settings.
 fn dump_features(db: &Database, set: &str, out: &mut String) -> Result<()> {
     for info in db.traces()? {
-        let view = db.trace_by_id(info.id)?;
+        let view = db.engine().trace_by_id(info.id)?;
         let model = TraceModel::load(&view)?;
         let flow = Flow::new(&model);
         let chooser = Chooser::new(&model, flow.matcher());

@@ -87,7 +87,7 @@ impl Side for MemtraceSide {
     fn open(&mut self) -> Result<()> {
         // Queries only read: open as every reading command does.
         let db = Database::open_read_only(&self.path)?;
-        db.set_cache_budget(CACHE_BUDGET);
+        db.engine().set_cache_budget(CACHE_BUDGET);
         self.db = Some(db);
         Ok(())
     }
@@ -104,7 +104,7 @@ impl Side for MemtraceSide {
         let db = self.db()?;
         let mut starts = Vec::new();
         for (pos, t) in db.traces()?.into_iter().enumerate() {
-            let view = db.trace_by_id(t.id)?;
+            let view = db.engine().trace_by_id(t.id)?;
             for v in view
                 .variables()?
                 .into_iter()
@@ -126,6 +126,7 @@ impl Side for MemtraceSide {
         let mut starts = Vec::new();
         for (pos, t) in db.traces()?.into_iter().enumerate() {
             let mut ids: Vec<String> = db
+                .engine()
                 .trace_by_id(t.id)?
                 .variables()?
                 .into_iter()

@@ -272,8 +272,14 @@ pub fn step(a: &PatternStepArgs) -> Result<Stepped> {
             m.disk_bytes = std::fs::metadata(&a.db).map(|md| md.len()).unwrap_or(0);
         }
         "memtrace" => {
-            let db = Database::open_existing(&a.db)?;
-            db.set_cache_budget(CACHE_BUDGET);
+            let db = Database::open_with(
+                &a.db,
+                &memtrace::OpenOptions {
+                    create: false,
+                    ..Default::default()
+                },
+            )?;
+            db.engine().set_cache_budget(CACHE_BUDGET);
             let all: Vec<PatternSpec> = BUILTINS
                 .iter()
                 .map(|b| PatternSpec::named(b.name))

@@ -243,7 +243,13 @@ pub fn step(a: &SuiteStepArgs) -> Result<Measured> {
             m.note = format!("SQLite {} (bundled)", rusqlite::version());
         }
         "attribute" => {
-            let db = Database::open_existing(&a.db)?;
+            let db = Database::open_with(
+                &a.db,
+                &memtrace::OpenOptions {
+                    create: false,
+                    ..Default::default()
+                },
+            )?;
             let start = Instant::now();
             let e = db.evaluate(Method::Evidence, None, &Cancel::new(), &mut |_| {})?;
             m.seconds = start.elapsed().as_secs_f64();
@@ -265,13 +271,19 @@ pub fn step(a: &SuiteStepArgs) -> Result<Measured> {
         "attribute-scan" => {
             // The peer: what a tool without the graph does, reading each
             // trace whole and searching every value for each evidence text.
-            let db = Database::open_existing(&a.db)?;
+            let db = Database::open_with(
+                &a.db,
+                &memtrace::OpenOptions {
+                    create: false,
+                    ..Default::default()
+                },
+            )?;
             let start = Instant::now();
             let mut samples = Vec::new();
             let mut holders = 0u64;
             for info in db.traces()? {
                 let t0 = Instant::now();
-                let view = db.trace_by_id(info.id)?;
+                let view = db.engine().trace_by_id(info.id)?;
                 let model = TraceModel::load(&view)?;
                 let cases = memtrace::attrib::case::failed_cases(&model, &view.cases()?);
                 let values: Vec<String> = (0..model.vars.len())

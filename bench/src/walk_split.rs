@@ -14,7 +14,8 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use clap::Args;
-use memtrace::{Cancel, Direction, Params};
+use memtrace::engine::Direction;
+use memtrace::{Cancel, Params};
 
 use crate::error::{CliError, Result};
 use crate::memtrace_side::{traversal, MemtraceSide};
@@ -149,7 +150,7 @@ pub fn measure(db: &Path, runs: usize, rounds: usize) -> Result<Split> {
     // The start's variable and the trace's graph (shared, so the snapshot
     // that found them can go before the timed runs borrow the side).
     let (var, graph) = {
-        let snapshot = side.database()?.snapshot();
+        let snapshot = side.database()?.engine().snapshot();
         let var = snapshot
             .catalog(trace)?
             .var_by_node_id(&start.node)

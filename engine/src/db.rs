@@ -91,6 +91,31 @@ pub struct Definition {
     pub json: String,
 }
 
+/// How to open a database: `OpenOptions::default()` creates it when missing
+/// and waits for the disk at every commit, as [`Database::open`] does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpenOptions {
+    /// Create the database when the path holds none (ignored when read-only).
+    pub create: bool,
+    /// Open for reading only: no lock is taken, so it opens while another
+    /// process writes, and every write fails with a read-only error.
+    pub read_only: bool,
+    /// Wait for the write-ahead log to reach the disk at every commit;
+    /// without it a machine crash may lose the last traces stored, which
+    /// suits scratch work that can be redone.
+    pub sync: bool,
+}
+
+impl Default for OpenOptions {
+    fn default() -> Self {
+        OpenOptions {
+            create: true,
+            read_only: false,
+            sync: true,
+        }
+    }
+}
+
 /// One OTLP/JSON request, `{"resourceSpans": [...]}`.
 pub type OtlpRequest = serde_json::Map<String, serde_json::Value>;
 
@@ -98,7 +123,7 @@ impl Database {
     /// Opens the database at `path`, creating it when the path does not
     /// exist. No extension is registered.
     pub fn open(path: impl AsRef<Path>) -> Result<Database> {
-        Database::open_with(path.as_ref(), &StoreOptions::default())
+        Database::open_store(path.as_ref(), &StoreOptions::default())
     }
 
     /// Opens the database at `path`; fails when there is none.
@@ -107,7 +132,7 @@ impl Database {
             create: false,
             ..StoreOptions::default()
         };
-        Database::open_with(path.as_ref(), &opts)
+        Database::open_store(path.as_ref(), &opts)
     }
 
     /// Opens the database at `path` for reading only; fails when there is
@@ -123,7 +148,7 @@ impl Database {
             read_only: true,
             ..StoreOptions::default()
         };
-        Database::open_with(path.as_ref(), &opts)
+        Database::open_store(path.as_ref(), &opts)
     }
 
     /// Opens a scratch database at `path`, creating it when the path does
@@ -137,7 +162,7 @@ impl Database {
             sync: false,
             ..StoreOptions::default()
         };
-        Database::open_with(path.as_ref(), &opts)
+        Database::open_store(path.as_ref(), &opts)
     }
 
     /// Whether this database was opened for reading only.
@@ -145,7 +170,18 @@ impl Database {
         self.store.is_read_only()
     }
 
-    fn open_with(path: &Path, opts: &StoreOptions) -> Result<Database> {
+    /// Opens the database at `path` as `options` say: whether to create
+    /// it, open it read-only, or let commits skip waiting for the disk.
+    pub fn open_with(path: impl AsRef<Path>, options: &OpenOptions) -> Result<Database> {
+        let opts = StoreOptions {
+            create: options.create && !options.read_only,
+            sync: options.sync,
+            read_only: options.read_only,
+        };
+        Database::open_store(path.as_ref(), &opts)
+    }
+
+    fn open_store(path: &Path, opts: &StoreOptions) -> Result<Database> {
         Ok(Database {
             store: Arc::new(Store::open(path, opts)?),
             cache: TraceCache::default(),

@@ -30,7 +30,9 @@ mod view;
 
 pub use cache::{CacheStats, TraceState};
 pub use catalog::{OpLabel, TraceCatalog, TraceEdges, TraceOps, VarLabel};
-pub use db::{Call, Database, Definition, Extension, OtlpRequest, Snapshot, TraceResult};
+pub use db::{
+    Call, Database, Definition, Extension, OpenOptions, OtlpRequest, Snapshot, TraceResult,
+};
 pub use error::{EngineError, Result};
 pub use exec::batch::{Batch, BatchSink, Column, TextColumn};
 pub use exec::ctx::lazy;

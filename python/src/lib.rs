@@ -431,7 +431,7 @@ impl PyDatabase {
             d.set_item("error_type", p.error_type.map(|t| t.to_string()))?;
             let defaults = PyDict::new(py);
             for (k, v) in &p.params {
-                defaults.set_item(k, json_to_py(py, &memtrace::to_json(v))?)?;
+                defaults.set_item(k, json_to_py(py, &memtrace::engine::to_json(v))?)?;
             }
             d.set_item("params", defaults)?;
             d.set_item("definition", &p.definition)?;
@@ -508,7 +508,7 @@ impl PyDatabase {
             let d = PyDict::new(py);
             d.set_item("trace", &ex.graph_id)?;
             for (c, v) in outcome.columns.iter().zip(&ex.row) {
-                d.set_item(c, json_to_py(py, &memtrace::to_json(v))?)?;
+                d.set_item(c, json_to_py(py, &memtrace::engine::to_json(v))?)?;
             }
             rows.append(d)?;
         }
