@@ -7,6 +7,9 @@ use serde_json::{Map, Value};
 
 use super::records::{json_kind, Invalid, ParsedTrace, Resolved};
 
+/// The query, evidence and labelled op of one annotation, by local id.
+type CaseIds = (Option<u32>, Vec<u32>, Option<u32>);
+
 /// A map from a list's ids to their positions.
 type IdIndex<'a> = HashMap<&'a str, u32, foldhash::fast::RandomState>;
 
@@ -132,7 +135,7 @@ fn resolve_case(
     a: &Map<String, Value>,
     vars: &IdIndex<'_>,
     ops: &IdIndex<'_>,
-) -> Result<(Option<u32>, Vec<u32>, Option<u32>), Invalid> {
+) -> Result<CaseIds, Invalid> {
     let at = |field: &str| format!("data.annotations[{i}].{field}");
     let node = |field: &str, v: &Value| -> Result<u32, Invalid> {
         match v {
