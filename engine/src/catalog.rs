@@ -176,7 +176,7 @@ fn op_labels(ops: &[OpRecord]) -> Option<TextTable<3>> {
 }
 
 /// A variable's full node id (`class:name@version`) and category, as
-/// [`TraceCatalog::label`] lends them.
+/// [`TraceCatalog::label`] hands them out.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VarLabel<'a> {
     /// The full node id.
@@ -186,7 +186,7 @@ pub struct VarLabel<'a> {
 }
 
 /// An op's id, name and kind (its `category`), as [`TraceOps::label`]
-/// lends them.
+/// hands them out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OpLabel<'a> {
     /// The op id.

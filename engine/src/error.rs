@@ -71,15 +71,104 @@ pub enum EngineError {
     /// An extension (an analysis the database called) failed.
     #[error(transparent)]
     Extension(Box<dyn std::error::Error + Send + Sync>),
-    /// A request that cannot be carried out as given.
+    /// A request that cannot be carried out as given, said in words; the
+    /// variants after this one name each such case.
     #[error("{0}")]
     BadRequest(String),
+    /// A TRACE, FORWARD or DESCRIBE names a variable or op that no trace
+    /// holds.
+    #[error("no trace holds a variable or op {reference} (see FIND vars WHERE var.full_name CONTAINS '...')")]
+    NoTraceHolds {
+        /// The reference as given.
+        reference: String,
+    },
+    /// A walk starts from a variable the trace does not have.
+    #[error("walk from variable {start}, but the trace has {vars}")]
+    StartOutOfRange {
+        /// The start's local id.
+        start: u32,
+        /// How many variables the trace has.
+        vars: u32,
+    },
+    /// A graph is given more edges than a trace can hold.
+    #[error("{edges} edges: more than a trace can hold")]
+    TooManyEdges {
+        /// How many edges were given.
+        edges: usize,
+    },
+    /// An ATTRIBUTE's subquery is not a `FIND cases`.
+    #[error("not a subquery of failed cases: {statement}")]
+    NotCaseSubquery {
+        /// The subquery, as EXPLAIN gives its first line.
+        statement: String,
+    },
+    /// An ATTRIBUTE's subquery finds something other than cases.
+    #[error("{reason}; ATTRIBUTE needs cases")]
+    CasesNeeded {
+        /// What the subquery finds instead.
+        reason: String,
+    },
+    /// A row of an ATTRIBUTE's subquery does not name a case.
+    #[error("a row of the subquery does not end with a trace and a case key: {row}")]
+    NotCaseRow {
+        /// The row, as Rust's debug form writes it.
+        row: String,
+    },
+    /// A graph is asked of a statement with a LIMIT.
+    #[error(
+        "a graph is not cut short: drop the LIMIT (the graph holds every node and edge reached)"
+    )]
+    GraphLimit,
+    /// A graph is asked of a statement that gives rows only.
+    #[error("a graph is made by TRACE, FORWARD or MATCH; {statement} gives rows only (use query)")]
+    GraphNeedsWalk {
+        /// The statement's keyword.
+        statement: &'static str,
+    },
+    /// A walk's tree is asked of a statement that is not a TRACE or FORWARD.
+    #[error("a walk's tree is made of TRACE and FORWARD only")]
+    TreeNeedsWalk,
+    /// An output format that draws walks is asked of another statement.
+    #[error("the {format} format draws TRACE and FORWARD results; use table, json or csv")]
+    FormatNeedsWalk {
+        /// The format's name.
+        format: String,
+    },
+    /// The thread that reads files ahead of an import stopped before a file.
+    #[error("{path}: the thread that reads files stopped before it")]
+    FileReaderStopped {
+        /// The file.
+        path: String,
+    },
     /// Writing JSON output failed.
     #[error("writing JSON: {0}")]
     Json(#[from] serde_json::Error),
     /// The work was cancelled through its [`Cancel`](crate::Cancel) token.
     #[error("cancelled")]
     Cancelled,
+}
+
+impl EngineError {
+    /// Whether the request itself is wrong (a client's mistake, not the
+    /// store's or the engine's): the errors a server answers with "bad
+    /// request".
+    pub fn is_invalid_request(&self) -> bool {
+        matches!(
+            self,
+            EngineError::BadRequest(_)
+                | EngineError::NoTraceHolds { .. }
+                | EngineError::StartOutOfRange { .. }
+                | EngineError::TooManyEdges { .. }
+                | EngineError::NotCaseSubquery { .. }
+                | EngineError::CasesNeeded { .. }
+                | EngineError::NotCaseRow { .. }
+                | EngineError::GraphLimit
+                | EngineError::GraphNeedsWalk { .. }
+                | EngineError::TreeNeedsWalk
+                | EngineError::FormatNeedsWalk { .. }
+                | EngineError::FileReaderStopped { .. }
+        )
+    }
 }
 
 fn list_ids(ids: &[u32]) -> String {

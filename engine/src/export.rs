@@ -12,7 +12,7 @@ use serde_json::{Map, Value};
 use memtrace_storage::records::{Common, EdgeRecord, OpRecord, SessionRecord, VarRecord};
 
 use crate::error::{EngineError, Result};
-use crate::parse::trigger_point;
+use crate::import::records::trigger_point;
 use crate::view::{Names, TraceView};
 
 /// Output formats of `export`.

@@ -21,10 +21,8 @@ mod graph;
 mod import;
 mod model;
 mod otlp;
-mod parse;
 mod pyjson;
 mod sniff;
-mod split;
 mod timestamp;
 mod view;
 
@@ -35,17 +33,19 @@ pub use db::{
 };
 pub use error::{EngineError, Result};
 pub use exec::batch::{Batch, BatchSink, Column, TextColumn};
+pub use exec::cancel::Cancel;
 pub use exec::ctx::lazy;
 pub use exec::run::columns_of;
 pub use exec::subgraph::{GraphEdge, GraphNode, GraphOptions, QueryGraph};
 pub use exec::value::{from_json, to_json, Cell, CellFn, CellSink, QueryResult, Sink};
 pub use export::{dot_escape, mermaid_escape, ExportFormat};
 pub use extension::{statement_name, CaseOrigin, CasePick, DerivedCase, ResultRow};
-pub use graph::{Admit, Cancel, Direction, TraceGraph, Visit};
+pub use graph::{Admit, TraceGraph, Visit};
+pub use import::records::json_kind;
 pub use import::{FileReport, ImportOptions, ImportedTrace, InputFormat, Progress, SET_MANIFEST};
 /// The query language: its parser, plans and values.
 pub use memtrace_query as query;
-pub use memtrace_query::ast::{Direction as WalkDirection, Output};
+pub use memtrace_query::ast::{Direction, Direction as WalkDirection, Output};
 pub use memtrace_query::plan::traverse_columns;
 pub use memtrace_query::{
     field_names, Params, Plan, Statement, Value, FIND_KINDS, KEYWORDS, OUTPUTS, SUBJECTS,
@@ -57,7 +57,6 @@ pub use memtrace_storage::{LocalId, StorageError, TraceId};
 pub use model::{Case, Edge, LogEntry, Node, Operation, Session, Stats, TraceInfo, Variable};
 pub use otlp::label_fails;
 pub use otlp::split::{split_request, OtlpMalformed, OtlpPart, OtlpSpanHead, OtlpSplit};
-pub use parse::json_kind;
 /// The graph library a [`QueryGraph`] is built on, for its algorithms.
 pub use petgraph;
 pub use timestamp::{check as check_timestamp, civil_from_days, iso_utc, now_ms};

@@ -95,7 +95,7 @@ fn engine(e: EngineError) -> ErrorData {
             ),
             Some(json!({"kind": "unknown_node"})),
         ),
-        EngineError::BadRequest(_) => ErrorData::invalid_params(message, None),
+        e if e.is_invalid_request() => ErrorData::invalid_params(message, None),
         EngineError::Cancelled => ErrorData::invalid_params(
             format!("{message}: the time limit ran out; give a larger timeout_seconds (at most {SECONDS_MAX}) or a narrower statement (IN TRACE, LIMIT, DEPTH)"),
             Some(json!({"kind": "timeout"})),

@@ -279,13 +279,12 @@ pub fn print_result(
     match format {
         QueryFormat::Tree | QueryFormat::Dot | QueryFormat::Mermaid => {
             let Plan::Traverse(t) = plan else {
-                return Err(EngineError::BadRequest(format!(
-                    "the {} format draws TRACE and FORWARD results; use table, json or csv",
-                    format
+                return Err(EngineError::FormatNeedsWalk {
+                    format: format
                         .to_possible_value()
                         .map(|v| v.get_name().to_string())
-                        .unwrap_or_default()
-                )));
+                        .unwrap_or_default(),
+                });
             };
             // The tree is drawn from the walk's steps (each variable with the
             // one it was reached from), the drawings from the result subgraph.

@@ -1,6 +1,6 @@
 //! Rows handed out many at a time, column by column ([`Batch`]): what
-//! [`Database::query_batches`](crate::Database::query_batches) lends its
-//! sink. A walk that returns nodes or ops lends batches whose text columns
+//! [`Database::query_batches`](crate::Database::query_batches) hands to its
+//! sink. A walk that returns nodes or ops hands out batches whose text columns
 //! point into the trace's stored labels, each text looked up when read;
 //! every other statement's rows are gathered into batches of owned values.
 
@@ -16,7 +16,7 @@ pub type BatchSink<'s> = dyn FnMut(&Batch<'_>) -> Result<bool> + 's;
 /// One column of a [`Batch`].
 #[derive(Debug, Clone, PartialEq)]
 pub enum Column<'a> {
-    /// Text lent from the trace (see [`TextColumn`]).
+    /// Text borrowed from the trace (see [`TextColumn`]).
     Text(TextColumn<'a>),
     /// The same cell in every row.
     Same(Cell<'a>),
@@ -41,7 +41,7 @@ impl Column<'_> {
         }
     }
 
-    /// Row `row`'s value (lent text is copied; `Null` past the batch's
+    /// Row `row`'s value (borrowed text is copied; `Null` past the batch's
     /// rows).
     pub fn value(&self, row: usize) -> Value {
         match self {
@@ -64,7 +64,7 @@ impl Column<'_> {
     }
 }
 
-/// A column of text lent from a trace's labels, one text or `NULL` a row.
+/// A column of text borrowed from a trace's labels, one text or `NULL` a row.
 /// The rows of a run of records (the ops of a level recorded one after the
 /// other) are the run itself: making the column costs nothing per row, and
 /// their ids, which follow each other in the labels, are one slice
@@ -193,7 +193,7 @@ impl<'a> TextColumn<'a> {
     }
 }
 
-/// Rows lent many at a time, column by column: every column holds a cell
+/// Rows borrowed many at a time, column by column: every column holds a cell
 /// for each of [`len`](Self::len) rows.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Batch<'a> {
@@ -222,7 +222,7 @@ impl<'a> Batch<'a> {
         self.columns.get(col)?.str(row)
     }
 
-    /// Row `row` as owned values (lent text copied); `None` past the last
+    /// Row `row` as owned values (borrowed text copied); `None` past the last
     /// row.
     pub fn row(&self, row: usize) -> Option<Vec<Value>> {
         (row < self.len).then(|| self.columns.iter().map(|c| c.value(row)).collect())
@@ -237,7 +237,7 @@ impl<'a> Batch<'a> {
     }
 
     /// A `RETURN ops` batch: the graph id, then the ops' ids, names and
-    /// kinds lent from `ops`, then their depth.
+    /// kinds borrowed from `ops`, then their depth.
     pub(super) fn ops(gid: &'a str, ops: &'a TextTable<3>) -> Batch<'a> {
         // An op's id is `""` when it has none, as in an op row.
         let text = |k| match ops.kind(k) {
@@ -257,7 +257,7 @@ impl<'a> Batch<'a> {
     }
 
     /// A `RETURN nodes` batch: the graph id, then the nodes' full ids and
-    /// categories lent from `labels`, their depths, and the ids of the ops
+    /// categories borrowed from `labels`, their depths, and the ids of the ops
     /// that reached them.
     pub(super) fn nodes(gid: &'a str, labels: &'a TraceLabels) -> Batch<'a> {
         // As in a node row: a node without an id has `""`, an op without
@@ -605,7 +605,7 @@ mod tests {
             names.iter().collect::<Vec<_>>(),
             [Some("n0"), None, Some("n2")]
         );
-        // Names are looked up one by one: only ids are lent as a run.
+        // Names are looked up one by one: only ids are borrowed as a run.
         assert!(b.columns()[2].joined().is_none());
         assert!(b.columns()[0].joined().is_none());
         // Ops with a gap are no run; looked up, the ids are still one run

@@ -5,6 +5,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
+use memtrace_query::ast::Direction;
 use memtrace_query::{Field, Value};
 use memtrace_storage::records::{Counts, TraceRecord};
 use memtrace_storage::{LocalId, ReadView, TextTable, TraceId, TraceLabels, VarText};
@@ -14,9 +15,8 @@ use crate::cache::TraceState;
 use crate::catalog::{StoredLabels, TraceCatalog, TraceEdges, TraceOps};
 use crate::db::Database;
 use crate::error::Result;
-use crate::graph::{
-    reach_count_scanned, reach_count_stored, Cancel, Direction, TraceGraph, SCAN_LEVELS,
-};
+use crate::exec::cancel::Cancel;
+use crate::graph::{reach_count_scanned, reach_count_stored, TraceGraph, SCAN_LEVELS};
 
 /// The value in `cell`, loaded (from the trace cache) on first use.
 pub fn lazy<T>(cell: &OnceLock<Arc<T>>, load: impl FnOnce() -> Result<Arc<T>>) -> Result<&T> {
@@ -203,12 +203,12 @@ impl<'a> TraceCtx<'a> {
         Value::Str(self.record.graph_id.clone())
     }
 
-    /// The trace's graph id, lent.
+    /// The trace's graph id, borrowed.
     pub(super) fn graph_id(&self) -> &str {
         &self.record.graph_id
     }
 
-    /// An op's id, lent (empty for an op the trace does not hold).
+    /// An op's id, borrowed (empty for an op the trace does not hold).
     pub(super) fn op_id_str(&self, o: u32) -> Result<&str> {
         Ok(self.op_texts(o)?[0].unwrap_or(""))
     }

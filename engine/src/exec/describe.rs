@@ -22,10 +22,9 @@ impl<'a> Exec<'a> {
                     trace: s.clone(),
                     reference: p.target.to_string(),
                 },
-                None => EngineError::BadRequest(format!(
-                    "no trace holds a variable or op {} (see FIND vars WHERE var.full_name CONTAINS '...')",
-                    p.target
-                )),
+                None => EngineError::NoTraceHolds {
+                    reference: p.target.to_string(),
+                },
             });
         }
         for (tid, node) in found {

@@ -19,10 +19,8 @@ use crate::extension::{CaseOrigin, CasePick};
 /// are the trace's and the case's
 /// [`Field::Key`](memtrace_query::Field::Key).
 fn pick_of(row: &[Value]) -> Result<CasePick> {
-    let bad = || {
-        EngineError::BadRequest(format!(
-            "a row of the subquery does not end with a trace and a case key: {row:?}"
-        ))
+    let bad = || EngineError::NotCaseRow {
+        row: format!("{row:?}"),
     };
     let [.., trace, case] = row else {
         return Err(bad());
@@ -42,7 +40,7 @@ fn pick_of(row: &[Value]) -> Result<CasePick> {
 impl<'a> Exec<'a> {
     pub(super) fn find(&self, p: &FindPlan, sink: &mut Sink<'_>) -> Result<()> {
         let mut col = Collector::new(&p.projection);
-        'traces: for (tid, record) in self.traces(&p.scope)? {
+        for (tid, record) in self.traces(&p.scope)? {
             self.cancel.check()?;
             let t = TraceCtx::new(self.db, self.view, tid, record).until(self.cancel);
             if let Some(f) = &p.trace_filter {
@@ -50,7 +48,7 @@ impl<'a> Exec<'a> {
                     continue;
                 }
             }
-            let mut offer = |row: &dyn Row, col: &mut Collector<'_>| -> Result<bool> {
+            let mut offer = |row: &dyn Row| -> Result<bool> {
                 if let Some(f) = &p.filter {
                     if !f.expr.test(row).map_err(qerr)? {
                         return Ok(true);
@@ -63,109 +61,13 @@ impl<'a> Exec<'a> {
                 }
                 Ok(!col.done())
             };
-            let base = RecRow::new(&t);
-            // One row per record of the kind.
-            let n: u32 = match p.kind {
-                FindKind::Traces => 1,
-                FindKind::Vars => t.var_count(),
-                FindKind::Ops => t.op_count(),
-                FindKind::Sessions => t.session_count(),
-                FindKind::Edges => t.graph()?.edge_count(),
-                FindKind::Cases => {
-                    // The trace's annotations, read from the store as JSON...
-                    let mut annotated = false;
-                    for (i, item) in self.view.cases(tid).enumerate() {
-                        let (_, c) = item?;
-                        annotated = true;
-                        let json: serde_json::Value = serde_json::from_str(&c.json)?;
-                        let origin = CaseOrigin::Annotation(i);
-                        let row = RecRow {
-                            case: Some(CaseRef {
-                                json: &json,
-                                origin: &origin,
-                            }),
-                            ..base
-                        };
-                        if !offer(&row, &mut col)? {
-                            break 'traces;
-                        }
-                    }
-                    // ...else the cases its own ops record, as an extension
-                    // finds them. The whole trace is read only for an
-                    // extension that may find some there.
-                    if !annotated {
-                        let call = Call {
-                            snapshot: self.snapshot,
-                            cancel: self.cancel,
-                        };
-                        for ext in self.db.extensions().iter() {
-                            let ops = t.ops()?;
-                            let mut names = ops.ops().iter().filter_map(|o| o.op_name.as_deref());
-                            if !ext.may_derive_cases(&mut names) {
-                                continue;
-                            }
-                            for c in ext.derived_cases(&call, tid)? {
-                                let row = RecRow {
-                                    case: Some(CaseRef {
-                                        json: &c.fields,
-                                        origin: &c.origin,
-                                    }),
-                                    ..base
-                                };
-                                if !offer(&row, &mut col)? {
-                                    break 'traces;
-                                }
-                            }
-                        }
-                    }
-                    continue;
-                }
-                FindKind::Attributions => {
-                    let call = Call {
-                        snapshot: self.snapshot,
-                        cancel: self.cancel,
-                    };
-                    for ext in self.db.extensions().iter() {
-                        for v in ext.result_rows(&call, tid)? {
-                            let row = RecRow {
-                                verdict: Some(v.as_ref()),
-                                ..base
-                            };
-                            if !offer(&row, &mut col)? {
-                                break 'traces;
-                            }
-                        }
-                    }
-                    continue;
-                }
+            let wanted = match p.kind {
+                FindKind::Cases => self.case_rows(&t, tid, &mut offer)?,
+                FindKind::Attributions => self.attribution_rows(&t, tid, &mut offer)?,
+                kind => self.record_rows(kind, &t, &mut offer)?,
             };
-            for i in 0..n {
-                if i.is_multiple_of(4096) {
-                    self.cancel.check()?;
-                }
-                let row = match p.kind {
-                    FindKind::Vars => RecRow {
-                        var: Some(i),
-                        ..base
-                    },
-                    FindKind::Ops => RecRow {
-                        op: Some(i),
-                        ..base
-                    },
-                    FindKind::Sessions => RecRow {
-                        session: Some(i),
-                        ..base
-                    },
-                    FindKind::Edges => RecRow {
-                        edge: Some(i),
-                        op: t.graph()?.op(i),
-                        ..base
-                    },
-                    FindKind::Traces | FindKind::Cases | FindKind::Attributions => base,
-                };
-                if !offer(&row, &mut col)? {
-                    break 'traces;
-                }
+            if !wanted {
+                break;
             }
         }
         for row in col.finish().map_err(qerr)? {
@@ -176,19 +78,150 @@ impl<'a> Exec<'a> {
         Ok(())
     }
 
+    /// One row per record of `kind` in trace `t`, each handed to `offer`;
+    /// false once it wants no more.
+    fn record_rows(
+        &self,
+        kind: FindKind,
+        t: &TraceCtx<'_>,
+        offer: &mut dyn FnMut(&dyn Row) -> Result<bool>,
+    ) -> Result<bool> {
+        let base = RecRow::new(t);
+        let n: u32 = match kind {
+            FindKind::Vars => t.var_count(),
+            FindKind::Ops => t.op_count(),
+            FindKind::Sessions => t.session_count(),
+            FindKind::Edges => t.graph()?.edge_count(),
+            FindKind::Traces | FindKind::Cases | FindKind::Attributions => 1,
+        };
+        for i in 0..n {
+            if i.is_multiple_of(4096) {
+                self.cancel.check()?;
+            }
+            let row = match kind {
+                FindKind::Vars => RecRow {
+                    var: Some(i),
+                    ..base
+                },
+                FindKind::Ops => RecRow {
+                    op: Some(i),
+                    ..base
+                },
+                FindKind::Sessions => RecRow {
+                    session: Some(i),
+                    ..base
+                },
+                FindKind::Edges => RecRow {
+                    edge: Some(i),
+                    op: t.graph()?.op(i),
+                    ..base
+                },
+                FindKind::Traces | FindKind::Cases | FindKind::Attributions => base,
+            };
+            if !offer(&row)? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// The rows of trace `t`'s failed cases, each handed to `offer`: its
+    /// annotations as stored, else the cases its own ops record, as an
+    /// extension finds them. False once `offer` wants no more.
+    fn case_rows(
+        &self,
+        t: &TraceCtx<'_>,
+        tid: TraceId,
+        offer: &mut dyn FnMut(&dyn Row) -> Result<bool>,
+    ) -> Result<bool> {
+        let base = RecRow::new(t);
+        let mut annotated = false;
+        for (i, item) in self.view.cases(tid).enumerate() {
+            let (_, c) = item?;
+            annotated = true;
+            let json: serde_json::Value = serde_json::from_str(&c.json)?;
+            let origin = CaseOrigin::Annotation(i);
+            let row = RecRow {
+                case: Some(CaseRef {
+                    json: &json,
+                    origin: &origin,
+                }),
+                ..base
+            };
+            if !offer(&row)? {
+                return Ok(false);
+            }
+        }
+        if annotated {
+            return Ok(true);
+        }
+        // The whole trace is read only for an extension that may find
+        // cases there.
+        let call = Call {
+            snapshot: self.snapshot,
+            cancel: self.cancel,
+        };
+        for ext in self.db.extensions().iter() {
+            let ops = t.ops()?;
+            let mut names = ops.ops().iter().filter_map(|o| o.op_name.as_deref());
+            if !ext.may_derive_cases(&mut names) {
+                continue;
+            }
+            for c in ext.derived_cases(&call, tid)? {
+                let row = RecRow {
+                    case: Some(CaseRef {
+                        json: &c.fields,
+                        origin: &c.origin,
+                    }),
+                    ..base
+                };
+                if !offer(&row)? {
+                    return Ok(false);
+                }
+            }
+        }
+        Ok(true)
+    }
+
+    /// The rows of trace `t`'s stored results, as the extensions give
+    /// them, each handed to `offer`; false once it wants no more.
+    fn attribution_rows(
+        &self,
+        t: &TraceCtx<'_>,
+        tid: TraceId,
+        offer: &mut dyn FnMut(&dyn Row) -> Result<bool>,
+    ) -> Result<bool> {
+        let base = RecRow::new(t);
+        let call = Call {
+            snapshot: self.snapshot,
+            cancel: self.cancel,
+        };
+        for ext in self.db.extensions().iter() {
+            for v in ext.result_rows(&call, tid)? {
+                let row = RecRow {
+                    verdict: Some(v.as_ref()),
+                    ..base
+                };
+                if !offer(&row)? {
+                    return Ok(false);
+                }
+            }
+        }
+        Ok(true)
+    }
+
     /// The failed cases a `FIND cases` returns, in its order, each with its
     /// trace (the rows' case keys, [`FindPlan::keep_case_keys`]).
     pub(super) fn case_picks(&self, plan: &Plan) -> Result<Vec<CasePick>> {
         let Plan::Find(find) = plan else {
-            return Err(EngineError::BadRequest(format!(
-                "not a subquery of failed cases: {}",
-                plan.explain().first().map_or("", String::as_str)
-            )));
+            return Err(EngineError::NotCaseSubquery {
+                statement: plan.explain().first().cloned().unwrap_or_default(),
+            });
         };
         let mut keyed = find.clone();
         keyed
             .keep_case_keys()
-            .map_err(|why| EngineError::BadRequest(format!("{why}; ATTRIBUTE needs cases")))?;
+            .map_err(|reason| EngineError::CasesNeeded { reason })?;
         let mut picks = Vec::new();
         self.find(&keyed, &mut |row| {
             picks.push(pick_of(&row)?);

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use memtrace_query::ast::Direction as QDir;
+use memtrace_query::ast::Direction;
 use memtrace_query::plan::{Constraint, MatchPlan, MatchStep, VarKind};
 use memtrace_query::{Collector, Field, Value};
 
@@ -12,6 +12,7 @@ use super::row::{MatchRow, UNBOUND};
 use super::run::{qerr, Exec};
 use super::value::Sink;
 use crate::error::Result;
+use crate::graph::TraceGraph;
 
 impl<'a> Exec<'a> {
     pub(super) fn match_(&self, p: &MatchPlan, sink: &mut Sink<'_>) -> Result<()> {
@@ -57,6 +58,53 @@ struct Matcher<'m, 'a, 's, 'p> {
     /// When capturing a graph: the edges crossed by the steps bound so far
     /// (each single hop's edge, each variable-length step's path).
     hops: Vec<u32>,
+}
+
+/// An Expand step of a MATCH as its walks read it.
+struct Expansion<'s> {
+    /// The step after this one.
+    next_step: usize,
+    /// The pattern variable the step binds a node to.
+    to: usize,
+    /// The pattern variable it binds the edge to, for a single hop.
+    rel: Option<usize>,
+    /// Whether it follows edges from source to target.
+    forward: bool,
+    edge_constraints: &'s [Constraint],
+    min_hops: u32,
+    max_hops: Option<u32>,
+    constraints: &'s [Constraint],
+    /// Whether `to` is bound already, and only that node fits.
+    check: bool,
+}
+
+impl Expansion<'_> {
+    /// The node edge `e` leads to.
+    fn next(&self, g: &TraceGraph, e: u32) -> Option<u32> {
+        if self.forward {
+            g.target(e)
+        } else {
+            g.source(e)
+        }
+    }
+
+    /// The node edge `e` was walked from.
+    fn back(&self, g: &TraceGraph, e: u32) -> Option<u32> {
+        if self.forward {
+            g.source(e)
+        } else {
+            g.target(e)
+        }
+    }
+
+    /// The edges the step follows from node `n`.
+    fn edges<'g>(&self, g: &'g TraceGraph, n: u32) -> &'g [u32] {
+        if self.forward {
+            g.outgoing(n)
+        } else {
+            g.incoming(n)
+        }
+    }
 }
 
 impl Matcher<'_, '_, '_, '_> {
@@ -173,126 +221,138 @@ impl Matcher<'_, '_, '_, '_> {
                 constraints,
                 check,
             } => {
-                let g = self.t.graph()?;
+                let x = Expansion {
+                    next_step: i + 1,
+                    to: *to,
+                    rel: *rel,
+                    forward: *direction == Direction::Forward,
+                    edge_constraints,
+                    min_hops: *min_hops,
+                    max_hops: *max_hops,
+                    constraints,
+                    check: *check,
+                };
                 let start = binding[*from];
-                let forward = *direction == QDir::Forward;
-                let next = |e: u32| {
-                    if forward {
-                        g.target(e)
-                    } else {
-                        g.source(e)
-                    }
-                };
-                let list = |n: u32| {
-                    if forward {
-                        g.outgoing(n)
-                    } else {
-                        g.incoming(n)
-                    }
-                };
-                // The node an edge was walked from.
-                let next_back = |e: u32| {
-                    if forward {
-                        g.source(e)
-                    } else {
-                        g.target(e)
-                    }
-                };
                 let saved = binding[*to];
-                if *min_hops == 1 && *max_hops == Some(1) {
-                    for &e in list(start) {
-                        if self.stop {
-                            break;
-                        }
-                        let Some(n) = next(e) else { continue };
-                        if *check && n != saved {
-                            continue;
-                        }
-                        if !self.fits_edge(e, edge_constraints)?
-                            || !self.fits_node(n, constraints)?
-                        {
-                            continue;
-                        }
-                        binding[*to] = n;
-                        if let Some(r) = rel {
-                            binding[*r] = e;
-                        }
-                        let capturing = self.exec.capture.is_some();
-                        if capturing {
-                            self.hops.push(e);
-                        }
-                        self.step(i + 1, binding)?;
-                        if capturing {
-                            self.hops.pop();
-                        }
-                    }
-                    if let Some(r) = rel {
-                        binding[*r] = UNBOUND;
-                    }
+                if x.min_hops == 1 && x.max_hops == Some(1) {
+                    self.one_hop(&x, start, saved, binding)?;
                 } else {
-                    // Variable length: every node within min..max hops
-                    // (breadth-first, each node once), crossing only fitting edges.
-                    let mut dist: HashMap<u32, u32> = HashMap::from([(start, 0)]);
-                    // When capturing a graph: the edge each node was reached by.
-                    let capturing = self.exec.capture.is_some();
-                    let mut via: HashMap<u32, u32> = HashMap::new();
-                    let mut frontier = vec![start];
-                    let mut reached: Vec<u32> = Vec::new();
-                    if *min_hops == 0 {
-                        reached.push(start);
-                    }
-                    let mut d = 0;
-                    while !frontier.is_empty() && max_hops.is_none_or(|m| d < m) {
-                        d += 1;
-                        let mut nextf = Vec::new();
-                        for &u in &frontier {
-                            for &e in list(u) {
-                                self.tick()?;
-                                let Some(n) = next(e) else { continue };
-                                if dist.contains_key(&n) || !self.fits_edge(e, edge_constraints)? {
-                                    continue;
-                                }
-                                dist.insert(n, d);
-                                if capturing {
-                                    via.insert(n, e);
-                                }
-                                nextf.push(n);
-                                if d >= *min_hops {
-                                    reached.push(n);
-                                }
-                            }
-                        }
-                        frontier = nextf;
-                    }
-                    for n in reached {
-                        if self.stop {
-                            break;
-                        }
-                        if *check && n != saved {
-                            continue;
-                        }
-                        if !self.fits_node(n, constraints)? {
-                            continue;
-                        }
-                        binding[*to] = n;
-                        let depth = self.hops.len();
-                        if capturing {
-                            // The path back to the start, by the edges that reached each node.
-                            let mut cur = n;
-                            while let Some(&e) = via.get(&cur) {
-                                self.hops.push(e);
-                                match next_back(e) {
-                                    Some(p) if p != start => cur = p,
-                                    _ => break,
-                                }
-                            }
-                        }
-                        self.step(i + 1, binding)?;
-                        self.hops.truncate(depth);
-                    }
+                    self.hops_within(&x, start, saved, binding)?;
                 }
                 binding[*to] = saved;
             }
+        }
+        Ok(())
+    }
+
+    /// An Expand of one hop: each fitting edge from `start` to a fitting
+    /// node (the bound one, when `check`) binds it, and the next step runs.
+    fn one_hop(
+        &mut self,
+        x: &Expansion<'_>,
+        start: u32,
+        saved: u32,
+        binding: &mut Vec<u32>,
+    ) -> Result<()> {
+        let g = self.t.graph()?;
+        for &e in x.edges(g, start) {
+            if self.stop {
+                break;
+            }
+            let Some(n) = x.next(g, e) else { continue };
+            if x.check && n != saved {
+                continue;
+            }
+            if !self.fits_edge(e, x.edge_constraints)? || !self.fits_node(n, x.constraints)? {
+                continue;
+            }
+            binding[x.to] = n;
+            if let Some(r) = x.rel {
+                binding[r] = e;
+            }
+            let capturing = self.exec.capture.is_some();
+            if capturing {
+                self.hops.push(e);
+            }
+            self.step(x.next_step, binding)?;
+            if capturing {
+                self.hops.pop();
+            }
+        }
+        if let Some(r) = x.rel {
+            binding[r] = UNBOUND;
+        }
+        Ok(())
+    }
+
+    /// A variable-length Expand: every node within its range of hops from
+    /// `start` (breadth-first, each node once), crossing only fitting
+    /// edges, binds it when it fits, and the next step runs.
+    fn hops_within(
+        &mut self,
+        x: &Expansion<'_>,
+        start: u32,
+        saved: u32,
+        binding: &mut Vec<u32>,
+    ) -> Result<()> {
+        let g = self.t.graph()?;
+        let mut dist: HashMap<u32, u32> = HashMap::from([(start, 0)]);
+        // When capturing a graph: the edge each node was reached by.
+        let capturing = self.exec.capture.is_some();
+        let mut via: HashMap<u32, u32> = HashMap::new();
+        let mut frontier = vec![start];
+        let mut reached: Vec<u32> = Vec::new();
+        if x.min_hops == 0 {
+            reached.push(start);
+        }
+        let mut d = 0;
+        while !frontier.is_empty() && x.max_hops.is_none_or(|m| d < m) {
+            d += 1;
+            let mut nextf = Vec::new();
+            for &u in &frontier {
+                for &e in x.edges(g, u) {
+                    self.tick()?;
+                    let Some(n) = x.next(g, e) else { continue };
+                    if dist.contains_key(&n) || !self.fits_edge(e, x.edge_constraints)? {
+                        continue;
+                    }
+                    dist.insert(n, d);
+                    if capturing {
+                        via.insert(n, e);
+                    }
+                    nextf.push(n);
+                    if d >= x.min_hops {
+                        reached.push(n);
+                    }
+                }
+            }
+            frontier = nextf;
+        }
+        for n in reached {
+            if self.stop {
+                break;
+            }
+            if x.check && n != saved {
+                continue;
+            }
+            if !self.fits_node(n, x.constraints)? {
+                continue;
+            }
+            binding[x.to] = n;
+            let depth = self.hops.len();
+            if capturing {
+                // The path back to the start, by the edges that reached each node.
+                let mut cur = n;
+                while let Some(&e) = via.get(&cur) {
+                    self.hops.push(e);
+                    match x.back(g, e) {
+                        Some(p) if p != start => cur = p,
+                        _ => break,
+                    }
+                }
+            }
+            self.step(x.next_step, binding)?;
+            self.hops.truncate(depth);
         }
         Ok(())
     }

@@ -8,11 +8,13 @@
 //! dispatch per statement), the statements `traverse` (TRACE, FORWARD),
 //! `find` (FIND), `matching` (MATCH) and `describe` (DESCRIBE), `api`
 //! (the query API of the database and its snapshots), `batch` (rows handed
-//! out many at a time, column by column), and `subgraph` (what a TRACE,
-//! FORWARD or MATCH reaches, handed out as a petgraph graph).
+//! out many at a time, column by column), `cancel` (the token that stops a
+//! running query), and `subgraph` (what a TRACE, FORWARD or MATCH reaches,
+//! handed out as a petgraph graph).
 
 mod api;
 pub(crate) mod batch;
+pub(crate) mod cancel;
 mod capture;
 pub(crate) mod ctx;
 mod describe;
@@ -21,6 +23,8 @@ mod matching;
 mod row;
 pub(crate) mod run;
 pub(crate) mod subgraph;
+mod traverse;
+pub(crate) mod value;
 
 /// A database in a temporary folder holding one trace, from export text.
 #[cfg(test)]
@@ -36,5 +40,3 @@ pub(crate) fn test_db(export: &str) -> (tempfile::TempDir, crate::Database) {
     .unwrap();
     (dir, db)
 }
-mod traverse;
-pub(crate) mod value;

@@ -15,8 +15,8 @@ use super::value::{give, take_row, CellSink, Sink};
 use crate::cache::Head;
 use crate::db::{Call, Database, Snapshot};
 use crate::error::{EngineError, Result};
+use crate::exec::cancel::Cancel;
 use crate::extension::statement_name;
-use crate::graph::Cancel;
 
 /// The column names a planned statement returns.
 pub fn columns_of(plan: &Plan) -> Vec<String> {
@@ -117,8 +117,8 @@ impl<'a> Exec<'a> {
         }
     }
 
-    /// Runs the plan. TRACE and FORWARD lend their rows' text; every other
-    /// statement hands owned rows.
+    /// Runs the plan. TRACE and FORWARD hand rows whose text is borrowed
+    /// from the trace; every other statement hands owned rows.
     pub fn run(&self, plan: &Plan, cells: &mut CellSink<'_>) -> Result<()> {
         match plan {
             Plan::Traverse(t) => self.traverse(t, cells),
@@ -219,88 +219,23 @@ impl<'a> Exec<'a> {
         r: &NodeRef,
         only: Option<(TraceId, Option<&Head>)>,
     ) -> Result<Vec<(TraceId, StartNode)>> {
-        let seen = only.and_then(|(t, h)| Some((t, h?)));
-        let only = only.map(|(t, _)| t);
-        // (version, variable) of each version of a name in a seen trace
-        // whose head holds no names, from the name index.
-        let seen_versions = |name: &str| -> Result<Option<(TraceId, Versions)>> {
-            match seen {
-                Some((t, head)) if head.names.is_none() => {
-                    Ok(Some((t, self.view.versions_in(name, t)?)))
-                }
-                _ => Ok(None),
-            }
-        };
-        let by_version = |name: &str, version: u32| -> Result<Vec<(TraceId, StartNode)>> {
-            if let Some((t, head)) = seen {
-                let found = match &head.names {
-                    Some(names) => names.version(name, version),
-                    // One entry per name, trace and version: a get finds it.
-                    None => self.view.version_in(name, t, version)?,
-                };
-                return Ok(found.map(|l| (t, StartNode::Var(l))).into_iter().collect());
-            }
-            Ok(self
-                .view
-                .versions(name, only)?
-                .into_iter()
-                .filter(|(_, v, _)| *v == version)
-                .map(|(t, _, l)| (t, StartNode::Var(l)))
-                .collect())
-        };
-        let latest = |name: &str| -> Result<Vec<(TraceId, StartNode)>> {
-            let mut out: Vec<(TraceId, StartNode)> = Vec::new();
-            if let Some((t, head)) = seen {
-                if let Some(names) = &head.names {
-                    return Ok(names
-                        .latest(name)
-                        .map(|(_, l)| (t, StartNode::Var(l)))
-                        .into_iter()
-                        .collect());
-                }
-            }
-            if let Some((t, found)) = seen_versions(name)? {
-                // Ordered by version: the last is the latest.
-                return Ok(found
-                    .last()
-                    .map(|&(_, l)| (t, StartNode::Var(l)))
-                    .into_iter()
-                    .collect());
-            }
-            let mut best: HashMap<TraceId, u32> = HashMap::new();
-            for (t, v, l) in self.view.versions(name, only)? {
-                match best.get(&t) {
-                    Some(b) if *b >= v => {}
-                    _ => {
-                        best.insert(t, v);
-                        out.retain(|(x, _)| *x != t);
-                        out.push((t, StartNode::Var(l)));
-                    }
-                }
-            }
-            Ok(out)
-        };
-        let op = |id: &str| -> Result<Vec<(TraceId, StartNode)>> {
-            Ok(self
-                .view
-                .string_id(IdKind::Op, id)?
-                .into_iter()
-                .filter(|(t, _)| only.is_none_or(|o| o == *t))
-                .map(|(t, l)| (t, StartNode::Op(l)))
-                .collect())
+        let lookup = NodeLookup {
+            view: self.view,
+            seen: only.and_then(|(t, h)| Some((t, h?))),
+            only: only.map(|(t, _)| t),
         };
         let found = match r {
             NodeRef::Name {
                 full_name,
                 version: Some(v),
-            } => by_version(full_name, *v)?,
+            } => lookup.by_version(full_name, *v)?,
             NodeRef::Name {
                 full_name,
                 version: None,
             } => {
-                let v = latest(full_name)?;
+                let v = lookup.latest(full_name)?;
                 if v.is_empty() {
-                    op(full_name)?
+                    lookup.op(full_name)?
                 } else {
                     v
                 }
@@ -308,20 +243,106 @@ impl<'a> Exec<'a> {
             NodeRef::Quoted(id) => {
                 let mut v = match id.rsplit_once('@') {
                     Some((name, ver)) => match ver.parse::<u32>() {
-                        Ok(ver) => by_version(name, ver)?,
+                        Ok(ver) => lookup.by_version(name, ver)?,
                         Err(_) => Vec::new(),
                     },
                     None => Vec::new(),
                 };
                 if v.is_empty() {
-                    v = latest(id)?;
+                    v = lookup.latest(id)?;
                 }
                 if v.is_empty() {
-                    v = op(id)?;
+                    v = lookup.op(id)?;
                 }
                 v
             }
         };
         Ok(found)
+    }
+}
+
+/// Finds a reference's variables and ops in the name and id indexes, in one
+/// trace when `only` names it; with that trace's head (`seen`), in the
+/// names it holds.
+struct NodeLookup<'v, 'h> {
+    view: &'v ReadView<'v>,
+    seen: Option<(TraceId, &'h Head)>,
+    only: Option<TraceId>,
+}
+
+impl NodeLookup<'_, '_> {
+    /// (version, variable) of each version of a name in a seen trace
+    /// whose head holds no names, from the name index.
+    fn seen_versions(&self, name: &str) -> Result<Option<(TraceId, Versions)>> {
+        match self.seen {
+            Some((t, head)) if head.names.is_none() => {
+                Ok(Some((t, self.view.versions_in(name, t)?)))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// Version `version` of variable `name`.
+    fn by_version(&self, name: &str, version: u32) -> Result<Vec<(TraceId, StartNode)>> {
+        if let Some((t, head)) = self.seen {
+            let found = match &head.names {
+                Some(names) => names.version(name, version),
+                // One entry per name, trace and version: a get finds it.
+                None => self.view.version_in(name, t, version)?,
+            };
+            return Ok(found.map(|l| (t, StartNode::Var(l))).into_iter().collect());
+        }
+        Ok(self
+            .view
+            .versions(name, self.only)?
+            .into_iter()
+            .filter(|(_, v, _)| *v == version)
+            .map(|(t, _, l)| (t, StartNode::Var(l)))
+            .collect())
+    }
+
+    /// The latest version of variable `name` in each trace that has it.
+    fn latest(&self, name: &str) -> Result<Vec<(TraceId, StartNode)>> {
+        let mut out: Vec<(TraceId, StartNode)> = Vec::new();
+        if let Some((t, head)) = self.seen {
+            if let Some(names) = &head.names {
+                return Ok(names
+                    .latest(name)
+                    .map(|(_, l)| (t, StartNode::Var(l)))
+                    .into_iter()
+                    .collect());
+            }
+        }
+        if let Some((t, found)) = self.seen_versions(name)? {
+            // Ordered by version: the last is the latest.
+            return Ok(found
+                .last()
+                .map(|&(_, l)| (t, StartNode::Var(l)))
+                .into_iter()
+                .collect());
+        }
+        let mut best: HashMap<TraceId, u32> = HashMap::new();
+        for (t, v, l) in self.view.versions(name, self.only)? {
+            match best.get(&t) {
+                Some(b) if *b >= v => {}
+                _ => {
+                    best.insert(t, v);
+                    out.retain(|(x, _)| *x != t);
+                    out.push((t, StartNode::Var(l)));
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The op of id `id`.
+    fn op(&self, id: &str) -> Result<Vec<(TraceId, StartNode)>> {
+        Ok(self
+            .view
+            .string_id(IdKind::Op, id)?
+            .into_iter()
+            .filter(|(t, _)| self.only.is_none_or(|o| o == *t))
+            .map(|(t, l)| (t, StartNode::Op(l)))
+            .collect())
     }
 }

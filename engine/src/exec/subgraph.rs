@@ -181,10 +181,7 @@ fn missing(trace: TraceId, what: &'static str, id: LocalId) -> EngineError {
 }
 
 fn refuse_limit() -> EngineError {
-    EngineError::BadRequest(
-        "a graph is not cut short: drop the LIMIT (the graph holds every node and edge reached)"
-            .into(),
-    )
+    EngineError::GraphLimit
 }
 
 /// The statement a plan runs, as the user wrote its keyword.
@@ -453,13 +450,13 @@ mod tests {
         let (_d, db) = db(false);
         for q in ["FIND vars", "SHOW TRACES", "TRACE v:c LIMIT 2"] {
             match db.query_graph(q, &Params::new()) {
-                Err(EngineError::BadRequest(m)) => assert!(!m.is_empty(), "{q}"),
+                Err(e) if e.is_invalid_request() => assert!(!e.to_string().is_empty(), "{q}"),
                 other => panic!("{q}: {other:?}"),
             }
         }
         assert!(matches!(
             db.query_graph("TRACE v:nope", &Params::new()),
-            Err(EngineError::BadRequest(_) | EngineError::UnknownNode { .. })
+            Err(EngineError::NoTraceHolds { .. } | EngineError::UnknownNode { .. })
         ));
         assert!(matches!(
             db.query_graph("TRACE v:c UNTILL", &Params::new()),

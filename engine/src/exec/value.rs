@@ -1,6 +1,6 @@
 //! Row values: a query's collected result, the conversions between query
 //! values and JSON, and the sinks that rows stream to (owned rows, or
-//! cells that lend the trace's text).
+//! cells that borrow the trace's text).
 
 use memtrace_query::Value;
 use serde::Serialize;
@@ -97,19 +97,19 @@ pub(super) fn meta_path(json: Option<&str>, path: &[String]) -> Value {
 pub type Sink<'s> = dyn FnMut(Vec<Value>) -> Result<bool> + 's;
 
 /// One value of a row handed to a [`CellSink`]: either owned by the row, or
-/// text lent from the trace the query reads (an op id, a name, a graph id),
+/// text borrowed from the trace the query reads (an op id, a name, a graph id),
 /// valid for the call only. Lending is what lets a traversal hand out
 /// thousands of rows without copying each row's strings.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Cell<'a> {
     /// A value the row owns.
     Value(Value),
-    /// Text lent for the duration of the call.
+    /// Text borrowed for the duration of the call.
     Text(&'a str),
 }
 
 impl<'a> Cell<'a> {
-    /// The text, lent or owned; `None` for any other value.
+    /// The text, borrowed or owned; `None` for any other value.
     pub fn as_str(&self) -> Option<&str> {
         match self {
             Cell::Text(s) => Some(s),
@@ -126,7 +126,7 @@ impl<'a> Cell<'a> {
         }
     }
 
-    /// The cell as a query value (lent text is copied).
+    /// The cell as a query value (borrowed text is copied).
     pub fn to_value(&self) -> Value {
         match self {
             Cell::Text(s) => Value::Str((*s).to_string()),
@@ -134,7 +134,7 @@ impl<'a> Cell<'a> {
         }
     }
 
-    /// Takes the cell's value, leaving `Null` (lent text is copied).
+    /// Takes the cell's value, leaving `Null` (borrowed text is copied).
     pub fn take(&mut self) -> Value {
         match self {
             Cell::Text(s) => Value::Str((*s).to_string()),
@@ -142,7 +142,7 @@ impl<'a> Cell<'a> {
         }
     }
 
-    /// Text lent as a cell, or `Null` when there is none.
+    /// Text borrowed as a cell, or `Null` when there is none.
     pub fn text(s: Option<&'a str>) -> Cell<'a> {
         match s {
             Some(s) => Cell::Text(s),
@@ -151,12 +151,12 @@ impl<'a> Cell<'a> {
     }
 }
 
-/// Where rows go as cells: each row is lent for the call (its owned values
+/// Where rows go as cells: each row is borrowed for the call (its owned values
 /// may be taken with [`Cell::take`]). Returning `false` stops the query
 /// early.
 pub type CellSink<'s> = dyn FnMut(&mut [Cell<'_>]) -> Result<bool> + 's;
 
-/// What [`Database::query_each`](crate::Database::query_each) lends rows
+/// What [`Database::query_each`](crate::Database::query_each) hands rows
 /// to: any closure that takes a row's cells, or a [`CellSink`]. A closure
 /// is compiled into the walks that hand out rows one by one (TRACE and
 /// FORWARD), so that each row costs no call through a pointer.

@@ -6,21 +6,28 @@
 //! stores any export.
 //!
 //! [`read`] reads spans and checks them, [`map`] turns one trace's spans into
-//! an export, [`eval`] reads the evaluations spans carry.
+//! an export (with the files it names), [`eval`] reads the evaluations spans
+//! carry.
 
+mod builder;
+mod cases;
 mod eval;
-
-pub use eval::label_fails;
+mod flows;
 mod map;
 mod read;
+mod span_tree;
+mod span_vars;
 pub mod split;
+mod values;
+
+pub use eval::label_fails;
 
 use std::collections::HashMap;
 use std::rc::Rc;
 
 use serde_json::{Map, Value};
 
-use crate::parse::Invalid;
+use crate::import::records::Invalid;
 
 /// The top-level key that marks an OTLP request.
 pub(crate) const KEY: &str = "resourceSpans";

@@ -7,7 +7,7 @@ use std::rc::Rc;
 
 use serde_json::{Map, Number, Value};
 
-use crate::parse::{json_kind, Invalid};
+use crate::import::records::{json_kind, Invalid};
 
 /// One span, read and checked.
 #[derive(Debug, Clone)]

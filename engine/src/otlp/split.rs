@@ -11,7 +11,7 @@ use std::rc::Rc;
 use serde_json::{Map, Value};
 
 use super::read;
-use crate::parse::{json_kind, Invalid};
+use crate::import::records::{json_kind, Invalid};
 
 /// A span's identity and what tells whether its trace is complete.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -90,6 +90,35 @@ struct Building {
     /// The request's resource and scope numbers the last span came from.
     at: Option<(usize, usize)>,
     spans: Vec<OtlpSpanHead>,
+}
+
+impl Building {
+    /// The request of the trace's spans, each resource and scope holding
+    /// the spans of it that the trace has, in order.
+    fn into_part(self) -> OtlpPart {
+        let resources = self
+            .resources
+            .into_iter()
+            .map(|(mut rs, key, scopes)| {
+                let list = scopes
+                    .into_iter()
+                    .map(|(mut ss, spans)| {
+                        ss.insert("spans".into(), Value::Array(spans));
+                        Value::Object(ss)
+                    })
+                    .collect();
+                rs.insert(key.into(), Value::Array(list));
+                Value::Object(rs)
+            })
+            .collect();
+        let mut request = Map::new();
+        request.insert(super::KEY.into(), Value::Array(resources));
+        OtlpPart {
+            trace_id: self.trace_id,
+            request,
+            spans: self.spans,
+        }
+    }
 }
 
 /// Splits an OTLP request (`{"resourceSpans": [...]}` in either JSON form)
@@ -175,33 +204,7 @@ pub fn split_request(mut doc: Map<String, Value>) -> Result<OtlpSplit, OtlpMalfo
             }
         }
     }
-    out.parts = building
-        .into_iter()
-        .map(|b| {
-            let resources = b
-                .resources
-                .into_iter()
-                .map(|(mut rs, key, scopes)| {
-                    let list = scopes
-                        .into_iter()
-                        .map(|(mut ss, spans)| {
-                            ss.insert("spans".into(), Value::Array(spans));
-                            Value::Object(ss)
-                        })
-                        .collect();
-                    rs.insert(key.into(), Value::Array(list));
-                    Value::Object(rs)
-                })
-                .collect();
-            let mut request = Map::new();
-            request.insert(super::KEY.into(), Value::Array(resources));
-            OtlpPart {
-                trace_id: b.trace_id,
-                request,
-                spans: b.spans,
-            }
-        })
-        .collect();
+    out.parts = building.into_iter().map(Building::into_part).collect();
     Ok(out)
 }
 

@@ -98,9 +98,10 @@ impl From<EngineError> for ApiError {
         let (status, kind) = match &e {
             EngineError::UnknownTrace(_) | EngineError::UnknownNode { .. } => (404, "not_found"),
             EngineError::Query(_) => (400, "query_error"),
-            EngineError::BadRequest(_)
-            | EngineError::AmbiguousTrace { .. }
-            | EngineError::Invalid { .. } => (400, "bad_request"),
+            e if e.is_invalid_request() => (400, "bad_request"),
+            EngineError::AmbiguousTrace { .. } | EngineError::Invalid { .. } => {
+                (400, "bad_request")
+            }
             EngineError::AlreadyStored { .. } => (409, "conflict"),
             EngineError::Cancelled => (503, "timeout"),
             EngineError::Extension(inner) => match inner.downcast_ref::<AnalysisError>() {

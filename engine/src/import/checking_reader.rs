@@ -1,221 +1,25 @@
-//! Streaming parse and validation of smartcomment exports and MemTraceBench
-//! files. The reader is consumed once; records become typed values as they
-//! are read, so a large file is never held as a whole JSON tree.
+//! The checking reader of smartcomment exports and MemTraceBench files:
+//! it reads any input, field by field, and names what is wrong at its JSON
+//! path. Records become typed values as they are read, so a large file is
+//! never held as a whole JSON tree.
 
 use std::borrow::Cow;
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
 use std::fmt;
 
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
+use super::json_key::Key;
+use super::records::{
+    finish_common, full_name_of, is_name_at_version, json_kind, DataParts, InCommon, InEdge, InOp,
+    InSession, InVar, Invalid, ParsedTrace, Top, Tri,
+};
 use crate::timestamp;
-
-/// Why an input is invalid, and where.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Invalid {
-    /// JSON path of the offending value (`$` is the whole document).
-    pub path: String,
-    /// What is wrong.
-    pub reason: String,
-}
-
-impl Invalid {
-    fn at(path: impl Into<String>, reason: impl Into<String>) -> Invalid {
-        let path = path.into();
-        Invalid {
-            path: if path.is_empty() { "$".into() } else { path },
-            reason: reason.into(),
-        }
-    }
-}
-
-/// A string field that may be absent, null or a string.
-pub(crate) type Tri = Option<Option<String>>;
-
-/// Fields every record carries.
-#[derive(Debug, Default)]
-pub(crate) struct InCommon {
-    pub created_at: Option<String>,
-    pub filename: Option<String>,
-    pub lineno: Option<i64>,
-    pub graph_id: Tri,
-    pub user_id: Tri,
-    pub project_id: Tri,
-    pub metadata: Option<String>,
-    pub trigger_point: Option<String>,
-    pub extra: Option<String>,
-}
-
-#[derive(Debug)]
-pub(crate) struct InSession {
-    pub session_id: String,
-    pub session_name: Option<String>,
-    pub comment: Option<String>,
-    pub category: Option<String>,
-    pub common: InCommon,
-}
-
-#[derive(Debug)]
-pub(crate) struct InVar {
-    pub name: String,
-    pub class_name: Option<String>,
-    pub version: u32,
-    pub value: Option<String>,
-    pub comment: Option<String>,
-    pub category: Option<String>,
-    pub session_id: Option<String>,
-    pub node_id: Option<String>,
-    pub full_node_id: String,
-    pub common: InCommon,
-}
-
-#[derive(Debug)]
-pub(crate) struct InOp {
-    pub op_id: String,
-    pub op_name: Option<String>,
-    pub comment: Option<String>,
-    pub category: Option<String>,
-    pub session_id: Option<String>,
-    pub common: InCommon,
-}
-
-#[derive(Debug)]
-pub(crate) struct InEdge {
-    pub edge_id: String,
-    pub op_id: String,
-    pub category: Option<String>,
-    pub comment: Option<String>,
-    pub source: String,
-    pub target: String,
-    pub session_id: String,
-    pub common: InCommon,
-}
-
-/// A list of records read in parts, in order (the fast reader reads a long
-/// list a few thousand records at a time, on two threads; the parts are
-/// kept as they are instead of being copied into one vector).
-pub(crate) struct Parts<T>(Vec<Vec<T>>);
-
-impl<T> Parts<T> {
-    /// The parts, each in order, in order.
-    pub(crate) fn new(parts: Vec<Vec<T>>) -> Parts<T> {
-        Parts(parts)
-    }
-
-    /// How many records.
-    pub(crate) fn len(&self) -> usize {
-        self.0.iter().map(Vec::len).sum()
-    }
-
-    /// The records in order.
-    pub(crate) fn iter(&self) -> impl Iterator<Item = &T> {
-        self.0.iter().flatten()
-    }
-
-    /// The parts.
-    pub(crate) fn parts(&self) -> &[Vec<T>] {
-        &self.0
-    }
-}
-
-impl<T> Default for Parts<T> {
-    fn default() -> Self {
-        Parts(Vec::new())
-    }
-}
-
-impl<T> From<Vec<T>> for Parts<T> {
-    fn from(v: Vec<T>) -> Self {
-        Parts(vec![v])
-    }
-}
-
-impl<T> IntoIterator for Parts<T> {
-    type Item = T;
-    type IntoIter = std::iter::Flatten<std::vec::IntoIter<Vec<T>>>;
-    fn into_iter(self) -> Self::IntoIter {
-        self.0.into_iter().flatten()
-    }
-}
-
-/// Shown as one list, however it was read.
-impl<T: fmt::Debug> fmt::Debug for Parts<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_list().entries(self.iter()).finish()
-    }
-}
-
-/// A parsed, not yet validated, trace.
-#[derive(Debug)]
-pub(crate) struct ParsedTrace {
-    /// The top-level object with `data` as a null placeholder, in order.
-    pub header: Map<String, Value>,
-    pub graph_id: String,
-    pub user_id: Option<String>,
-    pub project_id: Option<String>,
-    pub created_at: Option<String>,
-    pub data_keys: Vec<String>,
-    pub data_extra: Map<String, Value>,
-    pub sessions: Parts<InSession>,
-    pub nodes: Parts<InVar>,
-    pub ops: Parts<InOp>,
-    pub edges: Parts<InEdge>,
-    pub annotations: Option<Vec<Map<String, Value>>>,
-}
-
-/// Local ids resolved by validation.
-#[derive(Debug)]
-pub(crate) struct Resolved {
-    pub var_sessions: Vec<Option<u32>>,
-    pub op_sessions: Vec<Option<u32>>,
-    /// (op, source, target, session) per edge.
-    pub edges: Vec<(u32, u32, u32, u32)>,
-    /// (query, evidence, labelled op) per annotation.
-    pub cases: Vec<(Option<u32>, Vec<u32>, Option<u32>)>,
-}
-
-/// What a JSON value is, in words for error messages ("a string", "an array", ...).
-pub fn json_kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
 
 /// The fields of one JSON object in their order, read without building a
 /// map. Keys without escapes are borrowed from the input.
 pub(crate) struct Fields<'de>(Vec<(Cow<'de, str>, Option<Value>)>);
-
-/// An object key, borrowed from the input when it can be.
-pub(crate) struct Key<'de>(pub(crate) Cow<'de, str>);
-
-impl<'de> serde::Deserialize<'de> for Key<'de> {
-    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Key<'de>, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Key<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a key")
-            }
-            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Key<'de>, E> {
-                Ok(Key(Cow::Borrowed(v)))
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Key<'de>, E> {
-                Ok(Key(Cow::Owned(v.to_string())))
-            }
-            fn visit_string<E: de::Error>(self, v: String) -> Result<Key<'de>, E> {
-                Ok(Key(Cow::Owned(v)))
-            }
-        }
-        d.deserialize_str(V)
-    }
-}
 
 impl<'de> serde::Deserialize<'de> for Fields<'de> {
     fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Fields<'de>, D::Error> {
@@ -426,59 +230,6 @@ fn describe(v: &Value) -> String {
     }
 }
 
-/// `filename:lineno`, as smartcomment computes `trigger_point`.
-pub(crate) fn trigger_point(filename: Option<&str>, lineno: Option<i64>) -> String {
-    let l = lineno.map(|l| l.to_string());
-    format!(
-        "{}:{}",
-        filename.unwrap_or("None"),
-        l.as_deref().unwrap_or("None")
-    )
-}
-
-/// Whether `text` is what [`trigger_point`] makes of `filename` and
-/// `lineno` (compared without building it: this runs once per record).
-fn is_trigger_point(text: &str, filename: Option<&str>, lineno: Option<i64>) -> bool {
-    let Some((f, l)) = text.rsplit_once(':') else {
-        return false;
-    };
-    f == filename.unwrap_or("None")
-        && match lineno {
-            None => l == "None",
-            Some(n) => is_decimal(l, n),
-        }
-}
-
-/// Whether `text` is `n` written in decimal, as `n.to_string()` writes it.
-fn is_decimal(text: &str, n: i64) -> bool {
-    use std::io::Write;
-    let mut buf = [0u8; 24];
-    let mut w = &mut buf[..];
-    // 24 bytes hold any i64 in decimal.
-    let _ = write!(w, "{n}");
-    let len = 24 - w.len();
-    text.as_bytes() == &buf[..len]
-}
-
-/// Whether `node_id` is `{name}@{version}` (compared without building it).
-pub(crate) fn is_name_at_version(node_id: &str, name: &str, version: u32) -> bool {
-    node_id
-        .strip_prefix(name)
-        .and_then(|rest| rest.strip_prefix('@'))
-        .is_some_and(|v| is_decimal(v, i64::from(version)))
-}
-
-pub(crate) fn finish_common(mut c: InCommon, extra: Option<String>) -> InCommon {
-    if c.trigger_point
-        .as_deref()
-        .is_some_and(|t| is_trigger_point(t, c.filename.as_deref(), c.lineno))
-    {
-        c.trigger_point = None;
-    }
-    c.extra = extra;
-    c
-}
-
 pub(crate) fn session(mut o: Obj<'_>) -> Result<InSession, Invalid> {
     let session_id = o.req_str("session_id")?;
     let session_name = o.opt_str("session_name")?;
@@ -492,15 +243,6 @@ pub(crate) fn session(mut o: Obj<'_>) -> Result<InSession, Invalid> {
         category,
         common: finish_common(common, o.rest()?),
     })
-}
-
-/// A variable's full name as smartcomment makes it: `class:name`, or the
-/// name alone when the class is absent or empty.
-pub(crate) fn full_name_of(class_name: Option<&str>, name: &str) -> String {
-    match class_name {
-        Some(c) if !c.is_empty() => format!("{c}:{name}"),
-        _ => name.to_string(),
-    }
 }
 
 pub(crate) fn variable(mut o: Obj<'_>) -> Result<InVar, Invalid> {
@@ -644,20 +386,6 @@ impl Ctx {
 
 /// The document seed: returns the header and the parsed `data`.
 pub(crate) struct TopSeed<'c>(pub &'c Ctx);
-
-/// What the top-level visit yields.
-pub(crate) type Top = (Map<String, Value>, Option<DataParts>);
-
-#[derive(Debug, Default)]
-pub(crate) struct DataParts {
-    pub keys: Vec<String>,
-    pub extra: Map<String, Value>,
-    pub sessions: Parts<InSession>,
-    pub nodes: Parts<InVar>,
-    pub ops: Parts<InOp>,
-    pub edges: Parts<InEdge>,
-    pub annotations: Option<Vec<Map<String, Value>>>,
-}
 
 impl<'de, 'c> DeserializeSeed<'de> for TopSeed<'c> {
     type Value = Top;
@@ -839,189 +567,10 @@ pub(crate) fn assemble(
     })
 }
 
-/// A map from a list's ids to their positions.
-type IdIndex<'a> = HashMap<&'a str, u32, foldhash::fast::RandomState>;
-
-fn index<'a, I: Iterator<Item = &'a str>>(
-    ids: I,
-    len: usize,
-    list: &str,
-    field: &str,
-) -> Result<IdIndex<'a>, Invalid> {
-    let mut map = IdIndex::with_capacity_and_hasher(len, Default::default());
-    for (i, id) in ids.enumerate() {
-        if let Some(first) = map.insert(id, i as u32) {
-            return Err(Invalid::at(
-                format!("{list}[{i}].{field}"),
-                format!("duplicate id {id:?} (first at {list}[{first}])"),
-            ));
-        }
-    }
-    Ok(map)
-}
-
-/// Validates references as smartcomment does (unique ids; every edge's
-/// session, op, source and target exist) and the annotations' references.
-pub(crate) fn validate(t: &ParsedTrace) -> Result<Resolved, Invalid> {
-    let sessions = index(
-        t.sessions.iter().map(|s| s.session_id.as_str()),
-        t.sessions.len(),
-        "data.sessions",
-        "session_id",
-    )?;
-    let vars = index(
-        t.nodes.iter().map(|v| v.full_node_id.as_str()),
-        t.nodes.len(),
-        "data.nodes",
-        "full_node_id",
-    )?;
-    let ops = index(
-        t.ops.iter().map(|o| o.op_id.as_str()),
-        t.ops.len(),
-        "data.operations",
-        "op_id",
-    )?;
-    index(
-        t.edges.iter().map(|e| e.edge_id.as_str()),
-        t.edges.len(),
-        "data.edges",
-        "edge_id",
-    )?;
-    let var_sessions = t
-        .nodes
-        .iter()
-        .map(|v| {
-            v.session_id
-                .as_deref()
-                .and_then(|s| sessions.get(s).copied())
-        })
-        .collect();
-    let op_sessions = t
-        .ops
-        .iter()
-        .map(|o| {
-            o.session_id
-                .as_deref()
-                .and_then(|s| sessions.get(s).copied())
-        })
-        .collect();
-    let mut edges = Vec::with_capacity(t.edges.len());
-    for (i, e) in t.edges.iter().enumerate() {
-        let at = |field: &str| format!("data.edges[{i}].{field}");
-        let op = *ops.get(e.op_id.as_str()).ok_or_else(|| {
-            Invalid::at(
-                at("op_id"),
-                format!("no operation {:?} in the trace", e.op_id),
-            )
-        })?;
-        let source = *vars.get(e.source.as_str()).ok_or_else(|| {
-            Invalid::at(
-                at("source_full_node_id"),
-                format!("no node {:?} in the trace", e.source),
-            )
-        })?;
-        let target = *vars.get(e.target.as_str()).ok_or_else(|| {
-            Invalid::at(
-                at("target_full_node_id"),
-                format!("no node {:?} in the trace", e.target),
-            )
-        })?;
-        let session = *sessions.get(e.session_id.as_str()).ok_or_else(|| {
-            Invalid::at(
-                at("session_id"),
-                format!("no session {:?} in the trace", e.session_id),
-            )
-        })?;
-        edges.push((op, source, target, session));
-    }
-    let mut cases = Vec::new();
-    for (i, a) in t.annotations.iter().flatten().enumerate() {
-        let at = |field: &str| format!("data.annotations[{i}].{field}");
-        let node = |field: &str, v: &Value| -> Result<u32, Invalid> {
-            match v {
-                Value::String(s) => vars
-                    .get(s.as_str())
-                    .copied()
-                    .ok_or_else(|| Invalid::at(at(field), format!("no node {s:?} in the trace"))),
-                other => Err(Invalid::at(
-                    at(field),
-                    format!("must be a full node id string, found {}", json_kind(other)),
-                )),
-            }
-        };
-        let query = match a.get("query_id") {
-            None | Some(Value::Null) => None,
-            Some(v) => Some(node("query_id", v)?),
-        };
-        let mut evidence = Vec::new();
-        match a.get("source_evidence_ids") {
-            None | Some(Value::Null) => {}
-            Some(Value::Array(items)) => {
-                for (j, v) in items.iter().enumerate() {
-                    evidence.push(node(&format!("source_evidence_ids[{j}]"), v)?);
-                }
-            }
-            Some(other) => {
-                return Err(Invalid::at(
-                    at("source_evidence_ids"),
-                    format!(
-                        "must be a list of full node ids, found {}",
-                        json_kind(other)
-                    ),
-                ))
-            }
-        }
-        let op = match a.get("final_op_id") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(s)) => Some(*ops.get(s.as_str()).ok_or_else(|| {
-                Invalid::at(
-                    at("final_op_id"),
-                    format!("no operation {s:?} in the trace"),
-                )
-            })?),
-            Some(other) => {
-                return Err(Invalid::at(
-                    at("final_op_id"),
-                    format!(
-                        "must be an op id string or null, found {}",
-                        json_kind(other)
-                    ),
-                ))
-            }
-        };
-        for field in ["query", "prediction", "final_error_type"] {
-            match a.get(field) {
-                None | Some(Value::Null) | Some(Value::String(_)) => {}
-                Some(other) => {
-                    return Err(Invalid::at(
-                        at(field),
-                        format!("must be a string or null, found {}", json_kind(other)),
-                    ))
-                }
-            }
-        }
-        match a.get("golden_answers") {
-            None | Some(Value::Null) | Some(Value::String(_)) | Some(Value::Array(_)) => {}
-            Some(other) => {
-                return Err(Invalid::at(
-                    at("golden_answers"),
-                    format!("must be a string or a list, found {}", json_kind(other)),
-                ))
-            }
-        }
-        cases.push((query, evidence, op));
-    }
-    Ok(Resolved {
-        var_sessions,
-        op_sessions,
-        edges,
-        cases,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::import::validate::validate;
 
     fn parse(text: &str) -> Result<ParsedTrace, Invalid> {
         let ctx = Ctx::default();
@@ -1043,30 +592,6 @@ mod tests {
         format!(
             r#"{{"graph_id":"g","data":{{"nodes":[{nodes}],"edges":[{edges}],"operations":[{{"op_id":"op-1","session_id":"s1"}}],"sessions":[{{"session_id":"s1"}}]}}}}"#
         )
-    }
-
-    #[test]
-    fn trigger_points_and_node_ids_are_compared_without_being_built() {
-        for (file, line) in [
-            (Some("a.py"), Some(12)),
-            (None, None),
-            (Some("C:\\x:y.py"), Some(-3)),
-            (Some("b"), None),
-        ] {
-            let made = trigger_point(file, line);
-            assert!(is_trigger_point(&made, file, line), "{made}");
-            assert!(!is_trigger_point(&format!("{made}0"), file, line));
-            assert!(!is_trigger_point(&format!("x{made}"), file, line));
-        }
-        assert!(!is_trigger_point("a.py:012", Some("a.py"), Some(12)));
-        assert!(!is_trigger_point("a.py", Some("a.py"), None));
-        assert!(is_decimal("-9223372036854775808", i64::MIN));
-        assert!(is_decimal("0", 0) && !is_decimal("", 0) && !is_decimal("+1", 1));
-        assert!(is_name_at_version("x@3", "x", 3));
-        assert!(is_name_at_version("a@b@10", "a@b", 10));
-        assert!(!is_name_at_version("x@3", "x", 30));
-        assert!(!is_name_at_version("x3", "x", 3));
-        assert!(!is_name_at_version("y@3", "x", 3));
     }
 
     #[test]
