@@ -12,7 +12,7 @@ use std::sync::OnceLock;
 use memtrace_storage::records::{Common, Counts, Shared};
 use memtrace_storage::{
     EdgeRecord, LocalId, OpRecord, ReadView, SessionRecord, StorageError, TextTable, TraceId,
-    TraceLabels, VarRecord,
+    TraceTexts as TraceLabels, VarRecord,
 };
 
 use crate::error::Result;
@@ -120,7 +120,7 @@ impl StoredLabels {
     /// Reads a trace's stored labels (one get) and checks them against its
     /// counts.
     pub fn load(view: &ReadView, trace: TraceId, counts: &Counts) -> Result<StoredLabels> {
-        Self::checked(trace, counts, view.labels(trace)?)
+        Self::checked(trace, counts, view.texts(trace)?)
     }
 
     fn checked(trace: TraceId, counts: &Counts, stored: Option<TraceLabels>) -> Result<Self> {

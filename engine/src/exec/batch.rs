@@ -5,7 +5,7 @@
 //! every other statement's rows are gathered into batches of owned values.
 
 use memtrace_query::Value;
-use memtrace_storage::{TextKind, TextRun, TextTable, TraceLabels};
+use memtrace_storage::{TextKind, TextRun, TextTable, TraceTexts as TraceLabels};
 
 use super::value::Cell;
 use crate::error::Result;

@@ -7,7 +7,7 @@ use std::sync::{Arc, OnceLock};
 
 use memtrace_query::{Field, Value};
 use memtrace_storage::records::{Counts, TraceRecord};
-use memtrace_storage::{LocalId, ReadView, TextTable, TraceId, TraceLabels, VarText};
+use memtrace_storage::{LocalId, ReadView, TextTable, TraceId, TraceTexts as TraceLabels, VarText};
 
 use super::value::meta_path;
 use crate::cache::TraceState;

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use memtrace_query::ast::{Direction as QDir, Output};
 use memtrace_query::plan::TraversePlan;
 use memtrace_query::{Field, QueryError, Row, Value};
-use memtrace_storage::{TextTable, TraceId, TraceLabels};
+use memtrace_storage::{TextTable, TraceId, TraceTexts as TraceLabels};
 
 use super::batch::{ops_run, Batch, BatchOut, Gather, NO_RECORD};
 use super::ctx::{OpTexts, TraceCtx};
