@@ -2,7 +2,7 @@
 
 use super::format::ABSENT;
 
-/// One kind of text of a [`TextTable`] (the ids, or the names, ...), for a
+/// One kind of text of a [`TextTable`](crate::TextTable) (the ids, or the names, ...), for a
 /// table of any number of kinds: the kind's texts, one after the other,
 /// and where each record's ends. Consecutive records' texts follow each
 /// other, so the texts of a run of records are one slice.

@@ -39,7 +39,7 @@ pub fn base_options() -> Options {
 }
 
 /// [`base_options`] for a store opened to write (and the raw-write peer of
-/// the benchmark): with [`BOTTOMMOST_REWRITE_DELAY`], which readers go
+/// the benchmark): with `BOTTOMMOST_REWRITE_DELAY`, which readers go
 /// without since they never compact and parsing it takes time.
 pub fn writer_options() -> Options {
     never_rewrite_for_sequence_numbers(base_options())

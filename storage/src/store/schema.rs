@@ -8,8 +8,8 @@ use crate::keys;
 pub const SCHEMA_VERSION: u32 = 3;
 
 /// The oldest schema version this build opens. Version 1 kept adjacency as
-/// two index entries per edge ([`cf::ADJ_OUT`], [`cf::ADJ_IN`]); version 2
-/// keeps it as one value per trace ([`cf::ADJACENCY`]); version 3 adds each
+/// two index entries per edge ([`cf::ADJ_OUT`](crate::cf::ADJ_OUT), [`cf::ADJ_IN`](crate::cf::ADJ_IN)); version 2
+/// keeps it as one value per trace ([`cf::ADJACENCY`](crate::cf::ADJACENCY)); version 3 adds each
 /// variable's class to a trace's display texts ([`TraceTexts`](crate::TraceTexts)), so that a query
 /// reads names, classes and versions without the variables' records.
 /// Traces stored under an older version are still read as it stored them;
@@ -27,14 +27,14 @@ pub(super) const META_HASH_IDS_TRACKED: &[u8] = b"hash_graph_ids_tracked";
 /// Present once some trace was stored under a graph id that starts with
 /// `#`, which a `#ID` selector could also mean. Never removed.
 pub(super) const META_HASH_GRAPH_IDS: &[u8] = b"hash_graph_ids";
-/// The smallest id of a trace stored with a head (see [`TraceHead`]), as a
+/// The smallest id of a trace stored with a head (see [`TraceHead`](crate::TraceHead)), as a
 /// big-endian `u32`: a trace below it was stored before heads were, and
 /// its head is not looked for.
 pub(super) const META_HEADS_FROM: &[u8] = b"heads_from";
-/// Prefix of a trace's content digest in [`cf::META`] (then the trace id).
+/// Prefix of a trace's content digest in [`cf::META`](crate::cf::META) (then the trace id).
 pub(super) const META_CONTENT: &[u8] = b"content:";
 /// Prefix of the OTLP requests a trace was made from, when it keeps them
-/// (see [`TraceWriter::keep_otlp_requests`]), in [`cf::META`] (then the trace id).
+/// (see [`TraceWriter::keep_otlp_requests`](crate::TraceWriter::keep_otlp_requests)), in [`cf::META`](crate::cf::META) (then the trace id).
 pub(super) const META_OTLP: &[u8] = b"otlp:";
 
 /// Where the OTLP requests a trace keeps are kept.
@@ -45,7 +45,7 @@ pub(super) fn otlp_key(trace: TraceId) -> Vec<u8> {
 }
 
 /// Marks a trace whose table files are being ingested (see
-/// [`BULK_BYTES`]); the final batch of its import removes the mark, and an
+/// [`BULK_BYTES`](crate::store::BULK_BYTES)); the final batch of its import removes the mark, and an
 /// open to write removes what a mark's trace left behind.
 pub(super) const META_INGESTING: &[u8] = b"ingesting:";
 
