@@ -12,7 +12,7 @@ use std::sync::OnceLock;
 use memtrace_storage::records::{Common, Counts, Shared};
 use memtrace_storage::{
     EdgeRecord, LocalId, OpRecord, ReadView, SessionRecord, StorageError, TextTable, TraceId,
-    TraceLabels, VarRecord,
+    TraceTexts, VarRecord,
 };
 
 use crate::error::Result;
@@ -110,20 +110,20 @@ pub struct TraceOps {
     bytes: usize,
 }
 
-/// A trace's labels as stored at its import (see [`TraceLabels`]): `None`
+/// A trace's labels as stored at its import (see [`TraceTexts`]): `None`
 /// for a trace stored before labels were, whose rows take their texts
 /// from its records ([`TraceCatalog::label`], [`TraceOps::label`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StoredLabels(pub Option<TraceLabels>);
+pub struct StoredLabels(pub Option<TraceTexts>);
 
 impl StoredLabels {
     /// Reads a trace's stored labels (one get) and checks them against its
     /// counts.
     pub fn load(view: &ReadView, trace: TraceId, counts: &Counts) -> Result<StoredLabels> {
-        Self::checked(trace, counts, view.labels(trace)?)
+        Self::checked(trace, counts, view.texts(trace)?)
     }
 
-    fn checked(trace: TraceId, counts: &Counts, stored: Option<TraceLabels>) -> Result<Self> {
+    fn checked(trace: TraceId, counts: &Counts, stored: Option<TraceTexts>) -> Result<Self> {
         match stored {
             Some(l)
                 if l.vars.len() != counts.variables as usize
@@ -147,7 +147,7 @@ impl StoredLabels {
 
     /// Bytes held on the heap.
     pub fn bytes(&self) -> usize {
-        size_of::<Self>() + self.0.as_ref().map_or(0, TraceLabels::bytes)
+        size_of::<Self>() + self.0.as_ref().map_or(0, TraceTexts::bytes)
     }
 }
 

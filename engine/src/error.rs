@@ -71,10 +71,6 @@ pub enum EngineError {
     /// An extension (an analysis the database called) failed.
     #[error(transparent)]
     Extension(Box<dyn std::error::Error + Send + Sync>),
-    /// A request that cannot be carried out as given, said in words; the
-    /// variants after this one name each such case.
-    #[error("{0}")]
-    BadRequest(String),
     /// A TRACE, FORWARD or DESCRIBE names a variable or op that no trace
     /// holds.
     #[error("no trace holds a variable or op {reference} (see FIND vars WHERE var.full_name CONTAINS '...')")]
@@ -155,8 +151,7 @@ impl EngineError {
     pub fn is_invalid_request(&self) -> bool {
         matches!(
             self,
-            EngineError::BadRequest(_)
-                | EngineError::NoTraceHolds { .. }
+            EngineError::NoTraceHolds { .. }
                 | EngineError::StartOutOfRange { .. }
                 | EngineError::TooManyEdges { .. }
                 | EngineError::NotCaseSubquery { .. }

@@ -1,7 +1,7 @@
 //! A trace's head: what a query scoped to one trace needs before it walks,
 //! kept beside the trace's adjacency as one value, so that the first query
-//! of a process on a small trace reads one value where it read three (the
-//! trace record, the name index, the adjacency).
+//! of a process on a small trace reads one value instead of the trace
+//! record, the name index and the adjacency.
 //!
 //! It holds a copy of the trace record (written in the same batch as the
 //! record, and like it never changed afterwards) and, for a trace of at
@@ -22,8 +22,8 @@
 //! rest; every [`RESTART`]th id shares nothing, and where each of those
 //! starts is kept (`u32`s), so that a lookup searches the restart points
 //! and reads at most one run of ids. Ids of one trace share long prefixes
-//! (`message:D12:`...), so this is about a third of the ids stored whole,
-//! and the head a cold query reads is that much smaller. Then each id's
+//! (`message:D12:`...), so the head a cold query reads is much smaller than
+//! with the ids stored whole. Then each id's
 //! variable, a `u16` (a head holds names for at most [`HEAD_VARS`]
 //! variables). In bytes: the entries' length (`u32`), the entries, the
 //! restart points, the variables.
@@ -33,11 +33,11 @@
 
 use crate::adjacency::StoredAdjacency;
 use crate::error::StorageError;
-use crate::labels::Reader;
+use crate::reader::Reader;
 use crate::records::{decode, encode, TraceRecord};
 
 /// The most variables a trace may have for its head to hold its names and
-/// adjacency (a few tens of KiB for smartcomment traces of this size).
+/// adjacency, so that a head stays small.
 pub const HEAD_VARS: u32 = 4096;
 
 /// The most bytes a head's names and adjacency may take, whatever the
@@ -545,7 +545,7 @@ impl TraceHead {
 mod tests {
     use super::*;
     use crate::adjacency::Adjacency;
-    use crate::labels::TextTable;
+    use crate::display_texts::TextTable;
     use crate::records::Counts;
     use proptest::prelude::*;
 

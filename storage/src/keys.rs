@@ -31,10 +31,10 @@ pub fn head_key(trace: TraceId) -> [u8; 5] {
     k
 }
 
-/// Key of a trace's labels value (see [`crate::TraceLabels`]): the trace,
+/// Key of a trace's display texts value (see [`crate::TraceTexts`]): the trace,
 /// then `L`. It sorts after the trace's adjacency blocks and before the
 /// next trace's keys, in the same column family.
-pub fn labels_key(trace: TraceId) -> [u8; 5] {
+pub fn texts_key(trace: TraceId) -> [u8; 5] {
     let mut k = [0u8; 5];
     k[..4].copy_from_slice(&trace.to_be_bytes());
     k[4] = b'L';
@@ -256,8 +256,8 @@ mod tests {
         let t = 7;
         assert!(trace_key(t).as_slice() < head_key(t).as_slice());
         assert!(head_key(t).as_slice() < adjacency_block_key(t, true, 0).as_slice());
-        assert!(adjacency_block_key(t, false, u32::MAX).as_slice() < labels_key(t).as_slice());
-        assert!(labels_key(t).as_slice() < trace_key(t + 1).as_slice());
+        assert!(adjacency_block_key(t, false, u32::MAX).as_slice() < texts_key(t).as_slice());
+        assert!(texts_key(t).as_slice() < trace_key(t + 1).as_slice());
         assert!(adjacency_key(1, 2, 1) < adjacency_key(1, 2, 2));
     }
 }

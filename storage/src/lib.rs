@@ -10,7 +10,7 @@
 //! and backward compressed sparse rows, see [`Adjacency`]), so a traversal
 //! reads one value instead of one index entry per edge. Beside it, the
 //! short texts that rows show (node ids, categories, op ids, names and
-//! kinds) are stored as one value per trace ([`TraceLabels`]), and so is
+//! kinds) are stored as one value per trace ([`TraceTexts`]), and so is
 //! what a query of one trace reads first ([`TraceHead`]: a copy of the
 //! trace record and, for a small trace, its names and whole adjacency).
 //! Nothing is overwritten; the one removal is dropping a whole trace, which
@@ -19,20 +19,23 @@
 #![deny(missing_docs)]
 
 pub mod adjacency;
+pub mod display_texts;
 pub mod error;
 pub mod head;
 mod ids;
 pub mod keys;
-pub mod labels;
+mod reader;
 pub mod records;
 pub mod store;
 pub mod values;
 
 pub use adjacency::{Adjacency, AdjacencyBlock, StoredAdjacency, BLOCK_VARS};
+pub use display_texts::{
+    CompleteRecords, Records, TextKind, TextRun, TextTable, TraceTexts, VarText,
+};
 pub use error::StorageError;
 pub use head::{HeadNames, StoredNames, TraceHead, HEAD_BYTES, HEAD_VARS};
 pub use ids::{LocalId, Result, TraceId};
-pub use labels::{CompleteRecords, Records, TextKind, TextRun, TextTable, TraceLabels, VarText};
 pub use records::{
     AttributionRecord, CaseRecord, EdgeRecord, LogEvent, OpRecord, PatternRecord, SessionRecord,
     Shared, TraceRecord, ValueRef, VarRecord,

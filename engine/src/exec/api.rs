@@ -193,9 +193,7 @@ impl Database {
     /// the beginning of every path: this is what `--format tree` draws.
     pub fn walk_tree(&self, plan: &Plan, cancel: &Cancel, sink: &mut Sink<'_>) -> Result<()> {
         let Plan::Traverse(t) = plan else {
-            return Err(EngineError::BadRequest(
-                "a walk's tree is made of TRACE and FORWARD only".into(),
-            ));
+            return Err(EngineError::TreeNeedsWalk);
         };
         let mut t = t.clone();
         t.output = Output::Paths;

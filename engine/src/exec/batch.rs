@@ -5,7 +5,7 @@
 //! every other statement's rows are gathered into batches of owned values.
 
 use memtrace_query::Value;
-use memtrace_storage::{TextKind, TextRun, TextTable, TraceLabels};
+use memtrace_storage::{TextKind, TextRun, TextTable, TraceTexts};
 
 use super::value::Cell;
 use crate::error::Result;
@@ -259,7 +259,7 @@ impl<'a> Batch<'a> {
     /// A `RETURN nodes` batch: the graph id, then the nodes' full ids and
     /// categories borrowed from `labels`, their depths, and the ids of the ops
     /// that reached them.
-    pub(super) fn nodes(gid: &'a str, labels: &'a TraceLabels) -> Batch<'a> {
+    pub(super) fn nodes(gid: &'a str, labels: &'a TraceTexts) -> Batch<'a> {
         // As in a node row: a node without an id has `""`, an op without
         // an id `""`, and a node reached by an edge without an op `NULL`.
         let text = |kind: Option<TextKind<'a>>, empty| match kind {
@@ -520,7 +520,7 @@ mod tests {
 
     #[test]
     fn a_nodes_batch_lends_ids_and_categories_and_the_op_that_reached_each() {
-        let mut labels = TraceLabels::default();
+        let mut labels = TraceTexts::default();
         assert!(labels.vars.push([Some("v:a@1"), Some("query")]));
         assert!(labels.vars.push([Some("v:b@1"), None]));
         assert!(labels.ops.push([Some("op-1"), Some("n"), Some("k")]));

@@ -8,7 +8,7 @@ use std::sync::{Arc, OnceLock};
 use memtrace_query::ast::Direction;
 use memtrace_query::{Field, Value};
 use memtrace_storage::records::{Counts, TraceRecord};
-use memtrace_storage::{LocalId, ReadView, TextTable, TraceId, TraceLabels, VarText};
+use memtrace_storage::{LocalId, ReadView, TextTable, TraceId, TraceTexts, VarText};
 
 use super::value::meta_path;
 use crate::cache::TraceState;
@@ -123,7 +123,7 @@ impl<'a> TraceCtx<'a> {
     /// What rows show of the trace's variables and ops, read without
     /// loading their records; `None` for a trace stored before labels
     /// were (its rows read its records).
-    pub(super) fn labels(&self) -> Result<Option<&TraceLabels>> {
+    pub(super) fn labels(&self) -> Result<Option<&TraceTexts>> {
         Ok(lazy(&self.labels, || self.seen(StoredLabels::load))?
             .0
             .as_ref())

@@ -129,10 +129,9 @@ impl Database {
                 Plan::Match(m)
             }
             other => {
-                return Err(EngineError::BadRequest(format!(
-                    "a graph is made by TRACE, FORWARD or MATCH; {} gives rows only (use query)",
-                    plan_name(&other)
-                )))
+                return Err(EngineError::GraphNeedsWalk {
+                    statement: plan_name(&other),
+                })
             }
         };
         let capture = Capture::default();

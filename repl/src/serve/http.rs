@@ -275,7 +275,10 @@ mod tests {
         let e: ApiError = EngineError::UnknownTrace("x".into()).into();
         assert_eq!((e.status, e.kind), (404, "not_found"));
         assert!(e.message.contains("no trace x"));
-        let e: ApiError = EngineError::BadRequest("nope".into()).into();
-        assert_eq!((e.status, e.message.as_str()), (400, "nope"));
+        let e: ApiError = EngineError::TreeNeedsWalk.into();
+        assert_eq!(
+            (e.status, e.message.as_str()),
+            (400, "a walk's tree is made of TRACE and FORWARD only")
+        );
     }
 }

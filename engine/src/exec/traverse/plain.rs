@@ -7,7 +7,7 @@ use std::cell::RefCell;
 use memtrace_query::ast::{Direction, Output};
 use memtrace_query::plan::TraversePlan;
 use memtrace_query::Value;
-use memtrace_storage::TraceLabels;
+use memtrace_storage::TraceTexts;
 
 use super::held::{HeldLevels, HAND_OUT_OPS};
 use super::rows::{
@@ -136,7 +136,7 @@ impl Exec<'_> {
         g: &TraceGraph,
         dir: Direction,
         var_starts: &[u32],
-        labels: &TraceLabels,
+        labels: &TraceTexts,
         out: &RefCell<dyn BatchOut + '_>,
     ) -> Result<bool> {
         let mut batch = Batch::nodes(t.graph_id(), labels);

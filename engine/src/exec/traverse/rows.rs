@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 
 use memtrace_query::Value;
-use memtrace_storage::{TextTable, TraceLabels};
+use memtrace_storage::{TextTable, TraceTexts};
 
 use crate::error::Result;
 use crate::exec::batch::ops_run;
@@ -32,7 +32,7 @@ pub(super) fn visit_rec<'r, 'a>(t: &'r TraceCtx<'a>, g: &TraceGraph, v: &Visit) 
 /// trace's labels ([`TraceCtx::labels`]) and its ops' texts.
 #[derive(Clone, Copy)]
 pub(super) struct RowTexts<'t, 'a> {
-    pub(super) labels: Option<&'t TraceLabels>,
+    pub(super) labels: Option<&'t TraceTexts>,
     pub(super) ops: OpTexts<'t, 'a>,
 }
 
@@ -205,7 +205,7 @@ pub(super) struct NodeLevel<'l> {
 /// edge that reached it; false once `emit` wants no more.
 #[inline(never)]
 pub(super) fn level_node_rows<'t, S>(
-    labels: &'t TraceLabels,
+    labels: &'t TraceTexts,
     g: &TraceGraph,
     gid: &'t str,
     level: NodeLevel<'_>,
