@@ -197,7 +197,7 @@ fn shell_help() -> Vec<Suggested> {
 
 /// The viewer's example buttons.
 fn viewer() -> Vec<Suggested> {
-    let js = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/web/app.js"));
+    let js = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/web/query-page.js"));
     let start = js
         .find("const EXAMPLES = [")
         .expect("the viewer lists its examples");
