@@ -28,8 +28,7 @@ pub enum PatternFormat {
     Csv,
 }
 
-/// Which patterns a run takes when none are named.
-/// The trace cache's budget for a run of patterns: 16 MiB.
+/// The trace cache's budget for a run of patterns: a pass reads each trace once, so it can be small.
 const PASS_CACHE_BYTES: usize = 16 << 20;
 
 /// Opens the database for one pass of patterns over its traces. Each trace
