@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
-use memtrace::attrib::{ErrorType, Method, Search, Setting};
+use memtrace::attrib::{ErrorType, Method, Search, Setting, Verdict};
 use memtrace::gen::set::{generate_set, GenSpec};
 use memtrace::prelude::*;
 use memtrace::{Cancel, Database, ImportOptions, InputFormat, Params};
@@ -143,14 +143,40 @@ pub fn run(path: &Path) -> Result<ExitCode> {
         "FIND cases GROUP BY trace.project_id RETURN trace.project_id AS system, count(*) AS failed ORDER BY system",
     )?;
 
+    let verdicts = attribute_every_case(&db, path, &mut out)?;
+    let mem0 = ids.iter().find(|g| g.starts_with("mem0")).cloned();
+    explain_one_case(&db, &mut out, &verdicts, mem0.as_ref())?;
+
+    heading(&mut out, "Accuracy against the generated labels")?;
+    let e = db.evaluate(Method::Evidence, None, &Cancel::new(), &mut |_| {})?;
+    write!(out, "{}", render_evaluation(&e, 0)).map_err(io("standard output"))?;
+
+    heading(&mut out, "Report")?;
+    let dir = report_dir(path);
+    let report = db.report(Method::Evidence, None)?;
+    let (md, html) = report.write(&dir)?;
+    writeln!(
+        out,
+        "wrote {} and {} (open the HTML page in a browser; it needs no network)",
+        html.display(),
+        md.display()
+    )
+    .map_err(io("standard output"))?;
+
+    next_steps(&mut out, mem0.as_deref().unwrap_or("mem0-0002-s7"))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Attributes every failed case with the evidence flow, and shows the verdicts by system and op.
+fn attribute_every_case(db: &Database, path: &Path, out: &mut dyn Write) -> Result<Vec<Verdict>> {
     heading(
-        &mut out,
+        out,
         "Attribution of every failed case (evidence flow, no LLM)",
     )?;
     let bar = trace_bar("attributed");
     let started = Instant::now();
     let (verdicts, stored) = attribute_all(
-        &db,
+        db,
         None,
         (Method::Evidence, Setting::Benchmark, Search::Sparse),
         &bar,
@@ -174,16 +200,24 @@ pub fn run(path: &Path) -> Result<ExitCode> {
     )
     .map_err(io("standard output"))?;
     show(
-        &db,
-        &mut out,
+        db,
+        out,
         "FIND attributions GROUP BY trace.project_id, op_name RETURN trace.project_id AS system, op_name, count(*) AS cases ORDER BY count(*) DESC LIMIT 8",
     )?;
 
-    // One Mem0 case whose evidence reached memory, explained and followed.
-    let mem0 = ids.iter().find(|g| g.starts_with("mem0")).cloned();
+    Ok(verdicts)
+}
+
+/// One Mem0 case whose evidence reached memory, explained and followed.
+fn explain_one_case(
+    db: &Database,
+    out: &mut dyn Write,
+    verdicts: &[Verdict],
+    mem0: Option<&String>,
+) -> Result<()> {
     let example = verdicts
         .iter()
-        .filter(|v| Some(&v.graph_id) == mem0.as_ref())
+        .filter(|v| Some(&v.graph_id) == mem0)
         .find(|v| {
             matches!(
                 v.error_type,
@@ -197,7 +231,7 @@ pub fn run(path: &Path) -> Result<ExitCode> {
             .find(|c| c.id == v.case);
         if let Some(c) = case {
             heading(
-                &mut out,
+                out,
                 &format!(
                     "One failed answer, explained: {:?} (gold {:?}, answered {:?})",
                     c.query,
@@ -219,15 +253,15 @@ pub fn run(path: &Path) -> Result<ExitCode> {
             let name = name.split('@').next().unwrap_or(name);
             let g = &v.graph_id;
             show(
-                &db,
-                &mut out,
+                db,
+                out,
                 &format!("TRACE prediction:{name} IN TRACE '{g}' DEPTH 3 RETURN ops"),
             )?;
             if let Some(ev) = c.source_evidence.last() {
                 let ev = ev.split('@').next().unwrap_or(ev);
                 show(
-                    &db,
-                    &mut out,
+                    db,
+                    out,
                     &format!(
                         "FORWARD '{ev}' IN TRACE '{g}' WHERE var.category = 'memory_entry' RETURN nodes LIMIT 5"
                     ),
@@ -236,24 +270,12 @@ pub fn run(path: &Path) -> Result<ExitCode> {
         }
     }
 
-    heading(&mut out, "Accuracy against the generated labels")?;
-    let e = db.evaluate(Method::Evidence, None, &Cancel::new(), &mut |_| {})?;
-    write!(out, "{}", render_evaluation(&e, 0)).map_err(io("standard output"))?;
+    Ok(())
+}
 
-    heading(&mut out, "Report")?;
-    let dir = report_dir(path);
-    let report = db.report(Method::Evidence, None)?;
-    let (md, html) = report.write(&dir)?;
-    writeln!(
-        out,
-        "wrote {} and {} (open the HTML page in a browser; it needs no network)",
-        html.display(),
-        md.display()
-    )
-    .map_err(io("standard output"))?;
-
-    heading(&mut out, "Next")?;
-    let example = mem0.as_deref().unwrap_or("mem0-0002-s7");
+/// What to try next, with `example` as the trace to try it on.
+fn next_steps(out: &mut dyn Write, example: &str) -> Result<()> {
+    heading(out, "Next")?;
     writeln!(
         out,
         "Open the shell with `target/debug/memtrace` (or `memtrace` once installed) and try:\n  \
@@ -267,5 +289,5 @@ pub fn run(path: &Path) -> Result<ExitCode> {
          memtrace attribute --using hybrid; memtrace feedback."
     )
     .map_err(io("standard output"))?;
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }

@@ -1,10 +1,17 @@
 //! The `memtrace` command-line tool and shell: import, query, export and inspect traces of LLM memory systems.
 
+mod args;
 mod attribute;
 mod cli;
 mod demo;
+mod drop_trace;
 mod error;
+mod event_log;
+mod evidence_recall;
+mod export;
 mod formats;
+mod generate;
+mod import;
 mod mcp;
 mod opening;
 mod patterns;
@@ -12,14 +19,17 @@ mod query;
 mod receiver;
 mod serve;
 mod shell;
+mod stats;
+mod synth;
 mod timeout;
+mod traces;
 mod transfer;
 mod tree;
 
 use std::process::ExitCode;
 
-/// The allocator: records are decoded into many small strings, and glibc's
-/// allocator spent a third of a pattern run in malloc and free.
+/// The allocator: records are decoded into many small strings, which this allocator makes and
+/// frees faster than the system's.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
@@ -33,7 +43,7 @@ fn main() -> ExitCode {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
-    let args = cli::Cli::parse();
+    let args = args::Cli::parse();
     let db = args.db.clone();
     match cli::run(args) {
         Ok(code) => code,

@@ -28,8 +28,7 @@ pub enum PatternFormat {
     Csv,
 }
 
-/// Which patterns a run takes when none are named.
-/// The trace cache's budget for a run of patterns: 16 MiB.
+/// The trace cache's budget for a run of patterns: a pass reads each trace once, so it can be small.
 const PASS_CACHE_BYTES: usize = 16 << 20;
 
 /// Opens the database for one pass of patterns over its traces. Each trace
@@ -276,149 +275,158 @@ fn csv_field(s: &str) -> String {
 
 fn print(report: &PatternReport, limits: Option<&[u64]>, format: PatternFormat) {
     match format {
-        PatternFormat::Json => {
-            let patterns: Vec<serde_json::Value> = report
-                .patterns
+        PatternFormat::Json => print_json(report, limits),
+        PatternFormat::Csv => print_csv(report),
+        PatternFormat::Table => print_tables(report, limits),
+    }
+}
+
+/// The report as one JSON object, each pattern with its threshold when there are thresholds.
+fn print_json(report: &PatternReport, limits: Option<&[u64]>) {
+    let patterns: Vec<serde_json::Value> = report
+        .patterns
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let params: serde_json::Map<String, serde_json::Value> = p
+                .params
                 .iter()
-                .enumerate()
-                .map(|(i, p)| {
-                    let params: serde_json::Map<String, serde_json::Value> = p
-                        .params
+                .map(|(k, v)| (k.clone(), to_json(v)))
+                .collect();
+            let mut o = json!({
+                "name": p.name,
+                "kind": kind(p),
+                "error_type": p.error_type.map(|e| e.name()),
+                "params": params,
+                "columns": p.columns,
+                "hits": p.hits,
+                "traces_hit": p.per_trace.len(),
+                "per_trace": p.per_trace.iter().map(|t| json!({
+                    "trace": t.graph_id, "id": t.trace, "system": t.system, "hits": t.hits,
+                })).collect::<Vec<_>>(),
+                "examples": p.examples.iter().map(|e| {
+                    let row: serde_json::Map<String, serde_json::Value> = p
+                        .columns
                         .iter()
-                        .map(|(k, v)| (k.clone(), to_json(v)))
+                        .cloned()
+                        .zip(e.row.iter().map(to_json))
                         .collect();
-                    let mut o = json!({
-                        "name": p.name,
-                        "kind": kind(p),
-                        "error_type": p.error_type.map(|e| e.name()),
-                        "params": params,
-                        "columns": p.columns,
-                        "hits": p.hits,
-                        "traces_hit": p.per_trace.len(),
-                        "per_trace": p.per_trace.iter().map(|t| json!({
-                            "trace": t.graph_id, "id": t.trace, "system": t.system, "hits": t.hits,
-                        })).collect::<Vec<_>>(),
-                        "examples": p.examples.iter().map(|e| {
-                            let row: serde_json::Map<String, serde_json::Value> = p
-                                .columns
-                                .iter()
-                                .cloned()
-                                .zip(e.row.iter().map(to_json))
-                                .collect();
-                            json!({"trace": e.graph_id, "id": e.trace, "row": row})
-                        }).collect::<Vec<_>>(),
-                    });
-                    if let Some(l) = limits {
-                        o["max_hits"] = json!(l[i]);
-                        o["passed"] = json!(p.hits <= l[i]);
-                    }
-                    o
-                })
-                .collect();
-            let out = json!({
-                "traces": report.traces,
-                "skipped": report.skipped,
-                "seconds": (report.seconds * 1000.0).round() / 1000.0,
-                "patterns": patterns,
+                    json!({"trace": e.graph_id, "id": e.trace, "row": row})
+                }).collect::<Vec<_>>(),
             });
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&out).unwrap_or_else(|_| out.to_string())
-            );
-        }
-        PatternFormat::Csv => {
-            let mut text = String::from("pattern,trace,system,hits\r\n");
-            for p in &report.patterns {
-                for t in &p.per_trace {
-                    text.push_str(&format!(
-                        "{},{},{},{}\r\n",
-                        csv_field(&p.name),
-                        csv_field(&t.graph_id),
-                        csv_field(t.system.as_deref().unwrap_or("")),
-                        t.hits
-                    ));
-                }
+            if let Some(l) = limits {
+                o["max_hits"] = json!(l[i]);
+                o["passed"] = json!(p.hits <= l[i]);
             }
-            print!("{text}");
+            o
+        })
+        .collect();
+    let out = json!({
+        "traces": report.traces,
+        "skipped": report.skipped,
+        "seconds": (report.seconds * 1000.0).round() / 1000.0,
+        "patterns": patterns,
+    });
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&out).unwrap_or_else(|_| out.to_string())
+    );
+}
+
+/// One CSV line per pattern and trace with hits.
+fn print_csv(report: &PatternReport) {
+    let mut text = String::from("pattern,trace,system,hits\r\n");
+    for p in &report.patterns {
+        for t in &p.per_trace {
+            text.push_str(&format!(
+                "{},{},{},{}\r\n",
+                csv_field(&p.name),
+                csv_field(&t.graph_id),
+                csv_field(t.system.as_deref().unwrap_or("")),
+                t.hits
+            ));
         }
-        PatternFormat::Table => {
-            println!(
-                "{} pattern(s) over {} trace(s){} in {:.2} s",
-                report.patterns.len(),
-                report.traces,
-                if report.skipped > 0 {
-                    format!(" ({} left out by the trace condition)", report.skipped)
-                } else {
-                    String::new()
-                },
-                report.seconds
-            );
-            println!();
-            let mut header = vec![
-                "pattern",
-                "kind",
-                "error type",
-                "hits",
-                "traces",
-                "most in one",
+    }
+    print!("{text}");
+}
+
+/// A table of the patterns, then a table of each pattern's example hits.
+fn print_tables(report: &PatternReport, limits: Option<&[u64]>) {
+    println!(
+        "{} pattern(s) over {} trace(s){} in {:.2} s",
+        report.patterns.len(),
+        report.traces,
+        if report.skipped > 0 {
+            format!(" ({} left out by the trace condition)", report.skipped)
+        } else {
+            String::new()
+        },
+        report.seconds
+    );
+    println!();
+    let mut header = vec![
+        "pattern",
+        "kind",
+        "error type",
+        "hits",
+        "traces",
+        "most in one",
+    ];
+    if limits.is_some() {
+        header.extend(["max", "result"]);
+    }
+    let rows: Vec<Vec<String>> = report
+        .patterns
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let most = p.per_trace.iter().max_by_key(|t| t.hits);
+            let mut row = vec![
+                p.name.clone(),
+                kind(p).to_string(),
+                p.error_type
+                    .map(|e| e.name().to_string())
+                    .unwrap_or_default(),
+                p.hits.to_string(),
+                p.per_trace.len().to_string(),
+                most.map(|t| format!("{} ({})", t.hits, t.graph_id))
+                    .unwrap_or_default(),
             ];
-            if limits.is_some() {
-                header.extend(["max", "result"]);
+            if let Some(l) = limits {
+                row.push(l[i].to_string());
+                row.push(if p.hits > l[i] { "OVER" } else { "ok" }.to_string());
             }
-            let rows: Vec<Vec<String>> = report
-                .patterns
-                .iter()
-                .enumerate()
-                .map(|(i, p)| {
-                    let most = p.per_trace.iter().max_by_key(|t| t.hits);
-                    let mut row = vec![
-                        p.name.clone(),
-                        kind(p).to_string(),
-                        p.error_type
-                            .map(|e| e.name().to_string())
-                            .unwrap_or_default(),
-                        p.hits.to_string(),
-                        p.per_trace.len().to_string(),
-                        most.map(|t| format!("{} ({})", t.hits, t.graph_id))
-                            .unwrap_or_default(),
-                    ];
-                    if let Some(l) = limits {
-                        row.push(l[i].to_string());
-                        row.push(if p.hits > l[i] { "OVER" } else { "ok" }.to_string());
-                    }
-                    row
-                })
-                .collect();
-            print!("{}", table::render(&header, &rows, &[3, 4]));
-            for p in &report.patterns {
-                if p.examples.is_empty() {
-                    continue;
-                }
-                println!();
-                println!(
-                    "{}: {} hit(s) in {} trace(s); the first {}:",
-                    table::visible(&p.name),
-                    p.hits,
-                    p.per_trace.len(),
-                    p.examples.len()
-                );
-                let mut header: Vec<&str> = vec!["trace"];
-                header.extend(p.columns.iter().map(String::as_str));
-                let rows: Vec<Vec<String>> = p
-                    .examples
-                    .iter()
-                    .map(|e| {
-                        let mut row = vec![e.graph_id.clone()];
-                        row.extend(
-                            e.row
-                                .iter()
-                                .map(|v| crate::query::cut(&crate::query::cell(v))),
-                        );
-                        row
-                    })
-                    .collect();
-                print!("{}", table::render(&header, &rows, &[]));
-            }
+            row
+        })
+        .collect();
+    print!("{}", table::render(&header, &rows, &[3, 4]));
+    for p in &report.patterns {
+        if p.examples.is_empty() {
+            continue;
         }
+        println!();
+        println!(
+            "{}: {} hit(s) in {} trace(s); the first {}:",
+            table::visible(&p.name),
+            p.hits,
+            p.per_trace.len(),
+            p.examples.len()
+        );
+        let mut header: Vec<&str> = vec!["trace"];
+        header.extend(p.columns.iter().map(String::as_str));
+        let rows: Vec<Vec<String>> = p
+            .examples
+            .iter()
+            .map(|e| {
+                let mut row = vec![e.graph_id.clone()];
+                row.extend(
+                    e.row
+                        .iter()
+                        .map(|v| crate::query::cut(&crate::query::cell(v))),
+                );
+                row
+            })
+            .collect();
+        print!("{}", table::render(&header, &rows, &[]));
     }
 }

@@ -665,7 +665,7 @@ test('ids with spaces and slashes open in the graph, the panel, expand and query
 
 test('control characters in ids and values are shown escaped, never raw', { timeout: TEST_TIMEOUT }, async () => {
   // A trace whose ids and values hold OSC, SGR, NUL, C1 and bidi controls.
-  const fixture = fs.readFileSync(new URL('../fixtures/control_chars.json', import.meta.url));
+  const fixture = fs.readFileSync(new URL('../../repl/tests/fixtures/control_chars.json', import.meta.url));
   const res = await fetch(BASE + '/api/import?source=control-chars', {
     method: 'POST', headers: { 'Content-Type': 'application/json' }, body: fixture,
   });

@@ -169,16 +169,7 @@ pub fn serve(db_path: &Path, opts: &ServeOptions) -> Result<ExitCode> {
             uploads.dir.display()
         ))
     })?;
-    // Two threads carry the connections; the database work runs on the
-    // runtime's blocking threads, as many as the places allow.
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        // The database work, and the runtime's own file writes of uploads.
-        .max_blocking_threads(workers + limits.imports + 16)
-        .thread_name("memtrace-serve")
-        .enable_all()
-        .build()
-        .map_err(|e| CliError::Usage(format!("cannot start the server's runtime: {e}")))?;
+    let runtime = runtime(workers + limits.imports)?;
     let api = Arc::new(Api::new(
         db,
         db_path.display().to_string(),
@@ -186,14 +177,7 @@ pub fn serve(db_path: &Path, opts: &ServeOptions) -> Result<ExitCode> {
         uploads.clone(),
     ));
     let receiver = match &opts.receiver {
-        Some(ro) => Some(Arc::new(
-            Receiver::start(db_path, api.clone() as Arc<dyn Sink>, ro.clone()).map_err(|e| {
-                CliError::Usage(format!(
-                    "cannot open the OTLP spool in {}: {e}",
-                    db_path.display()
-                ))
-            })?,
-        )),
+        Some(ro) => Some(start_receiver(db_path, &api, ro)?),
         None => None,
     };
     let endpoint = receiver.as_ref().map(|r| {
@@ -221,26 +205,14 @@ pub fn serve(db_path: &Path, opts: &ServeOptions) -> Result<ExitCode> {
     if let Err(e) = std::fs::write(&serve_file, note.to_string()) {
         eprintln!("warning: cannot write {}: {e}", serve_file.display());
     }
-    println!("{name}: listening on http://{local}");
-    if opts.viewer {
-        eprintln!(
-            "serving {} to http://{local}, {workers} requests at once; Ctrl-C stops",
-            db_path.display()
-        );
-    } else {
-        eprintln!(
-            "receiving OpenTelemetry traces into {}; Ctrl-C stops (and stores every trace held)",
-            db_path.display()
-        );
-    }
-    if let Some(r) = &receiver {
-        let o = r.options();
-        eprintln!(
-            "OTLP/HTTP: export with OTEL_EXPORTER_OTLP_ENDPOINT=http://{local} (spans to http://{local}{}); a trace is stored {} s after its root span and its last span came",
-            otlp::PATH,
-            o.quiet.as_secs_f64()
-        );
-    }
+    announce(
+        name,
+        local,
+        db_path,
+        opts.viewer,
+        workers,
+        receiver.as_deref(),
+    );
     runtime.block_on(server.run());
     // Work that a dropped answer left running stops at its next check.
     runtime.shutdown_timeout(DRAIN);
@@ -256,6 +228,65 @@ pub fn serve(db_path: &Path, opts: &ServeOptions) -> Result<ExitCode> {
     api.db().flush()?;
     eprintln!("{name}: stopped");
     Ok(ExitCode::SUCCESS)
+}
+
+/// The server's runtime: two threads carry the connections, and the database work runs on its
+/// blocking threads, `places` of them and a few more for the runtime's own file writes of uploads.
+fn runtime(places: usize) -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .max_blocking_threads(places + 16)
+        .thread_name("memtrace-serve")
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::Usage(format!("cannot start the server's runtime: {e}")))
+}
+
+/// The OTLP receiver, storing complete traces through the API's database.
+fn start_receiver(
+    db_path: &Path,
+    api: &Arc<Api>,
+    options: &ReceiverOptions,
+) -> Result<Arc<Receiver>> {
+    let receiver = Receiver::start(db_path, api.clone() as Arc<dyn Sink>, options.clone())
+        .map_err(|e| {
+            CliError::Usage(format!(
+                "cannot open the OTLP spool in {}: {e}",
+                db_path.display()
+            ))
+        })?;
+    Ok(Arc::new(receiver))
+}
+
+/// Says where the server listens and what it does there.
+fn announce(
+    name: &str,
+    local: SocketAddr,
+    db_path: &Path,
+    viewer: bool,
+    workers: usize,
+    receiver: Option<&Receiver>,
+) {
+    println!("{name}: listening on http://{local}");
+    if viewer {
+        eprintln!(
+            "serving {} to http://{local}, {workers} requests at once; Ctrl-C stops",
+            db_path.display()
+        );
+    } else {
+        eprintln!(
+            "receiving OpenTelemetry traces into {}; Ctrl-C stops (and stores every trace held)",
+            db_path.display()
+        );
+    }
+    if let Some(r) = receiver {
+        let o = r.options();
+        eprintln!(
+            "OTLP/HTTP: export with OTEL_EXPORTER_OTLP_ENDPOINT=http://{local} (spans to http://{local}{}); a trace is stored {} s after its root span and its last span came",
+            otlp::PATH,
+            o.quiet.as_secs_f64()
+        );
+    }
 }
 
 #[cfg(test)]

@@ -251,22 +251,7 @@ pub fn complete_statement(line: &str, pos: usize, known: &Known) -> (usize, Vec<
         return (start, found);
     }
     if let Some((subject, field)) = word.split_once('.') {
-        // A subject's fields; a MATCH variable has a variable's fields.
-        let fields = field_names(subject).unwrap_or_else(|| field_names("var").unwrap_or_default());
-        // Every record but a verdict has metadata.
-        let meta: &[&str] = if subject == "attribution" {
-            &[]
-        } else {
-            &["meta."]
-        };
-        let mut found: Vec<Pair> = fields
-            .into_iter()
-            .chain(meta.iter().copied())
-            .filter(|f| starts_with_ci(f, field))
-            .map(|f| pair(f, format!("{subject}.{f}")))
-            .collect();
-        found.dedup_by(|a, b| a.replacement == b.replacement);
-        return (start, found);
+        return (start, complete_field(subject, field));
     }
     // In an ATTRIBUTE's subquery: what may come next there.
     if let Some(next) = subquery_next(&before[..start], word, known) {
@@ -297,12 +282,34 @@ pub fn complete_statement(line: &str, pos: usize, known: &Known) -> (usize, Vec<
             .collect();
         return (start, found);
     }
-    // A bare word: keywords (in the case being typed), words, functions,
-    // subjects, the fields of a FIND attributions written bare, and class
-    // names that start a node reference.
+    (start, complete_bare_word(&before[..start], word, known))
+}
+
+/// Completes the field after `subject.`; a MATCH variable has a variable's fields.
+fn complete_field(subject: &str, field: &str) -> Vec<Pair> {
+    let fields = field_names(subject).unwrap_or_else(|| field_names("var").unwrap_or_default());
+    // Every record but a verdict has metadata.
+    let meta: &[&str] = if subject == "attribution" {
+        &[]
+    } else {
+        &["meta."]
+    };
+    let mut found: Vec<Pair> = fields
+        .into_iter()
+        .chain(meta.iter().copied())
+        .filter(|f| starts_with_ci(f, field))
+        .map(|f| pair(f, format!("{subject}.{f}")))
+        .collect();
+    found.dedup_by(|a, b| a.replacement == b.replacement);
+    found
+}
+
+/// Completes a bare word: keywords (in the case being typed), words, functions, subjects, the
+/// fields of a FIND attributions written bare, and class names that start a node reference.
+fn complete_bare_word(before: &str, word: &str, known: &Known) -> Vec<Pair> {
     let lower = word.chars().any(|c| c.is_ascii_lowercase());
     let mut found: Vec<Pair> = Vec::new();
-    if in_find_attributions(&before[..start]) {
+    if in_find_attributions(before) {
         for f in field_names("attribution").unwrap_or_default() {
             if starts_with_ci(f, word) {
                 found.push(pair(f, f));
@@ -339,7 +346,7 @@ pub fn complete_statement(line: &str, pos: usize, known: &Known) -> (usize, Vec<
     }
     found.sort_by(|a, b| a.display.cmp(&b.display));
     found.dedup_by(|a, b| a.replacement == b.replacement);
-    (start, found)
+    found
 }
 
 /// Completes a `:command` line: command names, then their arguments.

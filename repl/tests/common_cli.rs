@@ -9,8 +9,14 @@ pub fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_memtrace"))
 }
 
+/// The fixtures the root package's tests read too.
 pub fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures")
+}
+
+/// The fixtures only these tests read.
+pub fn repl_fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
 }
 
 pub fn sample() -> PathBuf {

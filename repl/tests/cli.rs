@@ -676,7 +676,7 @@ fn python_nan_and_infinity_are_read_as_numbers_and_strings_stay_strings() {
     let d = dir.path();
     let db = d.join("t.db");
     // Written by Python's json.dumps, which writes NaN, Infinity and -Infinity.
-    let fixture = fixtures().join("python_floats.json");
+    let fixture = repl_fixtures().join("python_floats.json");
     let text = std::fs::read_to_string(&fixture).unwrap();
     assert!(text.contains(": NaN,") && text.contains(": -Infinity,"));
     ok(run(d, Some(&db), &["import", fixture.to_str().unwrap()]));

@@ -57,7 +57,7 @@ macro_rules! page {
     ($name:literal) => {
         (
             concat!("docs/src/", $name),
-            include_str!(concat!("../docs/src/", $name)),
+            include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/src/", $name)),
         )
     };
 }
@@ -113,7 +113,10 @@ fn fenced(md: &str) -> Vec<(String, Vec<&str>)> {
 
 /// Statements of the README and of every page of the book.
 fn docs() -> Vec<Suggested> {
-    let mut out = statements_of_markdown("README.md", include_str!("../README.md"));
+    let mut out = statements_of_markdown(
+        "README.md",
+        include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")),
+    );
     for (page, text) in BOOK {
         out.extend(statements_of_markdown(page, text));
     }
@@ -184,7 +187,7 @@ fn statements_of_markdown(page: &str, md: &str) -> Vec<Suggested> {
 /// The shell's `:help` examples: the indented lines of its topics that
 /// are statements.
 fn shell_help() -> Vec<Suggested> {
-    include_str!("../repl/src/shell/help.rs")
+    include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/shell/help.rs"))
         .lines()
         .map(|l| l.trim().trim_end_matches("\",").trim_end_matches('"'))
         .filter(|l| starts_statement(l) && l.ends_with(';'))
@@ -194,7 +197,7 @@ fn shell_help() -> Vec<Suggested> {
 
 /// The viewer's example buttons.
 fn viewer() -> Vec<Suggested> {
-    let js = include_str!("../repl/web/app.js");
+    let js = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/web/query-page.js"));
     let start = js
         .find("const EXAMPLES = [")
         .expect("the viewer lists its examples");
@@ -361,7 +364,10 @@ fn the_extraction_finds_statements_in_each_kind_of_block() {
 fn every_page_of_the_book_is_read_for_statements() {
     // The pages SUMMARY.md links to, in its order: the list above must be
     // the same, so that a new page cannot go unchecked.
-    let summary = include_str!("../docs/src/SUMMARY.md");
+    let summary = include_str!(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../docs/src/SUMMARY.md"
+    ));
     let linked: Vec<String> = summary
         .lines()
         .filter_map(|l| {

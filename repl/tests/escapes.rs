@@ -43,7 +43,7 @@ fn shown(what: &str, o: &Output) -> String {
 fn imported() -> (tempfile::TempDir, std::path::PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("t.db");
-    let fixture = fixtures().join("control_chars.json");
+    let fixture = repl_fixtures().join("control_chars.json");
     let o = ok(run(
         dir.path(),
         Some(&db),
@@ -228,7 +228,7 @@ fn json_and_csv_keep_the_exact_values() {
     let o = ok(run(d, Some(&db), &["export", "#1"]));
     let back = json(&o);
     let fixture: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(fixtures().join("control_chars.json")).unwrap(),
+        &std::fs::read_to_string(repl_fixtures().join("control_chars.json")).unwrap(),
     )
     .unwrap();
     assert_eq!(
