@@ -8,7 +8,7 @@ use std::sync::Arc;
 use memtrace_analysis::Analyses;
 use memtrace_columnar::{ColumnarError, ParquetOptions, ParquetSummary};
 use memtrace_engine::{
-    BatchSink, Cancel, CellFn, Database as Engine, FileReport, GraphOptions, ImportOptions,
+    BatchSink, Cancel, CellFn, Engine, FileReport, GraphOptions, ImportOptions,
     ImportedTrace, InputFormat, LogEntry, OpenOptions, Params, Progress, QueryGraph, QueryResult,
     Result, Stats, TraceInfo, TraceView,
 };

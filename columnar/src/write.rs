@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use arrow_schema::SchemaRef;
 use memtrace_analysis::prelude::Attribute;
-use memtrace_engine::{Database, TraceInfo};
+use memtrace_engine::{Engine, TraceInfo};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::Compression;
 use parquet::file::properties::WriterProperties;
@@ -98,7 +98,7 @@ pub const SCHEMA_VERSION: u32 = 1;
 /// `dir` may be missing or empty; a folder with files is refused unless
 /// `options.replace` is set and it holds an earlier export.
 pub fn export_parquet(
-    db: &Database,
+    db: &Engine,
     dir: impl AsRef<Path>,
     options: &ParquetOptions,
 ) -> Result<ParquetSummary> {
@@ -188,7 +188,7 @@ fn commit(tmp: &Path, dir: &Path, replacing: bool) -> Result<()> {
 
 /// The traces to export, in id order; unknown traces and projects are
 /// errors before anything is written.
-fn select(db: &Database, options: &ParquetOptions) -> Result<Vec<TraceInfo>> {
+fn select(db: &Engine, options: &ParquetOptions) -> Result<Vec<TraceInfo>> {
     let all = db.traces()?;
     let mut wanted: Option<Vec<u32>> = None;
     if !options.traces.is_empty() {
@@ -216,7 +216,7 @@ fn select(db: &Database, options: &ParquetOptions) -> Result<Vec<TraceInfo>> {
 }
 
 /// Reads everything exported of one trace.
-fn read_trace(db: &Database, info: &TraceInfo) -> Result<TraceRecords> {
+fn read_trace(db: &Engine, info: &TraceInfo) -> Result<TraceRecords> {
     let view = db.trace_by_id(info.id)?;
     let selector = format!("#{}", info.id);
     Ok(TraceRecords {
@@ -345,7 +345,7 @@ fn file_schema(table: Table, partition: Partition) -> Result<SchemaRef> {
 }
 
 fn write_all(
-    db: &Database,
+    db: &Engine,
     root: &Path,
     traces: &[TraceInfo],
     partition: Partition,

@@ -341,7 +341,7 @@ impl TraceCache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Database, EngineError, ImportOptions};
+    use crate::{Engine, EngineError, ImportOptions};
 
     /// A graph of `n` edges (a chain over `n + 1` variables).
     fn chain(n: u32) -> TraceGraph {
@@ -437,7 +437,7 @@ mod tests {
     #[test]
     fn the_database_caches_per_trace_structures() {
         let dir = tempfile::tempdir().unwrap();
-        let db = Database::open(dir.path().join("db")).unwrap();
+        let db = Engine::open(dir.path().join("db")).unwrap();
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../tests/fixtures/sample_export.json");
         let opts = ImportOptions { force: true };

@@ -481,10 +481,10 @@ impl TraceEdges {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Database, EngineError, ImportOptions};
+    use crate::{Engine, EngineError, ImportOptions};
 
-    fn import_sample(dir: &std::path::Path) -> (Database, TraceId, Counts) {
-        let db = Database::open(dir.join("db")).unwrap();
+    fn import_sample(dir: &std::path::Path) -> (Engine, TraceId, Counts) {
+        let db = Engine::open(dir.join("db")).unwrap();
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../tests/fixtures/sample_export.json");
         let reports = db.import_paths(&[path], &ImportOptions::default(), &mut |_| {});

@@ -1,4 +1,4 @@
-//! The embedding API: the [`Database`], its consistent [`Snapshot`]s, and the
+//! The embedding API: the [`Engine`], its consistent [`Snapshot`]s, and the
 //! extension point through which analyses run statements ([`Extension`]).
 //!
 //! The engine plans every statement of the query language, but runs only
@@ -12,18 +12,18 @@
 //! the results an analysis stored on a trace (`FIND attributions`).
 //!
 //! An extension keeps what it stores in the engine's append-only records
-//! ([`Database::append_trace_results`], [`Database::append_definition`],
-//! [`Database::put_memo`]), whose content is JSON text or bytes the engine
+//! ([`Engine::append_trace_results`], [`Engine::append_definition`],
+//! [`Engine::put_memo`]), whose content is JSON text or bytes the engine
 //! does not interpret, and what it computes per trace in the trace cache
 //! ([`Snapshot::trace_state`]), under the same memory budget as the graphs.
 //!
-//! A database opened with [`Database::open`] has no extensions: the
+//! A database opened with [`Engine::open`] has no extensions: the
 //! statements they run are refused with [`EngineError::NoExtension`].
-//! Register them with [`Database::with_extension`].
+//! Register them with [`Engine::with_extension`].
 //!
 //! The database and the extension point are one layer: a database holds its
 //! extensions, and an extension is handed the database. Running statements
-//! (the query API, `impl Database { fn query .. }`) is the layer above, in
+//! (the query API, `impl Engine { fn query .. }`) is the layer above, in
 //! `exec/`.
 
 use std::any::{Any, TypeId};
@@ -50,14 +50,14 @@ use crate::view::TraceView;
 /// An open memtrace database.
 ///
 /// Opening takes RocksDB's lock on the folder: one process at a time.
-/// Within the process a `Database` is shared freely (`&self` everywhere);
+/// Within the process a `Engine` is shared freely (`&self` everywhere);
 /// readers see consistent snapshots while imports run.
 ///
 /// The statements that run an analysis (ATTRIBUTE, the pattern statements)
-/// are run by the [`Extension`]s registered with [`Database::with_extension`];
+/// are run by the [`Extension`]s registered with [`Engine::with_extension`];
 /// the facade crate `memtrace` opens databases with the analyses registered.
 #[derive(Debug)]
-pub struct Database {
+pub struct Engine {
     store: Arc<Store>,
     cache: TraceCache,
     extensions: Registry,
@@ -92,7 +92,7 @@ pub struct Definition {
 }
 
 /// How to open a database: `OpenOptions::default()` creates it when missing
-/// and waits for the disk at every commit, as [`Database::open`] does.
+/// and waits for the disk at every commit, as [`Engine::open`] does.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OpenOptions {
     /// Create the database when the path holds none (ignored when read-only).
@@ -119,20 +119,20 @@ impl Default for OpenOptions {
 /// One OTLP/JSON request, `{"resourceSpans": [...]}`.
 pub type OtlpRequest = serde_json::Map<String, serde_json::Value>;
 
-impl Database {
+impl Engine {
     /// Opens the database at `path`, creating it when the path does not
     /// exist. No extension is registered.
-    pub fn open(path: impl AsRef<Path>) -> Result<Database> {
-        Database::open_store(path.as_ref(), &StoreOptions::default())
+    pub fn open(path: impl AsRef<Path>) -> Result<Engine> {
+        Engine::open_store(path.as_ref(), &StoreOptions::default())
     }
 
     /// Opens the database at `path`; fails when there is none.
-    pub fn open_existing(path: impl AsRef<Path>) -> Result<Database> {
+    pub fn open_existing(path: impl AsRef<Path>) -> Result<Engine> {
         let opts = StoreOptions {
             create: false,
             ..StoreOptions::default()
         };
-        Database::open_store(path.as_ref(), &opts)
+        Engine::open_store(path.as_ref(), &opts)
     }
 
     /// Opens the database at `path` for reading only; fails when there is
@@ -142,13 +142,13 @@ impl Database {
     /// makes it the quick open for commands that only read; statements
     /// that store something (ATTRIBUTE, SAVE PATTERN, DROP PATTERN, import)
     /// fail with a storage error that says the database is read-only.
-    pub fn open_read_only(path: impl AsRef<Path>) -> Result<Database> {
+    pub fn open_read_only(path: impl AsRef<Path>) -> Result<Engine> {
         let opts = StoreOptions {
             create: false,
             read_only: true,
             ..StoreOptions::default()
         };
-        Database::open_store(path.as_ref(), &opts)
+        Engine::open_store(path.as_ref(), &opts)
     }
 
     /// Opens a scratch database at `path`, creating it when the path does
@@ -157,12 +157,12 @@ impl Database {
     /// may lose the last traces stored, so it is for work that is thrown
     /// away afterwards and can be redone (an analysis of a batch of traces
     /// in a worker's scratch folder), not for a database to keep.
-    pub fn open_scratch(path: impl AsRef<Path>) -> Result<Database> {
+    pub fn open_scratch(path: impl AsRef<Path>) -> Result<Engine> {
         let opts = StoreOptions {
             sync: false,
             ..StoreOptions::default()
         };
-        Database::open_store(path.as_ref(), &opts)
+        Engine::open_store(path.as_ref(), &opts)
     }
 
     /// Whether this database was opened for reading only.
@@ -172,17 +172,17 @@ impl Database {
 
     /// Opens the database at `path` as `options` say: whether to create
     /// it, open it read-only, or let commits skip waiting for the disk.
-    pub fn open_with(path: impl AsRef<Path>, options: &OpenOptions) -> Result<Database> {
+    pub fn open_with(path: impl AsRef<Path>, options: &OpenOptions) -> Result<Engine> {
         let opts = StoreOptions {
             create: options.create && !options.read_only,
             sync: options.sync,
             read_only: options.read_only,
         };
-        Database::open_store(path.as_ref(), &opts)
+        Engine::open_store(path.as_ref(), &opts)
     }
 
-    fn open_store(path: &Path, opts: &StoreOptions) -> Result<Database> {
-        Ok(Database {
+    fn open_store(path: &Path, opts: &StoreOptions) -> Result<Engine> {
+        Ok(Engine {
             store: Arc::new(Store::open(path, opts)?),
             cache: TraceCache::default(),
             extensions: Registry::default(),
@@ -192,7 +192,7 @@ impl Database {
 
     /// Registers an extension: the statements it names are run by it from
     /// now on (a later registration for the same statement wins).
-    pub fn with_extension(mut self, extension: Arc<dyn Extension>) -> Database {
+    pub fn with_extension(mut self, extension: Arc<dyn Extension>) -> Engine {
         self.extensions.add(extension);
         self
     }
@@ -339,7 +339,7 @@ impl Database {
     /// A span received twice is kept as first received (an exporter that
     /// retries sends it again). Each trace is stored whole, or not at all,
     /// and keeps the requests that hold its spans (see
-    /// [`Database::otlp_requests`]).
+    /// [`Engine::otlp_requests`]).
     pub fn import_otlp(
         &self,
         requests: Vec<(String, serde_json::Map<String, serde_json::Value>)>,
@@ -350,7 +350,7 @@ impl Database {
         import::import_otlp(&self.store, requests, bytes, source, opts)
     }
 
-    /// The traces stored under `graph_id` by [`Database::import_otlp`], by
+    /// The traces stored under `graph_id` by [`Engine::import_otlp`], by
     /// id, each with the OTLP requests it keeps (the spans it was made
     /// from), for a receiver to store a trace again whole when more of its
     /// spans come. Traces under that graph id that keep none (imported
@@ -586,7 +586,7 @@ impl Database {
         TraceGraph::load(view, trace, counts)
     }
 
-    /// The trace a selector names (see [`Database::trace`]) as `view` sees
+    /// The trace a selector names (see [`Engine::trace`]) as `view` sees
     /// it, with its head when it has one. `#ID` is looked up by its head
     /// alone: no other read.
     pub(crate) fn scoped_trace(
@@ -683,13 +683,13 @@ impl Database {
 /// taken, whatever imports or drops run meanwhile. Analyses that span
 /// several traces and queries work on one snapshot.
 pub struct Snapshot<'db> {
-    db: &'db Database,
+    db: &'db Engine,
     view: ReadView<'db>,
 }
 
 impl<'db> Snapshot<'db> {
     /// The database it reads.
-    pub fn database(&self) -> &'db Database {
+    pub fn database(&self) -> &'db Engine {
         self.db
     }
 
@@ -773,7 +773,7 @@ pub struct Call<'c, 'db> {
 
 impl<'db> Call<'_, 'db> {
     /// The database.
-    pub fn db(&self) -> &'db Database {
+    pub fn db(&self) -> &'db Engine {
         self.snapshot.database()
     }
 }
@@ -791,7 +791,7 @@ pub trait Extension: Send + Sync + 'static {
     /// Checks and completes a planned statement it runs, before it runs
     /// (also inside EXPLAIN). An error about a part of the statement names
     /// its place in `text`, the statement as written.
-    fn prepare(&self, db: &Database, plan: &mut Plan, text: &str) -> Result<()> {
+    fn prepare(&self, db: &Engine, plan: &mut Plan, text: &str) -> Result<()> {
         let _ = (db, plan, text);
         Ok(())
     }

@@ -66,7 +66,7 @@ pub enum EngineError {
         reference: String,
     },
     /// A statement is run by an analysis, and none is registered for it.
-    #[error("{0} is run by an analysis, and none is registered with this database (open it through the `memtrace` crate, or register one with Database::with_extension)")]
+    #[error("{0} is run by an analysis, and none is registered with this database (open it through the `memtrace` crate, or register one with Engine::with_extension)")]
     NoExtension(&'static str),
     /// An extension (an analysis the database called) failed.
     #[error(transparent)]

@@ -1,7 +1,7 @@
-//! What is stored, and what do queries over it return? The memtrace database: the [`Database`], import and export of traces, the trace cache, the query executor, and the extension point through which analyses run their statements.
+//! What is stored, and what do queries over it return? The memtrace database: the [`Engine`], import and export of traces, the trace cache, the query executor, and the extension point through which analyses run their statements.
 //!
 //! ```no_run
-//! let db = memtrace_engine::Database::open("memtrace.db")?;
+//! let db = memtrace_engine::Engine::open("memtrace.db")?;
 //! for t in db.traces()? {
 //!     println!("{} {} variables", t.graph_id, t.counts.variables);
 //! }
@@ -29,7 +29,7 @@ mod view;
 pub use cache::{CacheStats, TraceState};
 pub use catalog::{OpLabel, TraceCatalog, TraceEdges, TraceOps, VarLabel};
 pub use db::{
-    Call, Database, Definition, Extension, OpenOptions, OtlpRequest, Snapshot, TraceResult,
+    Call, Engine, Definition, Extension, OpenOptions, OtlpRequest, Snapshot, TraceResult,
 };
 pub use error::{EngineError, Result};
 pub use exec::batch::{Batch, BatchSink, Column, TextColumn};

@@ -467,7 +467,7 @@ impl TraceBuilder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use memtrace_engine::{Database, ExportFormat, ImportOptions, InputFormat};
+    use memtrace_engine::{Engine, ExportFormat, ImportOptions, InputFormat};
 
     fn small() -> Value {
         let mut b = TraceBuilder::new("g-built", "u1", "mem0", json!({"system": "mem0"}), 19_723);
@@ -558,7 +558,7 @@ mod tests {
     fn built_traces_import_and_export_unchanged() {
         let doc = small();
         let dir = tempfile::tempdir().unwrap();
-        let db = Database::open(dir.path().join("b.db")).unwrap();
+        let db = Engine::open(dir.path().join("b.db")).unwrap();
         let t = db
             .import_reader(
                 doc.to_string().as_bytes(),

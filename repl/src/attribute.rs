@@ -11,7 +11,8 @@ use memtrace::attrib::{
     AttributeRequest, ErrorType, Method, RunProgress, Search, Setting, Verdict,
 };
 use memtrace::prelude::*;
-use memtrace::{Cancel, Database};
+use memtrace::engine::{Engine};
+use memtrace::{Cancel};
 
 use crate::error::Result;
 use crate::formats::Listing;
@@ -130,7 +131,7 @@ pub fn parse_search(s: &str) -> std::result::Result<Search, String> {
 /// Attributes every failed case (of one trace or all), stores the verdicts
 /// and returns them with how many were new.
 pub fn attribute_all(
-    db: &Database,
+    db: &Engine,
     trace: Option<&str>,
     (method, setting, search): (Method, Setting, Search),
     bar: &ProgressBar,
@@ -210,7 +211,7 @@ pub fn attribute(
     (method, setting, search): (Method, Setting, Search),
     format: Listing,
 ) -> Result<ExitCode> {
-    let db = Database::open_existing(db)?;
+    let db = crate::opening::open_existing(db)?;
     if method.needs_llm() {
         announce_llm(&db)?;
     }
@@ -387,7 +388,7 @@ pub fn eval(
     misses: usize,
     setting: Option<Setting>,
 ) -> Result<ExitCode> {
-    let db = Database::open_existing(db)?;
+    let db = crate::opening::open_existing(db)?;
     if method.needs_llm() {
         announce_llm(&db)?;
     }
@@ -642,7 +643,7 @@ fn render_misses(e: &Evaluation, n: usize) -> String {
 
 /// Says on standard error which endpoint an LLM method will use (never
 /// the key), or fails early when none is configured.
-fn announce_llm(db: &Database) -> Result<()> {
+fn announce_llm(db: &Engine) -> Result<()> {
     let c = db.llm_config()?;
     eprintln!("LLM: {}", c.describe());
     Ok(())
@@ -673,7 +674,7 @@ pub fn report(
     method: Method,
     llm: bool,
 ) -> Result<ExitCode> {
-    let db = Database::open_existing(db)?;
+    let db = crate::opening::open_existing(db)?;
     let mut report = db.report(method, trace)?;
     if llm {
         announce_llm(&db)?;
@@ -716,7 +717,7 @@ pub fn feedback(
     method: Method,
     examples: usize,
 ) -> Result<ExitCode> {
-    let db = Database::open_existing(db)?;
+    let db = crate::opening::open_existing(db)?;
     announce_llm(&db)?;
     let f = db.prompt_feedback(method, trace, examples, &Cancel::new())?;
     let json = serde_json::to_string_pretty(&f.prompts)?;

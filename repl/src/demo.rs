@@ -10,7 +10,8 @@ use std::time::Instant;
 use memtrace::attrib::{ErrorType, Method, Search, Setting, Verdict};
 use memtrace::gen::set::{generate_set, GenSpec};
 use memtrace::prelude::*;
-use memtrace::{Cancel, Database, ImportOptions, InputFormat, Params};
+use memtrace::engine::{Engine};
+use memtrace::{Cancel, ImportOptions, InputFormat, Params};
 
 use crate::attribute::{attribute_all, render_evaluation, split_rows, trace_bar, SPLIT_HEADER};
 use crate::error::{io, Result};
@@ -45,7 +46,7 @@ fn heading(out: &mut dyn Write, text: &str) -> Result<()> {
 }
 
 /// Runs one statement and prints it with its rows.
-fn show(db: &Database, out: &mut dyn Write, statement: &str) -> Result<()> {
+fn show(db: &Engine, out: &mut dyn Write, statement: &str) -> Result<()> {
     writeln!(out, "\nmemtrace> {statement};").map_err(io("standard output"))?;
     let stmt = db
         .parse_script(statement)?
@@ -66,7 +67,7 @@ fn show(db: &Database, out: &mut dyn Write, statement: &str) -> Result<()> {
     Ok(())
 }
 
-fn import_sample(db: &Database, path: &Path, out: &mut dyn Write) -> Result<()> {
+fn import_sample(db: &Engine, path: &Path, out: &mut dyn Write) -> Result<()> {
     let sample: serde_json::Value = serde_json::from_str(SAMPLE)?;
     let graph_id = sample["graph_id"].as_str().unwrap_or_default().to_string();
     let line = if db.trace(&graph_id).is_ok() {
@@ -93,7 +94,7 @@ fn import_sample(db: &Database, path: &Path, out: &mut dyn Write) -> Result<()> 
 
 /// Generates the demo set into a temporary folder and imports it, unless
 /// its traces are already stored. Returns the graph ids.
-fn import_generated(db: &Database, out: &mut dyn Write) -> Result<Vec<String>> {
+fn import_generated(db: &Engine, out: &mut dyn Write) -> Result<Vec<String>> {
     let spec = demo_spec();
     let tmp = std::env::temp_dir().join(format!("memtrace-demo-{}", std::process::id()));
     let started = Instant::now();
@@ -131,7 +132,7 @@ fn import_generated(db: &Database, out: &mut dyn Write) -> Result<Vec<String>> {
 pub fn run(path: &Path) -> Result<ExitCode> {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    let db = Database::open(path)?;
+    let db = crate::opening::open(path)?;
     import_sample(&db, path, &mut out)?;
     let ids = import_generated(&db, &mut out)?;
 
@@ -168,7 +169,7 @@ pub fn run(path: &Path) -> Result<ExitCode> {
 }
 
 /// Attributes every failed case with the evidence flow, and shows the verdicts by system and op.
-fn attribute_every_case(db: &Database, path: &Path, out: &mut dyn Write) -> Result<Vec<Verdict>> {
+fn attribute_every_case(db: &Engine, path: &Path, out: &mut dyn Write) -> Result<Vec<Verdict>> {
     heading(
         out,
         "Attribution of every failed case (evidence flow, no LLM)",
@@ -210,7 +211,7 @@ fn attribute_every_case(db: &Database, path: &Path, out: &mut dyn Write) -> Resu
 
 /// One Mem0 case whose evidence reached memory, explained and followed.
 fn explain_one_case(
-    db: &Database,
+    db: &Engine,
     out: &mut dyn Write,
     verdicts: &[Verdict],
     mem0: Option<&String>,

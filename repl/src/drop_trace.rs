@@ -2,14 +2,14 @@
 
 use std::process::ExitCode;
 
-use memtrace::Database;
+use memtrace::engine::Engine;
 use memtrace_table as table;
 
 use crate::error::Result;
 
 /// Removes the trace when `yes` is given; otherwise says what would go and exits 1.
 pub fn run(db: &std::path::Path, trace: &str, yes: bool, reason: &str) -> Result<ExitCode> {
-    let db = Database::open_existing(db)?;
+    let db = crate::opening::open_existing(db)?;
     let info = db.trace(trace)?.info();
     if !yes {
         eprintln!(

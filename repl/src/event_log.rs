@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use memtrace::Database;
+use memtrace::engine::Engine;
 use memtrace_table as table;
 
 use crate::error::{io, Result};
@@ -14,7 +14,7 @@ use crate::query::csv_field;
 fn log_json(e: &memtrace::LogEntry) -> serde_json::Value {
     serde_json::json!({
         "seq": e.seq,
-        "at": memtrace::iso_utc(e.at_ms),
+        "at": memtrace::engine::iso_utc(e.at_ms),
         "at_ms": e.at_ms,
         "action": e.action,
         "trace": e.trace,
@@ -25,7 +25,7 @@ fn log_json(e: &memtrace::LogEntry) -> serde_json::Value {
 
 /// Prints the event log in the chosen format.
 pub fn run(db: &std::path::Path, format: Records) -> Result<ExitCode> {
-    let db = Database::open_read_only(db)?;
+    let db = crate::opening::open_read_only(db)?;
     let entries = db.log()?;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
@@ -37,7 +37,7 @@ pub fn run(db: &std::path::Path, format: Records) -> Result<ExitCode> {
                 .map(|e| {
                     vec![
                         e.seq.to_string(),
-                        memtrace::iso_utc(e.at_ms),
+                        memtrace::engine::iso_utc(e.at_ms),
                         e.action.clone(),
                         format!("#{}", e.trace),
                         e.graph_id.clone(),
@@ -67,7 +67,7 @@ pub fn run(db: &std::path::Path, format: Records) -> Result<ExitCode> {
             for e in &entries {
                 let fields = [
                     e.seq.to_string(),
-                    memtrace::iso_utc(e.at_ms),
+                    memtrace::engine::iso_utc(e.at_ms),
                     e.at_ms.to_string(),
                     e.action.clone(),
                     e.trace.to_string(),

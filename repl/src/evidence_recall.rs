@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use memtrace::prelude::*;
-use memtrace::Database;
+use memtrace::engine::Engine;
 use memtrace_table as table;
 
 use crate::error::{CliError, Result};
@@ -18,9 +18,9 @@ pub fn run(
 ) -> Result<ExitCode> {
     // Dense search caches the vectors it is sent in the database.
     let db = if search.needs_embeddings() {
-        Database::open_existing(db)?
+        crate::opening::open_existing(db)?
     } else {
-        Database::open_read_only(db)?
+        crate::opening::open_read_only(db)?
     };
     if k == 0 {
         return Err(CliError::Usage("--k must be at least 1".into()));

@@ -3,7 +3,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use memtrace::{Database, ParquetOptions};
+use memtrace::engine::{Engine};
+use memtrace::{ParquetOptions};
 
 use crate::args::ExportArgs;
 use crate::error::{CliError, Result};
@@ -71,7 +72,7 @@ fn export(
         }
         (format, false) => Exported::As(format),
     };
-    export_to(&Database::open_read_only(db)?, trace, what, output)?;
+    export_to(&crate::opening::open_read_only(db)?, trace, what, output)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -100,7 +101,7 @@ fn export_parquet(
             ))
         }
     };
-    let db = Database::open_read_only(db)?;
+    let db = crate::opening::open_read_only(db)?;
     export_parquet_to(&db, &dir, &options, &mut std::io::stdout())?;
     Ok(ExitCode::SUCCESS)
 }

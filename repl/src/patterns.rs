@@ -9,7 +9,8 @@ use std::process::ExitCode;
 use clap::ValueEnum;
 use memtrace::patterns::{PatternOutcome, PatternReport, PatternSpec, RunOptions};
 use memtrace::prelude::*;
-use memtrace::{to_json, Cancel, Database, Value};
+use memtrace::engine::{to_json, Engine};
+use memtrace::{Cancel, Value};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -35,13 +36,13 @@ const PASS_CACHE_BYTES: usize = 16 << 20;
 /// is read once and all patterns run on it together, so a trace kept in the
 /// cache afterwards would never be read again: the cache keeps little, and
 /// memory stays near what the traces in flight need.
-fn open_for_a_pass(db_path: &Path) -> Result<Database> {
+fn open_for_a_pass(db_path: &Path) -> Result<Engine> {
     let db = crate::opening::open_writing_or_reading(db_path)?;
     db.set_cache_budget(PASS_CACHE_BYTES);
     Ok(db)
 }
 
-fn default_specs(db: &Database, builtin_only: bool) -> Result<Vec<PatternSpec>> {
+fn default_specs(db: &Engine, builtin_only: bool) -> Result<Vec<PatternSpec>> {
     Ok(db
         .patterns()?
         .into_iter()
@@ -53,7 +54,7 @@ fn default_specs(db: &Database, builtin_only: bool) -> Result<Vec<PatternSpec>> 
 /// Gives each pattern the parameters it takes; a parameter no pattern
 /// takes is an error.
 fn with_params(
-    db: &Database,
+    db: &Engine,
     mut specs: Vec<PatternSpec>,
     params: &[(String, Value)],
 ) -> Result<Vec<PatternSpec>> {
@@ -85,7 +86,7 @@ fn with_params(
 }
 
 fn run(
-    db: &Database,
+    db: &Engine,
     specs: &[PatternSpec],
     over: Option<&str>,
     examples: usize,

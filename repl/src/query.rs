@@ -8,10 +8,8 @@ use std::time::Duration;
 use clap::ValueEnum;
 use std::collections::HashMap;
 
-use memtrace::{
-    columns_of, to_json, traverse_columns, Cancel, Database, EngineError, Output, Params, Plan,
-    Value,
-};
+use memtrace::engine::{columns_of, to_json, traverse_columns, Engine, Output, Plan};
+use memtrace::{Cancel, EngineError, Params, Value};
 
 use crate::error::{io, CliError, Result};
 use memtrace_table as table;
@@ -193,9 +191,9 @@ pub fn run(
     // Statements that only read open the database for reading: quick, and
     // beside any other process that holds it.
     let db = if statements.iter().any(|s| s.writes()) {
-        Database::open_existing(db)?
+        crate::opening::open_existing(db)?
     } else {
-        Database::open_read_only(db)?
+        crate::opening::open_read_only(db)?
     };
     let params: Params = params.iter().cloned().collect();
     if statements.is_empty() {
@@ -237,7 +235,7 @@ pub fn run(
 }
 
 /// Op id -> op name in a trace (empty when the trace cannot be read by its graph id).
-fn op_names(db: &Database, trace: &str) -> HashMap<String, String> {
+fn op_names(db: &Engine, trace: &str) -> HashMap<String, String> {
     let q = format!(
         "FIND ops IN TRACE '{}' RETURN op.id, op.name",
         trace.replace('\'', "''")
@@ -266,7 +264,7 @@ fn stdout_err(e: std::io::Error) -> EngineError {
 /// `caps`.
 #[allow(clippy::too_many_arguments)]
 pub fn print_result(
-    db: &Database,
+    db: &Engine,
     plan: &Plan,
     format: QueryFormat,
     cancel: &Cancel,

@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use memtrace::Database;
+use memtrace::engine::Engine;
 use memtrace_table as table;
 
 use crate::error::Result;
@@ -10,7 +10,7 @@ use crate::formats::Listing;
 
 /// Prints the totals as a table or JSON.
 pub fn run(db: &std::path::Path, format: Listing) -> Result<ExitCode> {
-    let db = Database::open_read_only(db)?;
+    let db = crate::opening::open_read_only(db)?;
     let s = db.stats()?;
     match format {
         Listing::Json => println!("{}", serde_json::to_string_pretty(&s)?),

@@ -2,7 +2,8 @@
 
 use std::process::ExitCode;
 
-use memtrace::{Database, TraceInfo};
+use memtrace::engine::{Engine};
+use memtrace::{TraceInfo};
 use memtrace_table as table;
 
 use crate::error::Result;
@@ -28,7 +29,7 @@ fn trace_json(t: &TraceInfo) -> serde_json::Value {
 
 /// Prints the stored traces as a table or JSON.
 pub fn run(db: &std::path::Path, format: Listing) -> Result<ExitCode> {
-    let db = Database::open_read_only(db)?;
+    let db = crate::opening::open_read_only(db)?;
     let list = db.traces()?;
     match format {
         Listing::Json => println!(

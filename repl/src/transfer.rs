@@ -7,7 +7,8 @@ use std::path::PathBuf;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use memtrace::prelude::*;
-use memtrace::{Database, ExportFormat, ImportOptions, Progress};
+use memtrace::engine::{Engine};
+use memtrace::{ExportFormat, ImportOptions, Progress};
 
 use crate::error::{io, CliError, Result};
 use crate::formats::ExportAs;
@@ -32,7 +33,7 @@ fn progress_bar() -> ProgressBar {
 /// standard error (paths, ids and messages with their control characters
 /// shown escaped). Returns (traces stored, files failed).
 pub fn import_into(
-    db: &Database,
+    db: &Engine,
     paths: &[PathBuf],
     force: bool,
     out: &mut dyn Write,
@@ -112,7 +113,7 @@ pub enum Exported {
 /// Writes a trace of `db` to `output` (beside it first, then renamed) or to
 /// standard output.
 pub fn export_to(
-    db: &Database,
+    db: &Engine,
     trace: &str,
     what: Exported,
     output: Option<PathBuf>,
@@ -174,7 +175,7 @@ pub fn export_to(
 /// Writes the traces `options` selects as Parquet tables in `dir` and
 /// prints what was written.
 pub fn export_parquet_to(
-    db: &Database,
+    db: &Engine,
     dir: &std::path::Path,
     options: &memtrace::ParquetOptions,
     out: &mut dyn Write,

@@ -6,7 +6,8 @@
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 
-use memtrace::{dot_escape, mermaid_escape, Cancel, EngineError, Value};
+use memtrace::engine::{dot_escape, mermaid_escape};
+use memtrace::{Cancel, EngineError, Value};
 use memtrace_table::visible;
 
 /// How much of a walk's tree is drawn.
@@ -49,7 +50,7 @@ fn io_error(e: std::io::Error) -> EngineError {
     }
 }
 
-/// Draws the walk's tree from the rows of `Database::walk_tree` (trace,
+/// Draws the walk's tree from the rows of `Engine::walk_tree` (trace,
 /// node, depth, parent, via_op, in_result): one tree per trace and start,
 /// the op that made each step on the branch, in time and output linear in
 /// the rows (at most `caps.depth` levels and `caps.width` branches per

@@ -8,7 +8,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use memtrace::{Database, BULK_BYTES};
+use memtrace::engine::{BULK_BYTES};
+use memtrace::{Database};
 
 const TRACES: usize = 4;
 const VARIABLES: u32 = 1_000;

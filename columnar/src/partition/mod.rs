@@ -42,7 +42,7 @@ use memtrace_analysis::patterns::{PatternSpec, RunOptions, BUILTINS};
 use memtrace_analysis::prelude::{Attribute, Patterns};
 use memtrace_analysis::{Analyses, AnalysisError};
 use memtrace_engine::{
-    to_json, Cancel, Database, ImportOptions, ImportedTrace, TraceId, TraceView, Value,
+    to_json, Cancel, Engine, ImportOptions, ImportedTrace, TraceId, TraceView, Value,
 };
 
 use crate::error::{ColumnarError, Result};
@@ -199,7 +199,7 @@ pub fn run_batch(
     }
     let dir = scratch_dir(opts)?;
     {
-        let db = Database::open_scratch(dir.path())?.with_extension(Arc::new(Analyses));
+        let db = Engine::open_scratch(dir.path())?.with_extension(Arc::new(Analyses));
         let mut imported: Vec<std::result::Result<Vec<ImportedTrace>, String>> = Vec::new();
         for row in &rows {
             cancel.check()?;
@@ -274,7 +274,7 @@ fn scratch_dir(opts: &PartitionOptions) -> Result<tempfile::TempDir> {
 }
 
 /// Imports one row's file: its traces, or why not (naming the row).
-fn import_row(db: &Database, row: &Row<'_>) -> std::result::Result<Vec<ImportedTrace>, String> {
+fn import_row(db: &Engine, row: &Row<'_>) -> std::result::Result<Vec<ImportedTrace>, String> {
     let name = &row.source;
     let Some(content) = row.content else {
         return Err(format!("{name}: no trace (the content is null)"));
@@ -313,7 +313,7 @@ fn cancelled(e: &AnalysisError) -> bool {
 /// The rows of one imported trace for a per-trace job (not patterns); a
 /// failure of this trace alone becomes an error row.
 fn trace_rows(
-    db: &Database,
+    db: &Engine,
     row: &Row<'_>,
     trace: TraceId,
     job: &Job,
@@ -443,7 +443,7 @@ fn selector(view: &TraceView<'_>) -> String {
 
 /// The verdicts of every failed case of one trace.
 fn verdict_rows(
-    db: &Database,
+    db: &Engine,
     row: &Row<'_>,
     view: &TraceView<'_>,
     (method, setting, search): (Method, Setting, Search),
@@ -518,7 +518,7 @@ fn verdict_body(
 
 /// The failed cases of one trace, as the Parquet export's cases table has them.
 fn case_rows(
-    db: &Database,
+    db: &Engine,
     row: &Row<'_>,
     view: &TraceView<'_>,
 ) -> memtrace_analysis::Result<Vec<Owned>> {
@@ -557,7 +557,7 @@ fn case_rows(
 
 /// What one trace holds, and how many failed cases.
 fn stat_rows(
-    db: &Database,
+    db: &Engine,
     row: &Row<'_>,
     view: &TraceView<'_>,
 ) -> memtrace_analysis::Result<Vec<Owned>> {
@@ -581,7 +581,7 @@ fn stat_rows(
 
 /// The hits of the patterns in every trace of the batch, in row order.
 fn pattern_rows(
-    db: &Database,
+    db: &Engine,
     rows: &[Row<'_>],
     imported: &[std::result::Result<Vec<ImportedTrace>, String>],
     specs: &[PatternSpec],

@@ -52,7 +52,7 @@ fn files_batch(files: &[&str]) -> RecordBatch {
 }
 
 /// The same files imported into a database the ordinary way, one at a time.
-fn reference(files: &[&str]) -> (tempfile::TempDir, Database) {
+fn reference(files: &[&str]) -> (tempfile::TempDir, Engine) {
     let dir = tempfile::tempdir().unwrap();
     let db = memtrace_analysis::open(dir.path().join("db")).unwrap();
     for f in files {

@@ -1,4 +1,4 @@
-//! The query API of the [`Database`] and its [`Snapshot`]s: parse, plan
+//! The query API of the [`Engine`] and its [`Snapshot`]s: parse, plan
 //! and run statements, collecting or streaming their rows.
 
 use std::cell::RefCell;
@@ -14,16 +14,16 @@ use super::ctx::TraceCtx;
 use super::row::RecRow;
 use super::run::{qerr, Exec};
 use super::value::{into_json, take_row, CellFn, CellSink, QueryResult, Sink};
-use crate::db::{Database, Snapshot};
+use crate::db::{Engine, Snapshot};
 use crate::error::{EngineError, Result};
 use crate::extension::{statement_name, CasePick};
 use crate::graph::Cancel;
 
-impl Database {
+impl Engine {
     /// Runs one statement and collects its rows.
     ///
     /// ```no_run
-    /// let db = memtrace_engine::Database::open("memtrace.db")?;
+    /// let db = memtrace_engine::Engine::open("memtrace.db")?;
     /// let r = db.query("TRACE prediction:Q1 DEPTH 3 RETURN nodes")?;
     /// println!("{:?} {} rows", r.columns, r.rows.len());
     /// # Ok::<(), memtrace_engine::EngineError>(())
@@ -52,8 +52,8 @@ impl Database {
     /// column names.
     ///
     /// ```no_run
-    /// use memtrace_engine::{Cancel, Database, Params};
-    /// let db = Database::open("memtrace.db")?;
+    /// use memtrace_engine::{Cancel, Engine, Params};
+    /// let db = Engine::open("memtrace.db")?;
     /// let mut ids = Vec::new();
     /// db.query_each("TRACE prediction:Q1 RETURN ops", &Params::new(), &Cancel::new(), &mut |row| {
     ///     ids.push(row[1].as_str().unwrap_or_default().to_string());
@@ -94,8 +94,8 @@ impl Database {
     /// `sink` returns `false` to stop early. Returns the column names.
     ///
     /// ```no_run
-    /// use memtrace_engine::{Cancel, Database, Params};
-    /// let db = Database::open("memtrace.db")?;
+    /// use memtrace_engine::{Cancel, Engine, Params};
+    /// let db = Engine::open("memtrace.db")?;
     /// let mut ids = String::new();
     /// db.query_batches("TRACE prediction:Q1 RETURN ops", &Params::new(), &Cancel::new(), &mut |b| {
     ///     for row in 0..b.len() {
@@ -237,13 +237,13 @@ impl<'db> Snapshot<'db> {
     }
 
     /// Runs a planned statement on this snapshot, lending each row to
-    /// `sink` as cells (see [`Database::query_each`]).
+    /// `sink` as cells (see [`Engine::query_each`]).
     pub fn run_cells(&self, plan: &Plan, cancel: &Cancel, sink: &mut CellSink<'_>) -> Result<()> {
         self.exec(cancel).run(plan, sink)
     }
 
     /// Runs a planned statement on this snapshot, lending its rows to
-    /// `sink` in batches (see [`Database::query_batches`]).
+    /// `sink` in batches (see [`Engine::query_batches`]).
     pub fn run_batches(
         &self,
         plan: &Plan,
@@ -280,11 +280,11 @@ mod tests {
     use memtrace_query::{Field, Plan, Value};
 
     use crate::{
-        Call, CaseOrigin, Database, DerivedCase, EngineError, Extension, ResultRow, Sink, TraceId,
+        Call, CaseOrigin, Engine, DerivedCase, EngineError, Extension, ResultRow, Sink, TraceId,
     };
 
     /// One trace with an op named `judge` and no annotation.
-    fn db() -> (tempfile::TempDir, Database) {
+    fn db() -> (tempfile::TempDir, Engine) {
         let text = r#"{"graph_id": "g", "user_id": "u", "project_id": "p", "data": {
             "sessions": [{"session_id": "s", "session_name": "s"}],
             "operations": [{"op_id": "op-1", "op_name": "judge", "category": "k", "session_id": "s"}],
@@ -320,7 +320,7 @@ mod tests {
             &["SHOW PATTERNS", "ATTRIBUTE"]
         }
 
-        fn prepare(&self, _: &Database, plan: &mut Plan, _: &str) -> crate::Result<()> {
+        fn prepare(&self, _: &Engine, plan: &mut Plan, _: &str) -> crate::Result<()> {
             assert!(!matches!(plan, Plan::Explain(_)), "EXPLAIN is unwrapped");
             self.prepared.fetch_add(1, Ordering::Relaxed);
             Ok(())

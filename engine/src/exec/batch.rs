@@ -1,5 +1,5 @@
 //! Rows handed out many at a time, column by column ([`Batch`]): what
-//! [`Database::query_batches`](crate::Database::query_batches) hands to its
+//! [`Engine::query_batches`](crate::Engine::query_batches) hands to its
 //! sink. A walk that returns nodes or ops hands out batches whose text columns
 //! point into the trace's stored labels, each text looked up when read;
 //! every other statement's rows are gathered into batches of owned values.

@@ -1,5 +1,5 @@
 //! What TRACE, FORWARD and MATCH reach, kept as local ids when a graph of
-//! the result is asked for ([`crate::Database::query_graph`]) instead of rows.
+//! the result is asked for ([`crate::Engine::query_graph`]) instead of rows.
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
@@ -18,7 +18,7 @@ pub(super) struct Reached {
 }
 
 /// Where the executor puts what it reached instead of making rows: set on
-/// an [`Exec`] by [`Database::query_graph`].
+/// an [`Exec`] by [`Engine::query_graph`].
 #[derive(Debug, Default)]
 pub(super) struct Capture {
     traces: RefCell<BTreeMap<TraceId, Reached>>,

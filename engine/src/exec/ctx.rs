@@ -13,7 +13,7 @@ use memtrace_storage::{LocalId, ReadView, TextTable, TraceId, TraceTexts, VarTex
 use super::value::meta_path;
 use crate::cache::TraceState;
 use crate::catalog::{StoredLabels, TraceCatalog, TraceEdges, TraceOps};
-use crate::db::Database;
+use crate::db::Engine;
 use crate::error::Result;
 use crate::exec::cancel::Cancel;
 use crate::graph::{reach_count_scanned, reach_count_stored, TraceGraph, SCAN_LEVELS};
@@ -52,7 +52,7 @@ impl<'t> OpTexts<'t, '_> {
 
 /// One trace as a query sees it: its record and lazily loaded cached parts.
 pub(super) struct TraceCtx<'a> {
-    db: &'a Database,
+    db: &'a Engine,
     view: &'a ReadView<'a>,
     id: TraceId,
     record: TraceRecord,
@@ -71,7 +71,7 @@ pub(super) struct TraceCtx<'a> {
 
 impl<'a> TraceCtx<'a> {
     pub(super) fn new(
-        db: &'a Database,
+        db: &'a Engine,
         view: &'a ReadView<'a>,
         id: TraceId,
         record: TraceRecord,
@@ -460,7 +460,7 @@ impl<'a> TraceCtx<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Database, ImportOptions, InputFormat};
+    use crate::{Engine, ImportOptions, InputFormat};
 
     /// A classed `message:D1@1`, a classless `message:D1@2` (its name holds
     /// the colon) and an empty class, with two ops.
@@ -480,7 +480,7 @@ mod tests {
     #[test]
     fn labelled_fields_are_the_records_and_are_read_without_them() {
         let dir = tempfile::tempdir().unwrap();
-        let db = Database::open(dir.path().join("db")).unwrap();
+        let db = Engine::open(dir.path().join("db")).unwrap();
         let opts = ImportOptions::default();
         db.import_reader(ALIKE.as_bytes(), InputFormat::Json, "t", &opts)
             .unwrap();

@@ -28,9 +28,9 @@ pub(crate) mod value;
 
 /// A database in a temporary folder holding one trace, from export text.
 #[cfg(test)]
-pub(crate) fn test_db(export: &str) -> (tempfile::TempDir, crate::Database) {
+pub(crate) fn test_db(export: &str) -> (tempfile::TempDir, crate::Engine) {
     let dir = tempfile::tempdir().unwrap();
-    let db = crate::Database::open(dir.path().join("t.db")).unwrap();
+    let db = crate::Engine::open(dir.path().join("t.db")).unwrap();
     db.import_reader(
         export.as_bytes(),
         crate::InputFormat::Json,

@@ -13,7 +13,7 @@ use memtrace_storage::{ReadView, TraceId};
 use super::batch::BatchOut;
 use super::value::{give, take_row, CellSink, Sink};
 use crate::cache::Head;
-use crate::db::{Call, Database, Snapshot};
+use crate::db::{Call, Engine, Snapshot};
 use crate::error::{EngineError, Result};
 use crate::exec::cancel::Cancel;
 use crate::extension::statement_name;
@@ -34,18 +34,18 @@ pub(super) enum StartNode {
 
 /// Runs a plan, handing rows to `sink`; returns the column names first through `columns`.
 pub(super) struct Exec<'a> {
-    pub db: &'a Database,
+    pub db: &'a Engine,
     pub view: &'a ReadView<'a>,
     pub snapshot: &'a Snapshot<'a>,
     pub cancel: &'a Cancel,
-    /// Set by [`crate::Database::query_graph`]: TRACE, FORWARD and MATCH
+    /// Set by [`crate::Engine::query_graph`]: TRACE, FORWARD and MATCH
     /// put what they reach here instead of making rows.
     pub capture: Option<&'a super::capture::Capture>,
-    /// Set by [`crate::Database::query_batches`]: where a walk that makes
+    /// Set by [`crate::Engine::query_batches`]: where a walk that makes
     /// whole batches sends them (the rows go to the row sink, which
     /// gathers them into batches for the same place).
     pub batches: Option<&'a RefCell<dyn BatchOut + 'a>>,
-    /// Set by [`crate::Database::walk_tree`]: the rows of `RETURN paths`
+    /// Set by [`crate::Engine::walk_tree`]: the rows of `RETURN paths`
     /// are the walk's steps (see there) instead of whole paths.
     pub steps: bool,
 }

@@ -11,7 +11,7 @@ use petgraph::graph::{DiGraph, NodeIndex};
 
 use super::capture::{Capture, Reached};
 use super::run::Exec;
-use crate::db::Database;
+use crate::db::Engine;
 use crate::error::{EngineError, Result};
 use crate::graph::Cancel;
 use crate::model::{Edge, Operation, Variable};
@@ -48,7 +48,7 @@ pub struct GraphEdge {
 /// use petgraph::algo::dominators::simple_fast;
 /// use petgraph::visit::Reversed;
 ///
-/// let db = memtrace_engine::Database::open("memtrace.db")?;
+/// let db = memtrace_engine::Engine::open("memtrace.db")?;
 /// let g = db.query_graph("TRACE prediction:Q2", &Default::default())?;
 /// let root = g.starts()[0];
 /// let dom = simple_fast(Reversed(&g.graph), root);
@@ -90,7 +90,7 @@ impl QueryGraph {
     }
 }
 
-impl Database {
+impl Engine {
     /// Runs a TRACE, FORWARD or MATCH and hands its subgraph out as a
     /// petgraph graph ([`QueryGraph`]).
     ///
@@ -105,7 +105,7 @@ impl Database {
         self.query_graph_with(text, params, &GraphOptions::default())
     }
 
-    /// [`Database::query_graph`] with options: whether values are read, and
+    /// [`Engine::query_graph`] with options: whether values are read, and
     /// a cancellation token.
     pub fn query_graph_with(
         &self,
@@ -150,7 +150,7 @@ impl Database {
     }
 }
 
-/// How [`Database::query_graph_with`] builds a graph.
+/// How [`Engine::query_graph_with`] builds a graph.
 #[derive(Debug, Clone)]
 pub struct GraphOptions {
     /// Read each variable's value into its weight (the default). Without,
@@ -273,11 +273,11 @@ mod tests {
     use petgraph::algo::{is_cyclic_directed, tarjan_scc, toposort};
     use petgraph::visit::Reversed;
 
-    use crate::{Database, EngineError, Params};
+    use crate::{Engine, EngineError, Params};
 
     /// x -> a -> b -> c, y -> b, a -> c (ops named after their edges), and
     /// c -> d; with `cycle`, also c -> a.
-    fn db(cycle: bool) -> (tempfile::TempDir, Database) {
+    fn db(cycle: bool) -> (tempfile::TempDir, Engine) {
         let node = |n: &str| {
             format!(
                 r#"{{"name": "{n}", "class_name": "v", "version": 1, "value": "'{n}'", "session_id": "s"}}"#

@@ -156,7 +156,7 @@ impl<'a> Cell<'a> {
 /// early.
 pub type CellSink<'s> = dyn FnMut(&mut [Cell<'_>]) -> Result<bool> + 's;
 
-/// What [`Database::query_each`](crate::Database::query_each) hands rows
+/// What [`Engine::query_each`](crate::Engine::query_each) hands rows
 /// to: any closure that takes a row's cells, or a [`CellSink`]. A closure
 /// is compiled into the walks that hand out rows one by one (TRACE and
 /// FORWARD), so that each row costs no call through a pointer.

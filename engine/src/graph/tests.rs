@@ -6,7 +6,7 @@ use super::stored::*;
 use super::trace_graph::*;
 use crate::error::EngineError;
 use crate::exec::cancel::Cancel;
-use crate::{Database, ImportOptions};
+use crate::{Engine, ImportOptions};
 use memtrace_query::ast::Direction;
 use memtrace_storage::records::Counts;
 use memtrace_storage::{StorageError, StoredAdjacency, TraceId};
@@ -343,8 +343,8 @@ fn a_long_walk_sees_a_cancel_made_while_it_runs() {
     assert!(visits < 1000 + CANCEL_CHECK_STEPS as usize + 1, "{visits}");
 }
 
-fn import_sample(dir: &std::path::Path) -> (Database, TraceId, Counts) {
-    let db = Database::open(dir.join("db")).unwrap();
+fn import_sample(dir: &std::path::Path) -> (Engine, TraceId, Counts) {
+    let db = Engine::open(dir.join("db")).unwrap();
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../tests/fixtures/sample_export.json");
     let reports = db.import_paths(&[path], &ImportOptions::default(), &mut |_| {});

@@ -4,7 +4,7 @@
 //! are counted out (OTLP's `partial_success`), and the rest are regrouped
 //! into one request per trace id, each holding its spans under their own
 //! resource and scope, ready to be kept until the trace is complete and
-//! then imported with [`crate::Database::import_otlp`].
+//! then imported with [`crate::Engine::import_otlp`].
 
 use std::rc::Rc;
 
@@ -314,7 +314,7 @@ mod tests {
     #[test]
     fn a_trace_received_keeps_its_requests_and_one_stored_again_takes_over_its_records() {
         let dir = tempfile::tempdir().unwrap();
-        let db = crate::Database::open(dir.path().join("t.db")).unwrap();
+        let db = crate::Engine::open(dir.path().join("t.db")).unwrap();
         let first = doc(json!({"resourceSpans": [{"scopeSpans": [{"spans": [
             sp(T1, "00000000000000a1", None), sp(T2, "00000000000000b1", None)]}]}]}));
         let late = doc(json!({"resourceSpans": [{"scopeSpans": [{"spans": [
@@ -347,7 +347,7 @@ mod tests {
             Err(crate::EngineError::UnknownTrace(_))
         ));
         // A file's import keeps none.
-        let file = crate::Database::open(dir.path().join("f.db")).unwrap();
+        let file = crate::Engine::open(dir.path().join("f.db")).unwrap();
         let text = json!({"resourceSpans": [{"scopeSpans": [{"spans": [
             sp(T1, "00000000000000a1", None)]}]}]})
         .to_string();

@@ -2,7 +2,8 @@
 
 use memtrace::attrib::{AttributeRequest, ErrorType, Method, Search, Setting, Verdict};
 use memtrace::prelude::*;
-use memtrace::{Cancel, Database};
+use memtrace::engine::{Engine};
+use memtrace::{Cancel};
 use rmcp::ErrorData;
 use serde_json::{json, Value};
 
@@ -30,7 +31,7 @@ fn verdict_json(v: &Verdict) -> Value {
 }
 
 /// The failed cases `a` picks, at most `limit` of them.
-pub fn failed(db: &Database, a: FailedCases, limit: usize) -> Result<CaseList, ErrorData> {
+pub fn failed(db: &Engine, a: FailedCases, limit: usize) -> Result<CaseList, ErrorData> {
     let cases = db.failed_cases(a.trace.as_deref()).map_err(analysis)?;
     let stored = db.attributions(a.trace.as_deref()).map_err(analysis)?;
     let matched = cases.len();
@@ -84,7 +85,7 @@ pub fn method_and_setting(a: &AttributeArgs) -> Result<(Method, Setting), ErrorD
 
 /// The verdict on the case `a` names, not stored.
 pub fn attribute(
-    db: &Database,
+    db: &Engine,
     a: AttributeArgs,
     method: Method,
     setting: Setting,

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use memtrace::Database;
+use memtrace::engine::Engine;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::model::{Implementation, ServerCapabilities, ServerConfig};
 use rmcp::{tool_handler, ErrorData, Json, ServerHandler, ServiceExt};
@@ -23,7 +23,7 @@ pub struct McpOptions {
 #[derive(Clone)]
 pub struct McpServer {
     db_path: PathBuf,
-    pub(super) writer: Option<Arc<Database>>,
+    pub(super) writer: Option<Arc<Engine>>,
     tool_router: ToolRouter<Self>,
 }
 
@@ -31,10 +31,10 @@ impl McpServer {
     /// The server over the database at `db_path`.
     pub fn new(db_path: &Path, opts: &McpOptions) -> Result<McpServer> {
         let writer = if opts.allow_writes {
-            Some(Arc::new(Database::open_existing(db_path)?))
+            Some(Arc::new(crate::opening::open_existing(db_path)?))
         } else {
             // Fail now, with the reason, rather than at the first call.
-            Database::open_read_only(db_path)?;
+            crate::opening::open_read_only(db_path)?;
             None
         };
         let mut tool_router = Self::tool_router();
@@ -53,14 +53,14 @@ impl McpServer {
     async fn with_db<T, F>(&self, f: F) -> Result<T, ErrorData>
     where
         T: Send + 'static,
-        F: FnOnce(&Database) -> Result<T, ErrorData> + Send + 'static,
+        F: FnOnce(&Engine) -> Result<T, ErrorData> + Send + 'static,
     {
         let writer = self.writer.clone();
         let path = self.db_path.clone();
         tokio::task::spawn_blocking(move || match writer {
             Some(db) => f(&db),
             None => {
-                let db = Database::open_read_only(&path).map_err(|e| {
+                let db = crate::opening::open_read_only(&path).map_err(|e| {
                     ErrorData::internal_error(
                         format!("cannot open the database {}: {e}", path.display()),
                         None,
@@ -77,7 +77,7 @@ impl McpServer {
     pub(super) async fn answer<T, F>(&self, f: F) -> Result<Json<T>, ErrorData>
     where
         T: Send + 'static,
-        F: FnOnce(&Database) -> Result<T, ErrorData> + Send + 'static,
+        F: FnOnce(&Engine) -> Result<T, ErrorData> + Send + 'static,
     {
         self.with_db(f).await.map(Json)
     }

@@ -2,7 +2,8 @@
 
 use std::time::{Duration, Instant};
 
-use memtrace::{Database, EngineError, Params, Plan};
+use memtrace::engine::{Engine, Plan};
+use memtrace::{EngineError, Params};
 use rmcp::ErrorData;
 use serde_json::Value;
 
@@ -25,7 +26,7 @@ fn writes(plan: &Plan) -> Option<&'static str> {
 
 /// Runs a planned statement within its limits.
 pub fn rows(
-    db: &Database,
+    db: &Engine,
     plan: &Plan,
     limit: usize,
     timeout: Duration,
@@ -39,7 +40,7 @@ pub fn rows(
                 truncated = true;
                 return Ok(false);
             }
-            rows.push(row.iter().map(memtrace::to_json).collect());
+            rows.push(row.iter().map(memtrace::engine::to_json).collect());
             Ok(true)
         })?;
         Ok::<_, EngineError>((columns, rows, truncated))
@@ -63,7 +64,7 @@ pub fn rows(
 
 /// Runs a reading statement; one that stores is refused, saying where it can run.
 pub fn query(
-    db: &Database,
+    db: &Engine,
     a: QueryArgs,
     limit: usize,
     timeout: Duration,
@@ -76,7 +77,7 @@ pub fn query(
         .map(|(k, v)| {
             (
                 k.trim_start_matches('$').to_string(),
-                memtrace::from_json(v),
+                memtrace::engine::from_json(v),
             )
         })
         .collect();
@@ -101,7 +102,7 @@ pub fn explained_statement(statement: &str) -> String {
 }
 
 /// The plan of `inner`, one step a line, with the statement printed back.
-pub fn explain(db: &Database, inner: String) -> Result<Explained, ErrorData> {
+pub fn explain(db: &Engine, inner: String) -> Result<Explained, ErrorData> {
     let plan = db
         .prepare(&format!("EXPLAIN {inner}"), &Params::new())
         .map_err(engine)?;
@@ -177,7 +178,7 @@ fn literal(v: &Value) -> Result<String, ErrorData> {
 }
 
 /// Runs a statement that stores; a reading one is refused.
-pub fn execute(db: &Database, a: ExecuteArgs, timeout: Duration) -> Result<Rows, ErrorData> {
+pub fn execute(db: &Engine, a: ExecuteArgs, timeout: Duration) -> Result<Rows, ErrorData> {
     let plan = db.prepare(&a.statement, &Params::new()).map_err(engine)?;
     if writes(&plan).is_none() {
         return Err(bad(

@@ -1,7 +1,7 @@
 //! The list of stored traces, filtered, with their failed cases counted.
 
 use memtrace::prelude::*;
-use memtrace::Database;
+use memtrace::engine::Engine;
 use rmcp::ErrorData;
 use serde_json::json;
 
@@ -12,7 +12,7 @@ use super::params::ListTraces;
 use super::results::TraceList;
 
 /// The traces `a` picks, at most `limit` of them.
-pub fn list(db: &Database, a: ListTraces, limit: usize) -> Result<TraceList, ErrorData> {
+pub fn list(db: &Engine, a: ListTraces, limit: usize) -> Result<TraceList, ErrorData> {
     let all = db.traces().map_err(engine)?;
     let picked: Vec<_> = all
         .into_iter()

@@ -1,7 +1,7 @@
 //! One variable's value, a page at a time, fenced as data; an op id gives the op.
 
 use memtrace::attrib::agent::explore::Fence;
-use memtrace::Database;
+use memtrace::engine::Engine;
 use rmcp::ErrorData;
 use serde_json::{json, Value};
 
@@ -13,7 +13,7 @@ use super::results::ValuePage;
 
 /// The page of at most `max` characters from `offset` of the value `a` names.
 pub fn show(
-    db: &Database,
+    db: &Engine,
     a: ShowValue,
     offset: usize,
     max: usize,

@@ -23,7 +23,8 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use memtrace::{Database, EngineError, ImportOptions, OtlpSplit};
+use memtrace::engine::{Engine, OtlpSplit};
+use memtrace::{EngineError, ImportOptions};
 use serde_json::{Map, Value};
 
 use spool::{Entry, Record, Spool};
@@ -63,7 +64,7 @@ impl Default for ReceiverOptions {
 /// Where the receiver stores traces.
 pub trait Sink: Send + Sync {
     /// The database.
-    fn db(&self) -> &Database;
+    fn db(&self) -> &Engine;
     /// Told after traces were stored or dropped (a viewer forgets its caches).
     fn changed(&self) {}
 }

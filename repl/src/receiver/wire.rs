@@ -191,7 +191,7 @@ pub fn decode(body: &[u8], format: Format) -> Result<Map<String, Value>, WireErr
                 Value::Object(m) => Ok(m),
                 other => Err(WireError::bad(format!(
                     "the body must be an ExportTraceServiceRequest object ({{\"resourceSpans\": [...]}}), found {}",
-                    memtrace::json_kind(&other)
+                    memtrace::engine::json_kind(&other)
                 ))),
             }
         }
@@ -245,7 +245,7 @@ mod tests {
     fn protobuf_becomes_the_otlp_json_the_file_import_reads() {
         let bytes = request().encode_to_vec();
         let doc = decode(&bytes, Format::Protobuf).unwrap();
-        let split = memtrace::split_request(doc).unwrap();
+        let split = memtrace::engine::split_request(doc).unwrap();
         assert_eq!(split.rejected, 0, "{:?}", split.errors);
         let part = &split.parts[0];
         assert_eq!(part.trace_id, "ab".repeat(16));

@@ -14,7 +14,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use memtrace::Database;
+use memtrace::engine::Engine;
 
 pub use api::Api;
 use api::Uploads;
@@ -124,7 +124,7 @@ pub fn busy_hint(db_path: &Path, err: &CliError) -> Option<String> {
 }
 
 impl Sink for Api {
-    fn db(&self) -> &Database {
+    fn db(&self) -> &Engine {
         Api::db(self)
     }
 
@@ -142,9 +142,9 @@ pub fn serve(db_path: &Path, opts: &ServeOptions) -> Result<ExitCode> {
         "memtrace collect"
     };
     let db = if opts.create {
-        memtrace::Database::open(db_path)?
+        crate::opening::open(db_path)?
     } else {
-        Database::open_existing(db_path)?
+        crate::opening::open_existing(db_path)?
     };
     if !addr.ip().is_loopback() {
         eprintln!(

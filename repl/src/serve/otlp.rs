@@ -208,7 +208,7 @@ fn take(
         Ok(d) => d,
         Err(e) => return bad(e.status, &e.message),
     };
-    let split = match memtrace::split_request(doc) {
+    let split = match memtrace::engine::split_request(doc) {
         Ok(s) => s,
         Err(e) => return bad(400, &format!("the request is malformed: {e}")),
     };

@@ -7,7 +7,8 @@ use memtrace::attrib::{AttributeRequest, Method};
 use memtrace::gen::set::{generate_trace, GenSpec};
 use memtrace::gen::sim::System;
 use memtrace::prelude::*;
-use memtrace::{Cancel, Database, ImportOptions, InputFormat};
+use memtrace::engine::{Engine};
+use memtrace::{Cancel, ImportOptions, InputFormat};
 use serde_json::{json, Value};
 
 use super::server::loopback_host;
@@ -18,7 +19,7 @@ use super::Api;
 /// document (to import again).
 fn api() -> (tempfile::TempDir, Api, String, Value) {
     let dir = tempfile::tempdir().unwrap();
-    let db = Database::open(dir.path().join("db")).unwrap();
+    let db = crate::opening::open(dir.path().join("db")).unwrap();
     let t = generate_trace(&GenSpec::small(System::Mem0), 0);
     db.import_reader(
         t.document.to_string().as_bytes(),

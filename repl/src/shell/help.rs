@@ -278,7 +278,7 @@ mod tests {
     #[test]
     fn every_example_parses_and_plans() {
         let dir = tempfile::tempdir().unwrap();
-        let db = memtrace::Database::open(dir.path().join("db")).unwrap();
+        let db = crate::opening::open(dir.path().join("db")).unwrap();
         let params: memtrace::Params =
             [("start".to_string(), memtrace::Value::Str("x".into()))].into();
         let mut seen = 0;

@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use std::sync::{Arc, RwLock};
 
 use memtrace::attrib::{Method, Setting};
-use memtrace::{field_names, FIND_KINDS, KEYWORDS, OUTPUTS, SUBJECTS};
+use memtrace::engine::{field_names, FIND_KINDS, KEYWORDS, OUTPUTS, SUBJECTS};
 use rustyline::completion::{Completer, FilenameCompleter, Pair};
 use rustyline::highlight::{CmdKind, Highlighter};
 use rustyline::hint::{Hinter, HistoryHinter};

@@ -3,7 +3,7 @@
 //! completion and the "is this statement finished?" check agree with the
 //! grammar on strings and comments.
 
-use memtrace::KEYWORDS;
+use memtrace::engine::KEYWORDS;
 
 /// What a token is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -19,7 +19,8 @@ use std::thread::JoinHandle;
 use std::time::Instant;
 
 use clap::ValueEnum;
-use memtrace::{Cancel, Database, EngineError, Params, Plan, Value};
+use memtrace::engine::{Engine, Plan};
+use memtrace::{Cancel, EngineError, Params, Value};
 use rustyline::config::{ColorMode, CompletionType, Config};
 use rustyline::error::ReadlineError;
 use rustyline::history::FileHistory;
@@ -161,7 +162,7 @@ enum Step {
 /// The state of a shell session.
 struct Session {
     path: PathBuf,
-    db: Option<Arc<Database>>,
+    db: Option<Arc<Engine>>,
     format: QueryFormat,
     timing: bool,
     params: Params,
@@ -195,7 +196,7 @@ impl Session {
     fn open(&mut self, path: &Path) -> Result<()> {
         self.close();
         self.path = path.to_path_buf();
-        self.db = match Database::open_existing(path) {
+        self.db = match crate::opening::open_existing(path) {
             Ok(db) => Some(Arc::new(db)),
             Err(EngineError::Storage(memtrace::StorageError::Missing(_))) => None,
             Err(e) => return Err(e.into()),
@@ -393,7 +394,7 @@ impl Session {
                 let db = match self.db.clone() {
                     Some(db) => db,
                     None => {
-                        let db = Arc::new(Database::open(&self.path)?);
+                        let db = Arc::new(crate::opening::open(&self.path)?);
                         self.db = Some(Arc::clone(&db));
                         db
                     }
@@ -430,7 +431,7 @@ impl Session {
                     writeln!(out, "no parameters set (:param NAME=VALUE)").map_err(w)?;
                 }
                 for n in names {
-                    let v = memtrace::to_json(&self.params[n]);
+                    let v = memtrace::engine::to_json(&self.params[n]);
                     writeln!(out, "${n} = {v}").map_err(w)?;
                 }
             }

@@ -6,7 +6,8 @@ use std::collections::BTreeSet;
 
 use memtrace::attrib::{ErrorType, Method};
 use memtrace::prelude::*;
-use memtrace::{Cancel, Database, Params, Result};
+use memtrace::engine::{Engine};
+use memtrace::{Cancel, Params, Result};
 
 /// Distinct names found in the database, each list sorted. A name that holds
 /// a control character is left out: it could not be typed, and completing it
@@ -58,7 +59,7 @@ pub enum List {
 
 impl Names {
     /// Reads the names from `db`; stops with `Cancelled` when `cancel` is set.
-    pub fn load(db: &Database, cancel: &Cancel) -> Result<Names> {
+    pub fn load(db: &Engine, cancel: &Cancel) -> Result<Names> {
         let mut names = Names::default();
         let mut owners = BTreeSet::new();
         for t in db.traces()? {
@@ -148,7 +149,7 @@ mod tests {
     #[test]
     fn names_come_from_the_database() {
         let dir = tempfile::tempdir().unwrap();
-        let db = Database::open(dir.path().join("db")).unwrap();
+        let db = crate::opening::open(dir.path().join("db")).unwrap();
         db.import_reader(
             crate::transfer::SAMPLE.as_bytes(),
             memtrace::InputFormat::Json,

@@ -8,7 +8,7 @@ use memtrace_storage::TextTable;
 
 use super::held::HeldLevels;
 use crate::exec::batch::{Batch, Gather};
-use crate::Database;
+use crate::Engine;
 
 /// Hands out what `held` holds over a table of ops `op0`, `op1`, ...
 /// (`ops` of them) to a sink that wants `wanted` batches: the batches
@@ -172,7 +172,7 @@ fn trace_of(
     nodes: &[(&str, u32)],
     ops: &[&str],
     edges: &[(&str, &str, &str, &str)],
-) -> (tempfile::TempDir, Database) {
+) -> (tempfile::TempDir, Engine) {
     let node = |(n, v): &(&str, u32)| {
         format!(
             r#"{{"name": "{n}", "class_name": "v", "version": {v}, "value": "'{n}'", "session_id": "s"}}"#
@@ -202,7 +202,7 @@ fn trace_of(
 }
 
 /// a -> b -> c -> a (ops ab, bc, ca), and x -> a (op xa).
-fn cycle() -> (tempfile::TempDir, Database) {
+fn cycle() -> (tempfile::TempDir, Engine) {
     trace_of(
         &[("a", 1), ("b", 1), ("c", 1), ("x", 1)],
         &["ab", "bc", "ca", "xa"],
@@ -217,7 +217,7 @@ fn cycle() -> (tempfile::TempDir, Database) {
 
 /// v:a at versions 1, 2 and 10, v:a@x (a name with `@`) at 3, and v:b:
 /// a@1 -> a@2 -> a@10 -> b, a@x@3 -> b.
-fn versions() -> (tempfile::TempDir, Database) {
+fn versions() -> (tempfile::TempDir, Engine) {
     trace_of(
         &[("a", 1), ("a", 2), ("a", 10), ("a@x", 3), ("b", 1)],
         &["o1", "o2", "o3", "o4"],
@@ -255,9 +255,9 @@ fn a_trace_s_head_finds_starts_as_the_name_index_does() {
         for tail in ["DEPTH 2 RETURN count", "RETURN nodes", "RETURN ops"] {
             // A new handle each time: nothing of the trace is cached,
             // so the scoped query reads the trace's head.
-            let fresh = Database::open_read_only(&path).unwrap();
+            let fresh = Engine::open_read_only(&path).unwrap();
             let scoped = fresh.query(&format!("TRACE {r} IN TRACE '#1' {tail}"));
-            let fresh = Database::open_read_only(&path).unwrap();
+            let fresh = Engine::open_read_only(&path).unwrap();
             let indexed = fresh.query(&format!("TRACE {r} {tail}"));
             match (scoped, indexed) {
                 (Ok(a), Ok(b)) => {
@@ -273,7 +273,7 @@ fn a_trace_s_head_finds_starts_as_the_name_index_does() {
     assert_eq!(answered, 3 * (refs.len() - 2));
     // The head was what the scoped query read, and the walk of one hop
     // scanned its edges: the head is cached, no graph was built.
-    let fresh = Database::open_read_only(&path).unwrap();
+    let fresh = Engine::open_read_only(&path).unwrap();
     let q = "TRACE 'v:b' IN TRACE '#1' DEPTH 1 RETURN count";
     let n = fresh.query(q).unwrap();
     assert_eq!(n.rows[0][1].as_i64(), Some(2));
@@ -287,7 +287,7 @@ fn a_trace_s_head_finds_starts_as_the_name_index_does() {
     assert_eq!(after.misses - before.misses, 1);
 }
 
-fn ops(db: &Database, q: &str) -> Vec<(String, i64)> {
+fn ops(db: &Engine, q: &str) -> Vec<(String, i64)> {
     db.query(q)
         .unwrap()
         .rows

@@ -2,7 +2,8 @@
 
 use std::collections::HashSet;
 
-use memtrace::{traverse_columns, Cancel, Output, Params, Plan, TraceView, Value as QValue};
+use memtrace::engine::{traverse_columns, Output, Plan};
+use memtrace::{Cancel, Params, TraceView, Value as QValue};
 use serde_json::{json, Value};
 
 use super::body::direction;
@@ -104,8 +105,8 @@ impl Api {
                 Ok(nodes.len() <= MAX_GRAPH_NODES * 4)
             })?;
         let dir = match p.direction {
-            memtrace::WalkDirection::Backward => "backward",
-            memtrace::WalkDirection::Forward => "forward",
+            memtrace::engine::WalkDirection::Backward => "backward",
+            memtrace::engine::WalkDirection::Forward => "forward",
         };
         // The starts are the first node rows (the traversal emits them first).
         let starts: Vec<String> = nodes.iter().take(p.starts.len().max(1)).cloned().collect();

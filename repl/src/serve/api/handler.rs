@@ -5,7 +5,8 @@ use std::io::Read;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use memtrace::{Cancel, Database, TraceId, TraceView};
+use memtrace::engine::{Engine};
+use memtrace::{Cancel, TraceId, TraceView};
 use serde_json::json;
 
 use super::limits::STRUCTURES;
@@ -16,7 +17,7 @@ use crate::serve::http::{ApiError, Reply, Target};
 
 /// The API over one open database.
 pub struct Api {
-    pub(super) db: Database,
+    pub(super) db: Engine,
     pub(super) name: String,
     pub(super) query_timeout: Duration,
     pub(super) uploads: Uploads,
@@ -27,7 +28,7 @@ pub struct Api {
 impl Api {
     /// The API over `db`, which it names `name` in `/api/health`; imports
     /// are received into `uploads`.
-    pub fn new(db: Database, name: String, query_timeout: Duration, uploads: Uploads) -> Api {
+    pub fn new(db: Engine, name: String, query_timeout: Duration, uploads: Uploads) -> Api {
         Api {
             db,
             name,
@@ -44,7 +45,7 @@ impl Api {
     }
 
     /// The database served.
-    pub fn db(&self) -> &Database {
+    pub fn db(&self) -> &Engine {
         &self.db
     }
 

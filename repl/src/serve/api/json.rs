@@ -45,7 +45,7 @@ pub(super) fn verdict_json(s: &StoredVerdict) -> Value {
         "confidence": v.confidence,
         "reason": v.reason,
         "author": s.author,
-        "at": memtrace::iso_utc(s.at_ms),
+        "at": memtrace::engine::iso_utc(s.at_ms),
         "model": v.model,
         "chain": v.chain,
     })
@@ -61,6 +61,6 @@ pub(super) fn label_json(l: &memtrace::attrib::Label) -> Value {
         "op_name": l.op_name,
         "reason": l.reason,
         "author": l.author,
-        "at": memtrace::iso_utc(l.at_ms),
+        "at": memtrace::engine::iso_utc(l.at_ms),
     })
 }

@@ -2,7 +2,8 @@
 
 use std::io::Read;
 
-use memtrace::{Cancel, Params, Plan};
+use memtrace::engine::{Plan};
+use memtrace::{Cancel, Params};
 use serde_json::{json, Value};
 
 use super::body::{json_body, only_fields, text_field};
@@ -49,7 +50,7 @@ impl Api {
                     return Ok(false);
                 }
                 rows.push(Value::Array(
-                    row.iter().map(memtrace::to_json).collect(),
+                    row.iter().map(memtrace::engine::to_json).collect(),
                 ));
                 Ok(true)
             })?;
