@@ -3,11 +3,30 @@
 //! Printing is canonical: keywords in upper case, one space between tokens,
 //! parentheses only where precedence needs them. Parsing what a statement
 //! prints gives the same statement back.
+//!
+//! The nodes that errors point at (field paths, calls, pattern variables,
+//! property keys, `IN TRACE`, the parts of `=~`, a subquery, a method and
+//! its setting) carry their [`Span`] in the statement text, set by the
+//! parser. Spans take part in equality, so trees read from different texts
+//! compare equal only once their spans are cleared.
 
 use std::fmt::{self, Display, Formatter, Write};
 
 use crate::node_ref::{quote, NodeRef};
 use crate::value::Value;
+
+#[cfg(test)]
+pub(crate) mod spans;
+
+/// The bytes `start..end` of the statement text a node was read from, so
+/// errors can point at it; `0..0` in a statement built rather than parsed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Span {
+    /// The first byte.
+    pub start: usize,
+    /// One past the last byte.
+    pub end: usize,
+}
 
 /// One statement of the language.
 #[derive(Debug, Clone, PartialEq)]
@@ -126,6 +145,34 @@ impl Output {
     }
 }
 
+/// `IN TRACE 'id'` or `IN TRACE $name`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InTrace {
+    /// The trace id, given literally or as a parameter.
+    pub trace: TextArg,
+    /// Where the clause was written, from `IN` on.
+    pub span: Span,
+}
+
+/// A name the statement binds or refers to (a pattern variable, a
+/// property key), with where it was written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ident {
+    /// The name as written.
+    pub name: String,
+    /// Where it was written.
+    pub span: Span,
+}
+
+/// `key: value` in the braces of a node or relationship pattern.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Property {
+    /// The field the value is required of.
+    pub key: Ident,
+    /// A literal or a parameter.
+    pub value: Expr,
+}
+
 /// `TRACE` / `FORWARD`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Traverse {
@@ -134,7 +181,7 @@ pub struct Traverse {
     /// One or more starts.
     pub starts: Vec<Start>,
     /// `IN TRACE 'id'`.
-    pub in_trace: Option<TextArg>,
+    pub in_trace: Option<InTrace>,
     /// `DEPTH`.
     pub depth: Option<Depth>,
     /// `UNTIL p`.
@@ -153,11 +200,11 @@ pub struct Traverse {
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct NodePattern {
     /// The variable it binds.
-    pub var: Option<String>,
+    pub var: Option<Ident>,
     /// Its class name.
     pub label: Option<String>,
     /// Required field values.
-    pub props: Vec<(String, Expr)>,
+    pub props: Vec<Property>,
 }
 
 /// How many hops a relationship pattern spans.
@@ -175,13 +222,13 @@ pub struct RelPattern {
     /// `<-` instead of `->`.
     pub leftward: bool,
     /// The variable it binds (single hops only).
-    pub var: Option<String>,
+    pub var: Option<Ident>,
     /// The kind (category) of the op that made the edge.
     pub label: Option<String>,
     /// Variable length.
     pub hops: Option<Hops>,
     /// Required edge field values.
-    pub props: Vec<(String, Expr)>,
+    pub props: Vec<Property>,
 }
 
 /// A chain of node and relationship patterns.
@@ -237,7 +284,7 @@ pub struct Match {
     /// Comma-separated patterns.
     pub patterns: Vec<Pattern>,
     /// `IN TRACE 'id'`.
-    pub in_trace: Option<TextArg>,
+    pub in_trace: Option<InTrace>,
     /// `WHERE p`.
     pub filter: Option<Expr>,
     /// `RETURN ...`.
@@ -288,7 +335,7 @@ pub struct Find {
     /// What is listed.
     pub kind: FindKind,
     /// `IN TRACE 'id'`.
-    pub in_trace: Option<TextArg>,
+    pub in_trace: Option<InTrace>,
     /// `WHERE p`.
     pub filter: Option<Expr>,
     /// `GROUP BY e, ...`.
@@ -307,7 +354,7 @@ pub struct Describe {
     /// The variable or op.
     pub target: Start,
     /// `IN TRACE 'id'`.
-    pub in_trace: Option<TextArg>,
+    pub in_trace: Option<InTrace>,
 }
 
 /// Which failed cases an `ATTRIBUTE` attributes.
@@ -329,8 +376,8 @@ pub enum AttributeTarget {
 pub struct Subquery {
     /// The statement inside the parentheses.
     pub query: CaseQuery,
-    /// Where that statement starts (for error messages).
-    pub pos: Pos,
+    /// Where that statement was written, inside the parentheses.
+    pub span: Span,
 }
 
 /// The statements a subquery of `ATTRIBUTE` may be. The grammar takes any
@@ -350,14 +397,14 @@ pub struct Attribute {
     /// Which cases.
     pub target: AttributeTarget,
     /// `IN TRACE 'id'` (never with a subquery, which picks its own traces).
-    pub in_trace: Option<TextArg>,
+    pub in_trace: Option<InTrace>,
     /// `USING method`: the method's name as written (the engine checks it).
     pub method: String,
-    /// Where the method's name was written (for error messages).
-    pub method_pos: Pos,
+    /// Where the method's name was written.
+    pub method_span: Span,
     /// `SETTING name`: what each case shows the method, as written (the
-    /// engine checks it), and where it was written.
-    pub setting: Option<(String, Pos)>,
+    /// engine checks it), and where the name was written.
+    pub setting: Option<(String, Span)>,
 }
 
 /// `SAVE PATTERN`: a statement stored under a name, to be run over every
@@ -441,7 +488,14 @@ pub enum Test {
     /// `STARTS WITH x`
     StartsWith(Box<Expr>),
     /// `=~ 'regex'`
-    Regex(Box<Expr>),
+    Regex {
+        /// The regular expression.
+        pattern: Box<Expr>,
+        /// Where the `=~` was written.
+        operator: Span,
+        /// Where the regular expression was written.
+        pattern_span: Span,
+    },
     /// `[NOT] IN [..]` or `[NOT] IN $list`
     In {
         /// `NOT IN`.
@@ -456,23 +510,13 @@ pub enum Test {
     },
 }
 
-/// A byte offset into the statement text; ignored when comparing trees.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Pos(pub usize);
-
-impl PartialEq for Pos {
-    fn eq(&self, _: &Pos) -> bool {
-        true
-    }
-}
-
 /// A field path such as `var.category`, `op.meta.model` or `a.value`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FieldPath {
     /// The dot-separated parts.
     pub parts: Vec<String>,
-    /// Where it was written (for error messages).
-    pub pos: Pos,
+    /// Where it was written.
+    pub span: Span,
 }
 
 /// The argument of a function call.
@@ -509,7 +553,7 @@ pub enum Expr {
         /// Its argument.
         arg: CallArg,
         /// Where it was written.
-        pos: Pos,
+        span: Span,
     },
     /// An operand with a test.
     Test(Box<Expr>, Test),
@@ -659,9 +703,9 @@ impl Display for Start {
     }
 }
 
-fn write_in_trace(f: &mut Formatter<'_>, t: &Option<TextArg>) -> fmt::Result {
+fn write_in_trace(f: &mut Formatter<'_>, t: &Option<InTrace>) -> fmt::Result {
     match t {
-        Some(t) => write!(f, " IN TRACE {t}"),
+        Some(t) => write!(f, " IN TRACE {}", t.trace),
         None => Ok(()),
     }
 }
@@ -710,16 +754,16 @@ impl Display for Traverse {
     }
 }
 
-fn write_props(f: &mut Formatter<'_>, props: &[(String, Expr)]) -> fmt::Result {
+fn write_props(f: &mut Formatter<'_>, props: &[Property]) -> fmt::Result {
     if props.is_empty() {
         return Ok(());
     }
     f.write_str(" {")?;
-    for (i, (k, v)) in props.iter().enumerate() {
+    for (i, p) in props.iter().enumerate() {
         if i > 0 {
             f.write_str(", ")?;
         }
-        write!(f, "{k}: {v}")?;
+        write!(f, "{}: {}", p.key.name, p.value)?;
     }
     f.write_str("}")
 }
@@ -728,7 +772,7 @@ impl Display for NodePattern {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
         f.write_str("(")?;
         if let Some(v) = &self.var {
-            f.write_str(v)?;
+            f.write_str(&v.name)?;
         }
         if let Some(l) = &self.label {
             f.write_str(":")?;
@@ -749,7 +793,7 @@ impl Display for RelPattern {
         if body {
             f.write_str("[")?;
             if let Some(v) = &self.var {
-                f.write_str(v)?;
+                f.write_str(&v.name)?;
             }
             if let Some(l) = &self.label {
                 f.write_str(":")?;
@@ -1007,7 +1051,7 @@ impl Display for Expr {
                         f.write_str(" STARTS WITH ")?;
                         r.write_at(f, Prec::Operand)
                     }
-                    Test::Regex(r) => {
+                    Test::Regex { pattern: r, .. } => {
                         f.write_str(" =~ ")?;
                         r.write_at(f, Prec::Operand)
                     }

@@ -252,7 +252,7 @@ impl P<'_> {
                         Rule::reference => {
                             target = Some(Start::Ref(reference_from_pair(self.text, p)?))
                         }
-                        Rule::in_trace => in_trace = Some(self.text_arg(p)?),
+                        Rule::in_trace => in_trace = Some(self.in_trace(p)?),
                         _ => {}
                     }
                 }
@@ -265,13 +265,15 @@ impl P<'_> {
         }
     }
 
-    fn text_arg(&self, pair: Pair<'_, Rule>) -> Result<TextArg> {
+    fn in_trace(&self, pair: Pair<'_, Rule>) -> Result<InTrace> {
+        let span = span_of(&pair);
         for p in pair.into_inner() {
-            match p.as_rule() {
-                Rule::string => return Ok(TextArg::Text(unquote(p))),
-                Rule::param => return Ok(TextArg::Param(param_name(&p))),
-                _ => {}
-            }
+            let trace = match p.as_rule() {
+                Rule::string => TextArg::Text(unquote(p)),
+                Rule::param => TextArg::Param(param_name(&p)),
+                _ => continue,
+            };
+            return Ok(InTrace { trace, span });
         }
         Err(bug("IN TRACE"))
     }
@@ -326,7 +328,7 @@ impl P<'_> {
                     };
                 }
                 Rule::starts => t.starts = self.starts(p)?,
-                Rule::in_trace => t.in_trace = Some(self.text_arg(p)?),
+                Rule::in_trace => t.in_trace = Some(self.in_trace(p)?),
                 Rule::depth => {
                     let d = p
                         .into_inner()
@@ -427,26 +429,26 @@ impl P<'_> {
                             format!("IN TRACE does not follow a subquery, which picks its own traces; {how}"),
                         ));
                     }
-                    in_trace = Some(self.text_arg(p)?)
+                    in_trace = Some(self.in_trace(p)?)
                 }
                 Rule::method => {
-                    method = Some((p.as_str().to_string(), Pos(p.as_span().start())));
+                    method = Some((p.as_str().to_string(), span_of(&p)));
                 }
                 Rule::setting => {
                     setting = p
                         .into_inner()
                         .find(|x| x.as_rule() == Rule::setting_name)
-                        .map(|x| (x.as_str().to_string(), Pos(x.as_span().start())));
+                        .map(|x| (x.as_str().to_string(), span_of(&x)));
                 }
                 _ => {}
             }
         }
-        let (method, method_pos) = method.ok_or_else(|| bug("USING"))?;
+        let (method, method_span) = method.ok_or_else(|| bug("USING"))?;
         Ok(Attribute {
             target: target.ok_or_else(|| bug("ATTRIBUTE"))?,
             in_trace,
             method,
-            method_pos,
+            method_span,
             setting,
         })
     }
@@ -457,12 +459,12 @@ impl P<'_> {
             .into_inner()
             .find(|p| matches!(p.as_rule(), Rule::find | Rule::run_pattern))
             .ok_or_else(|| bug("subquery"))?;
-        let pos = Pos(inner.as_span().start());
+        let span = span_of(&inner);
         let query = match inner.as_rule() {
             Rule::find => CaseQuery::Find(self.find(inner)?),
             _ => CaseQuery::RunPattern(self.run_pattern(inner)?),
         };
-        Ok(Subquery { query, pos })
+        Ok(Subquery { query, span })
     }
 
     /// The name of a pattern statement (the grammar keeps keywords out of it).
@@ -562,21 +564,17 @@ impl P<'_> {
         }
     }
 
-    fn props(&self, pair: Pair<'_, Rule>) -> Result<Vec<(String, Expr)>> {
+    fn props(&self, pair: Pair<'_, Rule>) -> Result<Vec<Property>> {
         let mut out = Vec::new();
         for prop in pair.into_inner() {
             let mut it = prop.into_inner();
-            let key = it
-                .next()
-                .ok_or_else(|| bug("property"))?
-                .as_str()
-                .to_string();
+            let key = ident(&it.next().ok_or_else(|| bug("property"))?);
             let v = it.next().ok_or_else(|| bug("property value"))?;
             let value = match v.as_rule() {
                 Rule::param => Expr::Param(param_name(&v)),
                 _ => Expr::Lit(self.literal(v)?),
             };
-            out.push((key, value));
+            out.push(Property { key, value });
         }
         Ok(out)
     }
@@ -593,7 +591,7 @@ impl P<'_> {
         let mut n = NodePattern::default();
         for p in pair.into_inner() {
             match p.as_rule() {
-                Rule::ident => n.var = Some(p.as_str().to_string()),
+                Rule::ident => n.var = Some(ident(&p)),
                 Rule::label => n.label = Some(self.label(p)?),
                 Rule::props => n.props = self.props(p)?,
                 _ => {}
@@ -614,7 +612,7 @@ impl P<'_> {
         if let Some(body) = side.into_inner().find(|p| p.as_rule() == Rule::rel_body) {
             for p in body.into_inner() {
                 match p.as_rule() {
-                    Rule::ident => r.var = Some(p.as_str().to_string()),
+                    Rule::ident => r.var = Some(ident(&p)),
                     Rule::label => r.label = Some(self.label(p)?),
                     Rule::props => r.props = self.props(p)?,
                     Rule::hops => {
@@ -736,7 +734,7 @@ impl P<'_> {
         for p in pair.into_inner() {
             match p.as_rule() {
                 Rule::pattern => m.patterns.push(self.pattern(p)?),
-                Rule::in_trace => m.in_trace = Some(self.text_arg(p)?),
+                Rule::in_trace => m.in_trace = Some(self.in_trace(p)?),
                 Rule::where_clause => m.filter = Some(self.clause_expr(p)?),
                 Rule::return_items => m.returns = self.returns(p)?,
                 Rule::order_by => m.order_by = self.order_by(p)?,
@@ -770,7 +768,7 @@ impl P<'_> {
                         _ => FindKind::Attributions,
                     }
                 }
-                Rule::in_trace => f.in_trace = Some(self.text_arg(p)?),
+                Rule::in_trace => f.in_trace = Some(self.in_trace(p)?),
                 Rule::where_clause => f.filter = Some(self.clause_expr(p)?),
                 Rule::group_by => {
                     for e in p.into_inner().filter(|x| x.as_rule() == Rule::expr) {
@@ -828,9 +826,11 @@ impl P<'_> {
     fn test(&self, pair: Pair<'_, Rule>) -> Result<Test> {
         let t = pair.into_inner().next().ok_or_else(|| bug("test"))?;
         let rule = t.as_rule();
+        let start = t.as_span().start();
         let mut negated = false;
         let mut op = None;
         let mut arg = None;
+        let mut arg_span = Span::default();
         for p in t.into_inner() {
             match p.as_rule() {
                 Rule::negated => negated = true,
@@ -844,7 +844,10 @@ impl P<'_> {
                         _ => CmpOp::Ge,
                     })
                 }
-                Rule::operand => arg = Some(self.operand(p)?),
+                Rule::operand => {
+                    arg_span = operand_span(&p);
+                    arg = Some(self.operand(p)?)
+                }
                 Rule::list => arg = Some(self.list(p)?),
                 Rule::param => arg = Some(Expr::Param(param_name(&p))),
                 _ => {}
@@ -855,7 +858,14 @@ impl P<'_> {
             Rule::cmp => Test::Cmp(op.ok_or_else(|| bug("operator"))?, arg()?),
             Rule::contains => Test::Contains(arg()?),
             Rule::starts_with => Test::StartsWith(arg()?),
-            Rule::regex => Test::Regex(arg()?),
+            Rule::regex => Test::Regex {
+                pattern: arg()?,
+                operator: Span {
+                    start,
+                    end: start + "=~".len(),
+                },
+                pattern_span: arg_span,
+            },
             Rule::in_list => Test::In {
                 negated,
                 list: arg()?,
@@ -914,7 +924,7 @@ impl P<'_> {
             Rule::list => self.list(inner),
             Rule::expr => self.expr(inner),
             Rule::field => {
-                let pos = Pos(inner.as_span().start());
+                let span = span_of(&inner);
                 let parts = inner
                     .into_inner()
                     .map(|p| match p.as_rule() {
@@ -922,10 +932,10 @@ impl P<'_> {
                         _ => p.as_str().to_string(),
                     })
                     .collect();
-                Ok(Expr::Field(FieldPath { parts, pos }))
+                Ok(Expr::Field(FieldPath { parts, span }))
             }
             Rule::call => {
-                let pos = Pos(inner.as_span().start());
+                let span = span_of(&inner);
                 let mut it = inner.into_inner();
                 let name = it.next().ok_or_else(|| bug("call"))?.as_str().to_string();
                 let mut distinct = false;
@@ -943,7 +953,7 @@ impl P<'_> {
                         _ => {}
                     }
                 }
-                Ok(Expr::Call { name, arg, pos })
+                Ok(Expr::Call { name, arg, span })
             }
             _ => Err(bug("operand")),
         }
@@ -954,9 +964,49 @@ fn param_name(p: &Pair<'_, Rule>) -> String {
     p.as_str().trim_start_matches('$').to_string()
 }
 
+/// Where a pair was read in the statement text.
+fn span_of(p: &Pair<'_, Rule>) -> Span {
+    let s = p.as_span();
+    Span {
+        start: s.start(),
+        end: s.end(),
+    }
+}
+
+/// A name and where it was written.
+fn ident(p: &Pair<'_, Rule>) -> Ident {
+    Ident {
+        name: p.as_str().to_string(),
+        span: span_of(p),
+    }
+}
+
+/// Where the value an operand holds was written, inside any parentheses
+/// around it.
+fn operand_span(pair: &Pair<'_, Rule>) -> Span {
+    let mut p = pair.clone();
+    loop {
+        let wraps_one = matches!(
+            p.as_rule(),
+            Rule::operand
+                | Rule::expr
+                | Rule::or_expr
+                | Rule::and_expr
+                | Rule::not_expr
+                | Rule::comparison
+        );
+        let mut inner = p.clone().into_inner();
+        match (inner.next(), inner.next()) {
+            (Some(only), None) if wraps_one => p = only,
+            _ => return span_of(&p),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ast::spans::without_spans;
     use crate::ast::value_literal;
     use crate::keywords::KEYWORDS;
 
@@ -1033,7 +1083,11 @@ mod tests {
             let stmt = parse_statement(text).unwrap_or_else(|e| panic!("{text}\n{e}"));
             let printed = stmt.to_string();
             let again = parse_statement(&printed).unwrap_or_else(|e| panic!("{printed}\n{e}"));
-            assert_eq!(stmt, again, "{text}\nprinted as {printed}");
+            assert_eq!(
+                without_spans(&stmt),
+                without_spans(&again),
+                "{text}\nprinted as {printed}"
+            );
             assert_eq!(printed, again.to_string());
         }
     }
@@ -1413,7 +1467,7 @@ mod tests {
         let AttributeTarget::Query(q) = &a.target else {
             panic!("not a subquery: {:?}", a.target)
         };
-        assert_eq!(q.pos.0, text.find("find cases").unwrap());
+        assert_eq!(q.span.start, text.find("find cases").unwrap());
         let CaseQuery::Find(f) = &q.query else {
             panic!("not a FIND: {:?}", q.query)
         };
@@ -1437,12 +1491,12 @@ mod tests {
         };
         let AttributeTarget::Query(Subquery {
             query: CaseQuery::RunPattern(r),
-            pos,
+            span,
         }) = &a.target
         else {
             panic!("not a RUN PATTERN subquery: {:?}", a.target)
         };
-        assert_eq!(pos.0, 12);
+        assert_eq!(span.start, 12);
         assert_eq!(r.name, "stored_not_retrieved");
         assert_eq!(
             r.params,
