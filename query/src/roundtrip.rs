@@ -51,7 +51,7 @@ use proptest::collection::vec;
 use proptest::option;
 use proptest::prelude::*;
 
-use crate::ast::spans::without_spans;
+use crate::ast::strip_spans::without_spans;
 use crate::ast::*;
 use crate::keywords::KEYWORDS;
 use crate::node_ref::NodeRef;
