@@ -713,8 +713,8 @@ fn fields_named_like_keywords_round_trip() {
     }
 }
 
-/// `NOT (` is not also tried as a call to a function named NOT, which made
-/// the time to reject unclosed text double with each NOT.
+/// `NOT (` is not also tried as a call to a function named NOT, so that
+/// rejecting unclosed text does not take longer with each NOT.
 #[test]
 fn unclosed_nots_fail_fast() {
     let text = format!("FIND vars WHERE {}x", "NOT (h(NOT(".repeat(30));

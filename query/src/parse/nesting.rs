@@ -9,10 +9,9 @@ use crate::grammar::Rule;
 
 use super::reader::Result;
 
-/// How deep expressions may nest (parentheses, lists, calls, NOTs). Parsing
-/// recurses once a level, so deeper text could exhaust the stack and abort
-/// the process; a debug build spends about 30 KB a level, and a thread has
-/// 2 MB by default.
+/// How deep expressions may nest (parentheses, lists, calls, NOTs): parsing
+/// recurses once a level, and this keeps it well inside a thread's default
+/// stack, so deep text is an error rather than a crash.
 const MAX_NESTING: usize = 48;
 
 /// Refuses a parsed statement whose expressions nest more than

@@ -29,7 +29,7 @@ impl Planner<'_> {
         let mut group_keys = Vec::new();
         let mut group_texts: Vec<String> = Vec::new();
         if aggregating {
-            // Keys: GROUP BY, or (Cypher style) every RETURN item without an aggregate.
+            // Keys: GROUP BY, or else every RETURN item without an aggregate.
             let keys: Vec<&Expr> = if group_by.is_empty() {
                 returns
                     .items
