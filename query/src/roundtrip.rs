@@ -504,10 +504,10 @@ fn attribute() -> BoxedStrategy<Attribute> {
             (ident(), option::of(expr()), with_params())
                 .prop_map(|(name, over, params)| CaseQuery::RunPattern(RunPattern { name, over, params })),
         ]
-        .prop_map(|query| AttributeTarget::Query(Subquery {
+        .prop_map(|query| AttributeTarget::Query(Box::new(Subquery {
             query,
             span: Span::default(),
-        })),
+        }))),
     ];
     let setting = option::of(prop_oneof![
         Just("benchmark".to_string()),

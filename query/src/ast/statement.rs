@@ -283,7 +283,7 @@ pub enum AttributeTarget {
     Starts(Vec<Start>),
     /// `(FIND cases ...)` or `(RUN PATTERN name ...)`: the cases a subquery
     /// returns, across any number of traces, each attributed in its own trace.
-    Query(Subquery),
+    Query(Box<Subquery>),
 }
 
 /// A subquery in parentheses whose rows are the failed cases an

@@ -207,7 +207,9 @@ impl Reader<'_> {
                     ));
                 }
                 Rule::starts => target = Some(AttributeTarget::Starts(self.starts(p)?)),
-                Rule::subquery => target = Some(AttributeTarget::Query(self.subquery(p)?)),
+                Rule::subquery => {
+                    target = Some(AttributeTarget::Query(Box::new(self.subquery(p)?)))
+                }
                 Rule::in_trace => {
                     if let Some(AttributeTarget::Query(q)) = &target {
                         let how = match q.query {

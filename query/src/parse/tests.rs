@@ -485,10 +485,13 @@ fn a_subquery_picks_the_cases_of_attribute_and_prints_back() {
     let Ok(Statement::Attribute(a)) = parse_statement(text) else {
         panic!("not an ATTRIBUTE")
     };
-    let AttributeTarget::Query(Subquery {
+    let AttributeTarget::Query(q) = &a.target else {
+        panic!("not a subquery: {:?}", a.target)
+    };
+    let Subquery {
         query: CaseQuery::RunPattern(r),
         span,
-    }) = &a.target
+    } = q.as_ref()
     else {
         panic!("not a RUN PATTERN subquery: {:?}", a.target)
     };
