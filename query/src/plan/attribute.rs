@@ -43,7 +43,7 @@ impl Planner<'_> {
                         let mut find = self.find(f)?;
                         find.keep_case_keys().map_err(|why| {
                             self.err(
-                                q.pos,
+                                q.span,
                                 format!(
                                     "{why}; ATTRIBUTE needs one failed case per row: {SUBQUERIES}"
                                 ),
@@ -55,16 +55,16 @@ impl Planner<'_> {
                 };
                 CaseSource::Query {
                     plan: Box::new(plan),
-                    at: q.pos.0,
+                    at: q.span.start,
                 }
             }
         };
         Ok(AttributePlan {
             cases,
-            scope: self.text_arg(&a.in_trace)?,
+            scope: self.in_trace(&a.in_trace)?,
             method: a.method.clone(),
-            method_at: a.method_pos.0,
-            setting: a.setting.as_ref().map(|(s, at)| (s.clone(), at.0)),
+            method_at: a.method_span.start,
+            setting: a.setting.as_ref().map(|(s, at)| (s.clone(), at.start)),
             columns: attribute_columns(),
         })
     }

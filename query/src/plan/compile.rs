@@ -1,11 +1,11 @@
 //! Expressions: field paths resolved to fields (with a "did you mean" for
 //! typos), and written expressions compiled to [`Pexpr`], aggregates split out.
 
-use crate::ast::{literal_value, CallArg, Expr, FieldPath, Literal, Pos, Test};
+use crate::ast::{literal_value, CallArg, Expr, FieldPath, Literal, Test};
 use crate::keywords::nearest;
 use crate::value::Value;
 
-use super::exprs::expr_pos;
+use super::exprs::expr_span;
 use super::fields::{fields_of, id_field, subject_name, subject_named, Field, Subject};
 use super::inset::InSet;
 use super::pexpr::{regex_reason, shown, AggFunc, Func, Pexpr};
@@ -72,13 +72,13 @@ impl Planner<'_> {
                 } else {
                     format!("fields start with {}", list_or(&known))
                 };
-                return Err(self.err(path.pos, format!("unknown name {head}{hint}; {what}")));
+                return Err(self.err(path.span, format!("unknown name {head}{hint}; {what}")));
             }
         };
         if !scope.subjects.contains(&subject) {
             let allowed: Vec<&str> = scope.subjects.iter().map(|s| subject_name(*s)).collect();
             return Err(self.err(
-                path.pos,
+                path.span,
                 format!(
                     "{head}. fields are not available here; this statement has {}",
                     list_or(&allowed)
@@ -108,7 +108,7 @@ impl Planner<'_> {
         if is_meta && subject != Subject::Case {
             if rest.len() < 2 {
                 return Err(self.err(
-                    path.pos,
+                    path.span,
                     format!("{head}.{name} needs a key, such as {head}.meta.evidence"),
                 ));
             }
@@ -117,7 +117,7 @@ impl Planner<'_> {
         if let Some((_, f)) = table.iter().find(|(n, _)| n == name) {
             if rest.len() > 1 {
                 return Err(self.err(
-                    path.pos,
+                    path.span,
                     format!("{head}.{name} has no parts; only meta.<key> paths go deeper"),
                 ));
             }
@@ -135,7 +135,7 @@ impl Planner<'_> {
             .map(|k| format!(" (did you mean {head}.{k}?)"))
             .unwrap_or_default();
         Err(self.err(
-            path.pos,
+            path.span,
             format!(
                 "unknown field {head}.{name}{hint}; {head} has {}",
                 names.join(", ")
@@ -173,7 +173,7 @@ impl Planner<'_> {
                     } else {
                         format!("{path} must be in GROUP BY or inside an aggregate such as count({path})")
                     };
-                    return Err(self.err(path.pos, message));
+                    return Err(self.err(path.span, message));
                 }
                 f
             }
@@ -183,12 +183,12 @@ impl Planner<'_> {
                     .map(|x| c(x, aggs))
                     .collect::<Result<Vec<_>>>()?,
             ),
-            Expr::Call { name, arg, pos } => {
+            Expr::Call { name, arg, span } => {
                 let lname = name.to_ascii_lowercase();
                 if let Some(func) = AggFunc::from_name(&lname) {
                     if !scope.aggregates {
                         return Err(self.err(
-                            *pos,
+                            *span,
                             format!("{name}() is an aggregate; it may appear only in RETURN and ORDER BY of MATCH and FIND"),
                         ));
                     }
@@ -196,10 +196,10 @@ impl Planner<'_> {
                         CallArg::Star if func == AggFunc::Count => (false, None),
                         CallArg::Star => {
                             return Err(self
-                                .err(*pos, format!("{name}(*) is not defined; only count(*) is")))
+                                .err(*span, format!("{name}(*) is not defined; only count(*) is")))
                         }
                         CallArg::None => {
-                            return Err(self.err(*pos, format!("{name}() needs an argument")))
+                            return Err(self.err(*span, format!("{name}() needs an argument")))
                         }
                         CallArg::Expr { distinct, expr } => {
                             // The argument is read per input row: no grouping, no nested aggregates.
@@ -234,7 +234,7 @@ impl Planner<'_> {
                         } => Pexpr::Func(func, Box::new(c(expr, aggs)?)),
                         _ => {
                             return Err(self.err(
-                                *pos,
+                                *span,
                                 format!("{name}() takes one argument, without DISTINCT"),
                             ))
                         }
@@ -245,7 +245,7 @@ impl Planner<'_> {
                         .map(|k| format!(" (did you mean {k}?)"))
                         .unwrap_or_default();
                     return Err(self.err(
-                        *pos,
+                        *span,
                         format!(
                             "unknown function {name}(){hint}; functions are {}, {}",
                             AggFunc::NAMES.join(", "),
@@ -260,25 +260,18 @@ impl Planner<'_> {
                     Test::Cmp(op, r) => Pexpr::Cmp(*op, l, Box::new(c(r, aggs)?)),
                     Test::Contains(r) => Pexpr::Contains(l, Box::new(c(r, aggs)?)),
                     Test::StartsWith(r) => Pexpr::StartsWith(l, Box::new(c(r, aggs)?)),
-                    Test::Regex(r) => {
+                    Test::Regex {
+                        pattern: r,
+                        operator,
+                        pattern_span,
+                    } => {
                         let pattern = c(r, aggs)?;
-                        // Where the pattern is written: its parameter, else its
-                        // literal after the left operand, else the operator.
-                        let at = |what: &str| {
-                            let from = expr_pos(left).0.min(self.text.len());
-                            let rest = self.text.get(from..).unwrap_or("");
-                            let found = match r.as_ref() {
-                                Expr::Lit(Literal::Str(s)) => {
-                                    rest.find(&crate::node_ref::quote(s)).map(|i| from + i)
-                                }
-                                _ => None,
-                            }
-                            .or_else(|| rest.find("=~").map(|i| from + i));
-                            match (r.as_ref(), found) {
-                                (Expr::Param(p), _) => self.param_err(p, what.to_string()),
-                                (_, Some(i)) => self.err(Pos(i), what.to_string()),
-                                _ => self.err(expr_pos(left), what.to_string()),
-                            }
+                        // An error points at the pattern's parameter or text,
+                        // else at the operator.
+                        let at = |what: &str| match r.as_ref() {
+                            Expr::Param(p) => self.param_err(p, what.to_string()),
+                            Expr::Lit(Literal::Str(_)) => self.err(*pattern_span, what.to_string()),
+                            _ => self.err(*operator, what.to_string()),
                         };
                         match &pattern {
                             Pexpr::Const(Value::Str(s)) => {
@@ -311,7 +304,7 @@ impl Planner<'_> {
                                 );
                                 return Err(match list.as_ref() {
                                     Expr::Param(p) => self.param_err(p, what),
-                                    _ => self.err(expr_pos(left), what),
+                                    _ => self.err(expr_span(left), what),
                                 });
                             }
                         }

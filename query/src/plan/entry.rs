@@ -41,7 +41,7 @@ fn plan_in(
         Statement::ShowTraces => Ok(Plan::ShowTraces),
         Statement::Describe(d) => Ok(Plan::Describe(DescribePlan {
             target: p.start(&d.target)?,
-            scope: p.text_arg(&d.in_trace)?,
+            scope: p.in_trace(&d.in_trace)?,
         })),
         Statement::Attribute(a) => p.attribute(a).map(Plan::Attribute),
         Statement::Explain(inner) => Ok(Plan::Explain(Box::new(plan_in(

@@ -1,18 +1,20 @@
 //! What planning reads off written expressions: positions, aggregates,
 //! conjuncts and the field paths they use.
 
-use crate::ast::{CallArg, Expr, FieldPath, Pos, Test};
+use crate::ast::{CallArg, Expr, FieldPath, Span, Test};
 
 use super::pexpr::AggFunc;
 
-pub(super) fn expr_pos(e: &Expr) -> Pos {
+/// Where an expression's first field or call was written, which errors
+/// about the expression point at; the start of the text when it has none.
+pub(super) fn expr_span(e: &Expr) -> Span {
     match e {
-        Expr::Field(f) => f.pos,
-        Expr::Call { pos, .. } => *pos,
-        Expr::Test(l, _) => expr_pos(l),
-        Expr::Not(x) => expr_pos(x),
-        Expr::And(v) | Expr::Or(v) | Expr::List(v) => v.first().map(expr_pos).unwrap_or_default(),
-        _ => Pos(0),
+        Expr::Field(f) => f.span,
+        Expr::Call { span, .. } => *span,
+        Expr::Test(l, _) => expr_span(l),
+        Expr::Not(x) => expr_span(x),
+        Expr::And(v) | Expr::Or(v) | Expr::List(v) => v.first().map(expr_span).unwrap_or_default(),
+        _ => Span::default(),
     }
 }
 
@@ -28,7 +30,7 @@ pub(super) fn contains_agg(e: &Expr) -> bool {
                     Test::Cmp(_, r)
                     | Test::Contains(r)
                     | Test::StartsWith(r)
-                    | Test::Regex(r)
+                    | Test::Regex { pattern: r, .. }
                     | Test::In { list: r, .. } => contains_agg(r),
                     Test::IsNull { .. } => false,
                 }
@@ -59,7 +61,7 @@ pub(super) fn visit_fields(e: &Expr, f: &mut dyn FnMut(&FieldPath)) {
                 Test::Cmp(_, r)
                 | Test::Contains(r)
                 | Test::StartsWith(r)
-                | Test::Regex(r)
+                | Test::Regex { pattern: r, .. }
                 | Test::In { list: r, .. } => visit_fields(r, f),
                 Test::IsNull { .. } => {}
             }

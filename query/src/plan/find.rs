@@ -1,7 +1,7 @@
 //! FIND: the records listed, the conditions checked before a trace is read,
 //! and the columns returned without RETURN.
 
-use crate::ast::{CallArg, Expr, FieldPath, Find, FindKind, Pos, ReturnItem, Returns};
+use crate::ast::{CallArg, Expr, FieldPath, Find, FindKind, ReturnItem, Returns, Span};
 
 use super::exprs::{conjuncts, only_subject};
 use super::fields::Subject;
@@ -57,7 +57,7 @@ impl Planner<'_> {
             self.projection(&returns, &f.group_by, &f.order_by, &f.limit, &scope, None)?;
         Ok(FindPlan {
             kind: f.kind,
-            scope: self.text_arg(&f.in_trace)?,
+            scope: self.in_trace(&f.in_trace)?,
             trace_filter,
             filter,
             projection,
@@ -68,7 +68,7 @@ impl Planner<'_> {
 fn field(parts: &[&str]) -> Expr {
     Expr::Field(FieldPath {
         parts: parts.iter().map(|s| s.to_string()).collect(),
-        pos: Pos(0),
+        span: Span::default(),
     })
 }
 
@@ -93,7 +93,7 @@ fn default_returns(kind: FindKind, group_by: &[Expr]) -> Returns {
             expr: Expr::Call {
                 name: "count".into(),
                 arg: CallArg::Star,
-                pos: Pos(0),
+                span: Span::default(),
             },
             alias: None,
         });

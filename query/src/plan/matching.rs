@@ -2,7 +2,9 @@
 //! constrained node of each pattern, and WHERE conditions pushed down to the
 //! step where their variables are bound.
 
-use crate::ast::{literal_value, CmpOp, Direction, Expr, Hops, Match, NodePattern, RelPattern};
+use crate::ast::{
+    literal_value, CmpOp, Direction, Expr, Hops, Ident, Match, NodePattern, RelPattern,
+};
 use crate::error::QueryError;
 use crate::keywords::nearest;
 use crate::value::Value;
@@ -20,13 +22,12 @@ impl Planner<'_> {
         let mut anon = 0;
         let mut node_var = |vars: &mut Vec<PatternVar>, n: &NodePattern| -> Result<usize> {
             match &n.var {
-                Some(name) => {
+                Some(var) => {
+                    let name = &var.name;
                     if let Some(i) = vars.iter().position(|v| &v.name == name) {
                         if vars[i].kind != VarKind::Node {
-                            return Err(self.err_near(
-                                &format!(r"\(\s*({})\b", regex::escape(name)),
-                                format!("{name} names a relationship and a node"),
-                            ));
+                            return Err(self
+                                .err(var.span, format!("{name} names a relationship and a node")));
                         }
                         Ok(i)
                     } else {
@@ -58,19 +59,19 @@ impl Planner<'_> {
             let mut rels = Vec::new();
             for (r, n) in &p.steps {
                 let rel = match &r.var {
-                    Some(name) => {
-                        let at = format!(r"\[\s*({})\b", regex::escape(name));
+                    Some(var) => {
+                        let name = &var.name;
                         if vars.iter().any(|v| &v.name == name) {
-                            return Err(self.err_near(
-                                &at,
+                            return Err(self.err(
+                                var.span,
                                 format!(
                                     "{name} is bound twice; a relationship variable names one edge"
                                 ),
                             ));
                         }
                         if r.hops.is_some() {
-                            return Err(self.err_near(
-                                &at,
+                            return Err(self.err(
+                                var.span,
                                 format!("{name} names a variable-length relationship; only single hops can be named"),
                             ));
                         }
@@ -106,10 +107,10 @@ impl Planner<'_> {
                     value: Value::Str(l.clone()),
                 });
             }
-            for (k, v) in &n.props {
+            for p in &n.props {
                 out.push(Constraint {
-                    field: self.prop_field(k, fields_of(Subject::Var), "node")?,
-                    value: self.prop_value(v)?,
+                    field: self.prop_field(&p.key, fields_of(Subject::Var), "node")?,
+                    value: self.prop_value(&p.value)?,
                 });
             }
             Ok(out)
@@ -122,10 +123,10 @@ impl Planner<'_> {
                     value: Value::Str(l.clone()),
                 });
             }
-            for (k, v) in &r.props {
+            for p in &r.props {
                 out.push(Constraint {
-                    field: self.prop_field(k, fields_of(Subject::Edge), "relationship")?,
-                    value: self.prop_value(v)?,
+                    field: self.prop_field(&p.key, fields_of(Subject::Edge), "relationship")?,
+                    value: self.prop_value(&p.value)?,
                 });
             }
             Ok(out)
@@ -242,12 +243,13 @@ impl Planner<'_> {
         Ok(MatchPlan {
             vars,
             steps,
-            scope: self.text_arg(&m.in_trace)?,
+            scope: self.in_trace(&m.in_trace)?,
             projection,
         })
     }
 
-    fn prop_field(&self, key: &str, table: &[(&str, Field)], what: &str) -> Result<Field> {
+    fn prop_field(&self, key: &Ident, table: &[(&str, Field)], what: &str) -> Result<Field> {
+        let (span, key) = (key.span, key.name.as_str());
         table
             .iter()
             .find(|(n, _)| *n == key)
@@ -257,8 +259,8 @@ impl Planner<'_> {
                 let hint = nearest(key, names.iter().copied())
                     .map(|k| format!(" (did you mean {k}?)"))
                     .unwrap_or_default();
-                self.err_near(
-                    &format!(r"[{{,]\s*({})\s*:", regex::escape(key)),
+                self.err(
+                    span,
                     format!(
                         "unknown {what} property {key}{hint}; properties are {}",
                         names.join(", ")

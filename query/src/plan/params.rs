@@ -1,7 +1,7 @@
 //! The parameters a statement reads (`$name`), found without planning it.
 
 use crate::ast::{
-    AttributeTarget, CallArg, CaseQuery, CountArg, Expr, Start, Statement, Test, TextArg,
+    AttributeTarget, CallArg, CaseQuery, CountArg, Expr, InTrace, Start, Statement, Test, TextArg,
 };
 
 /// The parameters a statement reads (`$name` where a value is expected),
@@ -28,8 +28,8 @@ fn statement_params_into(stmt: &Statement, out: &mut Vec<String>) {
             add_param(out, p);
         }
     };
-    let text_arg = |a: &Option<TextArg>, out: &mut Vec<String>| {
-        if let Some(TextArg::Param(p)) = a {
+    let in_trace = |a: &Option<InTrace>, out: &mut Vec<String>| {
+        if let Some(TextArg::Param(p)) = a.as_ref().map(|a| &a.trace) {
             add_param(out, p);
         }
     };
@@ -46,7 +46,7 @@ fn statement_params_into(stmt: &Statement, out: &mut Vec<String>) {
     match stmt {
         Statement::Traverse(t) => {
             t.starts.iter().for_each(|s| start(s, out));
-            text_arg(&t.in_trace, out);
+            in_trace(&t.in_trace, out);
             exprs(
                 &mut [&t.until, &t.while_, &t.filter].into_iter().flatten(),
                 out,
@@ -55,20 +55,20 @@ fn statement_params_into(stmt: &Statement, out: &mut Vec<String>) {
         }
         Statement::Match(m) => {
             for p in &m.patterns {
-                exprs(&mut p.first.props.iter().map(|(_, v)| v), out);
+                exprs(&mut p.first.props.iter().map(|p| &p.value), out);
                 for (r, n) in &p.steps {
-                    exprs(&mut r.props.iter().map(|(_, v)| v), out);
-                    exprs(&mut n.props.iter().map(|(_, v)| v), out);
+                    exprs(&mut r.props.iter().map(|p| &p.value), out);
+                    exprs(&mut n.props.iter().map(|p| &p.value), out);
                 }
             }
-            text_arg(&m.in_trace, out);
+            in_trace(&m.in_trace, out);
             exprs(&mut m.filter.iter(), out);
             exprs(&mut m.returns.items.iter().map(|i| &i.expr), out);
             exprs(&mut m.order_by.iter().map(|o| &o.expr), out);
             count_arg(&m.limit, out);
         }
         Statement::Find(f) => {
-            text_arg(&f.in_trace, out);
+            in_trace(&f.in_trace, out);
             exprs(&mut f.filter.iter(), out);
             exprs(&mut f.group_by.iter(), out);
             exprs(
@@ -80,7 +80,7 @@ fn statement_params_into(stmt: &Statement, out: &mut Vec<String>) {
         }
         Statement::Describe(d) => {
             start(&d.target, out);
-            text_arg(&d.in_trace, out);
+            in_trace(&d.in_trace, out);
         }
         Statement::Attribute(a) => {
             match &a.target {
@@ -91,7 +91,7 @@ fn statement_params_into(stmt: &Statement, out: &mut Vec<String>) {
                     CaseQuery::RunPattern(r) => exprs(&mut r.over.iter(), out),
                 },
             }
-            text_arg(&a.in_trace, out);
+            in_trace(&a.in_trace, out);
         }
         Statement::Explain(inner) => statement_params_into(inner, out),
         Statement::SavePattern(s) => statement_params_into(&s.body, out),
@@ -121,7 +121,7 @@ fn expr_params_into(e: &Expr, out: &mut Vec<String>) {
                 Test::Cmp(_, r)
                 | Test::Contains(r)
                 | Test::StartsWith(r)
-                | Test::Regex(r)
+                | Test::Regex { pattern: r, .. }
                 | Test::In { list: r, .. } => expr_params_into(r, out),
                 Test::IsNull { .. } => {}
             }

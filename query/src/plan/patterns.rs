@@ -1,7 +1,7 @@
 //! SAVE PATTERN and RUN PATTERN: a saved statement checked against its
 //! defaults, and the traces a run picks.
 
-use crate::ast::{Pos, RunPattern, SavePattern, Statement, TextArg};
+use crate::ast::{InTrace, RunPattern, SavePattern, Span, Statement};
 use crate::value::Value;
 
 use super::exprs::visit_fields;
@@ -31,7 +31,7 @@ impl Planner<'_> {
     pub(super) fn save_pattern(&self, s: &SavePattern) -> Result<SavePatternPlan> {
         let name = &s.name;
         // What a pattern may save, and how it plans once the defaults are bound.
-        let (in_trace, plan_body): (&Option<TextArg>, Box<PlanBody<'_>>) = match s.body.as_ref() {
+        let (in_trace, plan_body): (&Option<InTrace>, Box<PlanBody<'_>>) = match s.body.as_ref() {
             Statement::Traverse(t) => (
                 &t.in_trace,
                 Box::new(|p: &Planner<'_>| p.traverse(t).map(Plan::Traverse)),
@@ -48,17 +48,16 @@ impl Planner<'_> {
                 let what = other.to_string();
                 let what = what.split_whitespace().next().unwrap_or("");
                 return Err(self.err(
-                    Pos(0),
+                    Span::default(),
                     format!(
                         "a pattern saves a TRACE, FORWARD, MATCH or FIND statement, not {what}"
                     ),
                 ));
             }
         };
-        if in_trace.is_some() {
-            // The first IN TRACE outside quotes.
-            return Err(self.err_near(
-                r"(?is)^(?:[^']|'(?:[^']|'')*')*?\b(IN\s+TRACE)\b",
+        if let Some(in_trace) = in_trace {
+            return Err(self.err(
+                in_trace.span,
                 format!(
                     "a pattern runs over every trace; drop IN TRACE and use \
                      RUN PATTERN {name} OVER TRACES WHERE trace.id = '...'"
@@ -120,7 +119,7 @@ impl Planner<'_> {
                 });
                 if let Some(p) = other {
                     return Err(self.err(
-                        p.pos,
+                        p.span,
                         format!(
                             "only trace fields (such as trace.id or trace.source) are allowed \
                              after OVER TRACES WHERE, not {p}"

@@ -3,7 +3,7 @@
 
 use std::cell::Cell;
 
-use crate::ast::{CountArg, Pos, Start, TextArg};
+use crate::ast::{CountArg, InTrace, Span, Start, TextArg};
 use crate::error::QueryError;
 use crate::node_ref::{parse_node_ref, NodeRef};
 use crate::value::Value;
@@ -72,33 +72,28 @@ impl<'a> Planner<'a> {
         }
     }
 
-    pub(super) fn err(&self, pos: Pos, message: String) -> QueryError {
+    /// An error pointing at where `span` starts in the statement text.
+    pub(super) fn err(&self, span: Span, message: String) -> QueryError {
         if self.text.is_empty() {
             QueryError::Other(message)
         } else {
-            QueryError::at(self.text, pos.0, message)
+            QueryError::at(self.text, span.start, message)
         }
     }
 
-    /// An error placed where `pattern` (a regular expression) first matches
-    /// the text, at its first group when it has one: for parts of a statement
-    /// the tree keeps no position of (parameters, pattern variables,
-    /// properties). Without a match, an error without position.
-    pub(super) fn err_near(&self, pattern: &str, message: String) -> QueryError {
-        let found = regex::Regex::new(pattern).ok().and_then(|re| {
-            re.captures(self.text)
-                .and_then(|c| c.get(1).or_else(|| c.get(0)))
-                .map(|m| m.start())
-        });
+    /// An error about parameter `$name`, placed at its first use: a
+    /// parameter is one value however often it is written, so the tree keeps
+    /// no place for each use. Without a use in the text, an error without
+    /// position.
+    pub(super) fn param_err(&self, name: &str, message: String) -> QueryError {
+        let found = regex::Regex::new(&format!(r"\${}\b", regex::escape(name)))
+            .ok()
+            .and_then(|re| re.find(self.text))
+            .map(|m| m.start());
         match found {
             Some(at) => QueryError::at(self.text, at, message),
             None => QueryError::Other(message),
         }
-    }
-
-    /// An error about parameter `$name`, placed at its first use.
-    pub(super) fn param_err(&self, name: &str, message: String) -> QueryError {
-        self.err_near(&format!(r"\${}\b", regex::escape(name)), message)
     }
 
     pub(super) fn param(&self, name: &str) -> Result<&Value> {
@@ -110,8 +105,8 @@ impl<'a> Planner<'a> {
         })
     }
 
-    pub(super) fn text_arg(&self, a: &Option<TextArg>) -> Result<Option<String>> {
-        match a {
+    pub(super) fn in_trace(&self, a: &Option<InTrace>) -> Result<Option<String>> {
+        match a.as_ref().map(|a| &a.trace) {
             None => Ok(None),
             Some(TextArg::Text(s)) => Ok(Some(s.clone())),
             Some(TextArg::Param(p)) => match self.param(p)? {

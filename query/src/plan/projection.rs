@@ -3,7 +3,7 @@
 
 use crate::ast::{CountArg, Expr, OrderItem, Returns, SortDir};
 
-use super::exprs::{contains_agg, expr_pos};
+use super::exprs::{contains_agg, expr_span};
 use super::pexpr::Pexpr;
 use super::planner::{Planner, Result, Scope};
 use super::types::{Projection, ProjectionTexts};
@@ -29,7 +29,7 @@ impl Planner<'_> {
         let mut group_keys = Vec::new();
         let mut group_texts: Vec<String> = Vec::new();
         if aggregating {
-            // Keys: GROUP BY, or (Cypher style) every RETURN item without an aggregate.
+            // Keys: GROUP BY, or else every RETURN item without an aggregate.
             let keys: Vec<&Expr> = if group_by.is_empty() {
                 returns
                     .items
@@ -93,7 +93,7 @@ impl Planner<'_> {
             }
             if returns.distinct {
                 return Err(self.err(
-                    expr_pos(&o.expr),
+                    expr_span(&o.expr),
                     format!("with DISTINCT, ORDER BY may use only returned columns, and {text} is not one"),
                 ));
             }

@@ -47,7 +47,7 @@ impl Planner<'_> {
                 .iter()
                 .map(|s| self.start(s))
                 .collect::<Result<_>>()?,
-            scope: self.text_arg(&t.in_trace)?,
+            scope: self.in_trace(&t.in_trace)?,
             min_depth,
             max_depth,
             until: pred(&t.until)?,
