@@ -189,9 +189,9 @@ fn run(call: &Call<'_, '_>, plan: &Plan, sink: &mut Sink<'_>) -> Result<()> {
 /// returns one row per verdict.
 fn attribute(call: &Call<'_, '_>, p: &AttributePlan, sink: &mut Sink<'_>) -> Result<()> {
     let db = call.db();
-    let method: Method = p.method.parse().map_err(AnalysisError::BadRequest)?;
+    let method: Method = p.method.parse().map_err(AnalysisError::UnknownMethod)?;
     let setting: Setting = match &p.setting {
-        Some((s, _)) => s.parse().map_err(AnalysisError::BadRequest)?,
+        Some((s, _)) => s.parse().map_err(AnalysisError::UnknownSetting)?,
         None => Setting::Benchmark,
     };
     let verdicts = match &p.cases {
@@ -428,18 +428,9 @@ mod subquery_tests {
 
     use serde_json::{json, Value as Json};
 
-    use memtrace_engine::{Database, ImportOptions, InputFormat};
+    use crate::testing::{answer, import, temp_db};
+    use memtrace_engine::Database;
     use memtrace_gen::{generate_trace, GenSpec, System, TraceBuilder};
-
-    fn import(db: &Database, doc: &Json) {
-        db.import_reader(
-            doc.to_string().as_bytes(),
-            InputFormat::Json,
-            "test",
-            &ImportOptions::default(),
-        )
-        .unwrap();
-    }
 
     /// A trace without annotations: one question per entry, judged by an
     /// `llm-judge` op that scored `score`.
@@ -460,15 +451,7 @@ mod subquery_tests {
                 b.variable(Some(class), q, value, class, None, json!({}))
             };
             let query = v(&mut b, "query", "'What car does Omar drive?'");
-            let pred = v(&mut b, "prediction", "'a red Toyota'");
-            b.op(
-                "question-answering",
-                "evaluation",
-                None,
-                &[&query, &m],
-                &[&pred],
-                json!({}),
-            );
+            let (pred, _) = answer(&mut b, q, "'a red Toyota'", &[&query, &m]);
             let gold = v(&mut b, "golden_answers", "['a blue Volvo']");
             let resp = v(&mut b, "judge_response", "'WRONG'");
             let sc = v(&mut b, "judge_score", score);
@@ -486,8 +469,7 @@ mod subquery_tests {
 
     /// Two small Mem0 traces, a RAG trace and a judged trace.
     fn db() -> (tempfile::TempDir, Database) {
-        let dir = tempfile::tempdir().unwrap();
-        let db = crate::open(dir.path().join("db")).unwrap();
+        let (dir, db) = temp_db();
         for (system, seed) in [(System::Mem0, 3), (System::Rag, 3), (System::Mem0, 4)] {
             let spec = GenSpec {
                 seed,

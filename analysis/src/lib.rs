@@ -22,8 +22,10 @@ mod error;
 mod extension;
 pub mod patterns;
 pub mod report;
+#[cfg(test)]
+mod testing;
 
-pub use error::{AnalysisError, Result};
+pub use error::{AnalysisError, BuiltinRefusal, Result};
 pub use extension::{open, open_existing, open_read_only, Analyses};
 
 /// The traits that give a [`Database`] the analyses' methods.

@@ -113,8 +113,9 @@ impl<'a> Embedder<'a> {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
-            .map_err(|e| {
-                AnalysisError::BadRequest(format!("cannot start the embeddings client: {e}"))
+            .map_err(|source| AnalysisError::ClientCannotStart {
+                client: "embeddings",
+                source,
             })?;
         Ok(Embedder {
             db,

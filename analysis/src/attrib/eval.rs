@@ -207,7 +207,7 @@ pub struct Evaluation {
 }
 
 /// A case's label: error type and op id.
-type Label = (String, String);
+type ExpectedVerdict = (String, String);
 
 /// Scores attribution against the labels that traces carry.
 pub trait Evaluate {
@@ -278,7 +278,7 @@ impl Evaluate for Database {
     ) -> Result<Evaluation> {
         let (method, setting, trace) = (req.method, req.setting, req.trace);
         let verdicts = attribute_with(self, req, cancel, progress)?;
-        let mut labels: BTreeMap<(u32, String), Label> = BTreeMap::new();
+        let mut labels: BTreeMap<(u32, String), ExpectedVerdict> = BTreeMap::new();
         let views = views(self, trace)?;
         let styles = styles(
             views
@@ -344,7 +344,7 @@ fn score(
     method: Method,
     setting: Setting,
     verdicts: &[Verdict],
-    labels: &BTreeMap<(u32, String), Label>,
+    labels: &BTreeMap<(u32, String), ExpectedVerdict>,
     styles: &BTreeMap<u32, String>,
     op_name: impl Fn(u32, &str) -> String,
 ) -> Evaluation {
@@ -516,7 +516,7 @@ mod tests {
     #[test]
     fn scores_count_types_ops_systems_confusion_and_time() {
         let label = |t: &str, o: &str| (t.to_string(), o.to_string());
-        let labels: BTreeMap<(u32, String), Label> = [
+        let labels: BTreeMap<(u32, String), ExpectedVerdict> = [
             ((1, "a".to_string()), label("UpdateError", "op-1")),
             ((1, "b".to_string()), label("UpdateError", "op-2")),
             ((1, "c".to_string()), label("RetrievalError", "op-3")),

@@ -36,9 +36,11 @@ pub(crate) fn read_verdicts(snapshot: &Snapshot<'_>, trace: u32) -> Result<Vec<S
         .map(|rec| {
             let seq = rec.seq;
             let mut s: StoredVerdict = serde_json::from_str(&rec.json).map_err(|e| {
-                AnalysisError::BadRequest(format!(
-                    "trace #{trace}: stored verdict {seq} does not read back: {e}"
-                ))
+                AnalysisError::StoredVerdictUnreadable {
+                    trace,
+                    seq,
+                    reason: e.to_string(),
+                }
             })?;
             s.seq = seq;
             s.at_ms = rec.at_ms;

@@ -76,12 +76,11 @@ impl TraceFindings {
         let (model, cases) = attrib::trace_cases(&view)?;
         let verdicts = attrib::attribute_trace(&model, &cases, 0, cancel, None)?;
         if verdicts.len() != cases.len() {
-            return Err(AnalysisError::BadRequest(format!(
-                "trace {}: {} evidence-flow verdict(s) for {} failed case(s)",
-                model.info.graph_id,
-                verdicts.len(),
-                cases.len()
-            )));
+            return Err(AnalysisError::VerdictsPerTrace {
+                trace: model.info.graph_id.clone(),
+                verdicts: verdicts.len(),
+                cases: cases.len(),
+            });
         }
         let findings: Vec<Finding> = verdicts
             .into_iter()

@@ -23,7 +23,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::attrib::{CasePick, ErrorType};
-use crate::error::{AnalysisError, Result};
+use crate::error::{AnalysisError, BuiltinRefusal, Result};
 pub use builtin::{builtin, Builtin, BUILTINS};
 pub use findings::{Finding, TraceFindings};
 use memtrace_engine::{
@@ -107,10 +107,11 @@ fn events(db: &Database) -> Result<Vec<PatternEvent>> {
 }
 
 fn unknown(name: &str, known: &[String]) -> AnalysisError {
-    let hint = memtrace_engine::query::nearest(name, known.iter().map(String::as_str))
-        .map(|n| format!(" (did you mean {n}?)"))
-        .unwrap_or_default();
-    AnalysisError::BadRequest(format!("no pattern {name}{hint}; SHOW PATTERNS lists them"))
+    AnalysisError::UnknownPattern {
+        name: name.to_string(),
+        nearest: memtrace_engine::query::nearest(name, known.iter().map(String::as_str))
+            .map(str::to_string),
+    }
 }
 
 /// The text of `SAVE PATTERN name [WITH ...] AS statement`.
@@ -218,9 +219,10 @@ impl Patterns for Database {
 
     fn pattern_history(&self, name: &str) -> Result<Vec<PatternEvent>> {
         if builtin(name).is_some() {
-            return Err(AnalysisError::BadRequest(format!(
-                "{name} is a built-in pattern: it has no history (SHOW PATTERNS describes it)"
-            )));
+            return Err(AnalysisError::BuiltinPattern {
+                name: name.to_string(),
+                refused: BuiltinRefusal::History,
+            });
         }
         let all = events(self)?;
         let mine: Vec<PatternEvent> = all.iter().filter(|e| e.name == name).cloned().collect();
@@ -242,27 +244,28 @@ impl Patterns for Database {
         let text = save_text(name, params, statement);
         let plan = self.prepare(&text, &Params::new())?;
         let Plan::SavePattern(p) = plan else {
-            return Err(AnalysisError::BadRequest(format!(
-                "not a pattern definition: {statement}"
-            )));
+            return Err(AnalysisError::NotAPatternDefinition {
+                pattern: None,
+                statement: statement.to_string(),
+            });
         };
         store_pattern(self, &p.name, &p.text, &p.params, author)
     }
 
     fn drop_pattern(&self, name: &str, author: &str) -> Result<()> {
         if builtin(name).is_some() {
-            return Err(AnalysisError::BadRequest(format!(
-                "{name} is a built-in pattern and cannot be dropped"
-            )));
+            return Err(AnalysisError::BuiltinPattern {
+                name: name.to_string(),
+                refused: BuiltinRefusal::Drop,
+            });
         }
         if !self.patterns()?.iter().any(|p| p.name == name) {
             let known: Vec<String> = self.patterns()?.into_iter().map(|p| p.name).collect();
-            let hint = memtrace_engine::query::nearest(name, known.iter().map(String::as_str))
-                .map(|n| format!(" (did you mean {n}?)"))
-                .unwrap_or_default();
-            return Err(AnalysisError::BadRequest(format!(
-                "no saved pattern {name}{hint}; SHOW PATTERNS lists them"
-            )));
+            return Err(AnalysisError::UnknownSavedPattern {
+                name: name.to_string(),
+                nearest: memtrace_engine::query::nearest(name, known.iter().map(String::as_str))
+                    .map(str::to_string),
+            });
         }
         let stored = Stored {
             action: "drop".into(),
@@ -345,9 +348,10 @@ pub(crate) fn store_pattern(
     author: &str,
 ) -> Result<u64> {
     if builtin(name).is_some() {
-        return Err(AnalysisError::BadRequest(format!(
-            "{name} is a built-in pattern; save yours under another name"
-        )));
+        return Err(AnalysisError::BuiltinPattern {
+            name: name.to_string(),
+            refused: BuiltinRefusal::Save,
+        });
     }
     let stored = Stored {
         action: "save".into(),
@@ -376,10 +380,10 @@ fn append_pattern_event(db: &Database, name: &str, stored: &Stored) -> Result<()
 pub(crate) fn resolve_pattern(db: &Database, spec: &PatternSpec) -> Result<Resolved> {
     if let Some(b) = builtin(&spec.name) {
         if spec.statement.is_some() {
-            return Err(AnalysisError::BadRequest(format!(
-                "{} is a built-in pattern; give your statement another name",
-                spec.name
-            )));
+            return Err(AnalysisError::BuiltinPattern {
+                name: spec.name.clone(),
+                refused: BuiltinRefusal::Inline,
+            });
         }
         let args = b.bind(&spec.params)?;
         return Ok(Resolved {
@@ -396,10 +400,10 @@ pub(crate) fn resolve_pattern(db: &Database, spec: &PatternSpec) -> Result<Resol
         Some(s) => {
             let text = save_text(&spec.name, &spec.params, s);
             let Plan::SavePattern(p) = db.prepare(&text, &Params::new())? else {
-                return Err(AnalysisError::BadRequest(format!(
-                    "pattern {}: not a pattern definition: {s}",
-                    spec.name
-                )));
+                return Err(AnalysisError::NotAPatternDefinition {
+                    pattern: Some(spec.name.clone()),
+                    statement: s.clone(),
+                });
             };
             (p.text, p.params)
         }
@@ -798,7 +802,7 @@ pub(crate) fn pattern_case_picks(
         },
     )?;
     if let Some(why) = cases_of(&mut r) {
-        return Err(AnalysisError::BadRequest(why));
+        return Err(AnalysisError::HitsNotCases(why));
     }
     let (traces, _) = pattern_traces(view, plan.over.as_ref())?;
     let per_trace: Vec<Vec<CasePick>> = traces
@@ -824,13 +828,14 @@ pub(crate) fn pattern_case_picks(
 pub fn over_pred(text: &str) -> Result<Pred> {
     let statement = format!("RUN PATTERN p OVER TRACES WHERE {text}");
     let stmt = memtrace_engine::query::parse_statement(&statement).map_err(|e| {
-        AnalysisError::BadRequest(format!("the trace condition {text:?} does not parse: {e}"))
+        AnalysisError::TraceConditionSyntax {
+            text: text.to_string(),
+            reason: e.to_string(),
+        }
     })?;
     match memtrace_engine::query::plan_text(&stmt, &Params::new(), &statement)? {
         Plan::RunPattern(RunPatternPlan { over: Some(p), .. }) => Ok(p),
-        _ => Err(AnalysisError::BadRequest(format!(
-            "not a condition on traces: {text}"
-        ))),
+        _ => Err(AnalysisError::NotATraceCondition(text.to_string())),
     }
 }
 

@@ -1154,7 +1154,7 @@ fn import_format(t: &Target) -> Result<InputFormat, ApiError> {
     }
 }
 
-fn label_json(l: &memtrace::attrib::Label) -> Value {
+fn label_json(l: &memtrace::attrib::HumanVerdict) -> Value {
     json!({
         "seq": l.seq,
         "trace": l.graph_id,

@@ -348,7 +348,10 @@ pub(crate) fn client_for(db: &Database) -> Result<(Client, tokio::runtime::Runti
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| AnalysisError::BadRequest(format!("cannot start the LLM client: {e}")))?;
+        .map_err(|source| AnalysisError::ClientCannotStart {
+            client: "LLM",
+            source,
+        })?;
     Ok((client, rt))
 }
 
