@@ -218,17 +218,11 @@ impl<'m> Flow<'m> {
     ) -> Option<Failure> {
         let m = self.model;
         let QuestionSide {
-            retrievals,
             retrieved,
             contexts,
             read,
+            ..
         } = question;
-        let live: Vec<usize> = flow
-            .carriers
-            .iter()
-            .filter(|c| c.store && c.end == End::Alive && c.made.is_some())
-            .map(|c| c.var)
-            .collect();
         let in_context = if !contexts.is_empty() {
             contexts.iter().any(|&(v, _)| self.holds(v, item))
         } else if !read.is_empty() {
@@ -240,11 +234,6 @@ impl<'m> Flow<'m> {
             return None;
         }
         let was_retrieved = retrieved.iter().find(|&&v| self.holds(v, item)).copied();
-        let stored: Vec<&str> = live
-            .iter()
-            .map(|&v| m.vars[v].full_node_id.as_str())
-            .take(3)
-            .collect();
         let (op, reason, confidence) = match (was_retrieved, contexts.first()) {
             (Some(v), Some(&(ctx, builder))) => (
                 builder,
@@ -259,47 +248,7 @@ impl<'m> Flow<'m> {
                 ),
                 0.8,
             ),
-            _ => {
-                let (op, context) = match (retrievals.first(), contexts.first()) {
-                    (Some(&r), _) => (r, None),
-                    (None, Some(&(ctx, builder))) => (builder, Some(ctx)),
-                    (None, None) => (answer, None),
-                };
-                let into = match context {
-                    Some(c) => format!(" of the context {}", m.vars[c].full_node_id),
-                    None => " of what it retrieved for the question".to_string(),
-                };
-                if stored.is_empty() {
-                    doubts.push(format!(
-                        "{} is in no memory unit at question time, yet no op was seen to \
-                         lose it",
-                        m.vars[item.message].full_node_id
-                    ));
-                    (
-                        op,
-                        format!(
-                            "{} is in no memory unit at question time, yet no op lost it; \
-                             op {} ({}) left it out{into}",
-                            self.describe_item(item),
-                            m.ops[op].op_id,
-                            op_name(m, op),
-                        ),
-                        0.5,
-                    )
-                } else {
-                    (
-                        op,
-                        format!(
-                            "{} was stored in {} but op {} ({}) left it out{into}",
-                            self.describe_item(item),
-                            stored.join(", "),
-                            m.ops[op].op_id,
-                            op_name(m, op),
-                        ),
-                        if retrievals.is_empty() { 0.6 } else { 0.85 },
-                    )
-                }
-            }
+            _ => self.left_out_of_retrieval(item, flow, answer, question, doubts),
         };
         Some(Failure {
             op,
@@ -309,6 +258,75 @@ impl<'m> Flow<'m> {
             confidence,
             last: None,
         })
+    }
+
+    /// The op that left out of what it retrieved (or of the context it
+    /// built) an item that no retrieved variable holds: the op, the reason
+    /// and how sure.
+    fn left_out_of_retrieval(
+        &self,
+        item: &Item,
+        flow: &ItemFlow,
+        answer: usize,
+        question: &QuestionSide,
+        doubts: &mut Vec<String>,
+    ) -> (usize, String, f64) {
+        let m = self.model;
+        let QuestionSide {
+            retrievals,
+            contexts,
+            ..
+        } = question;
+        let live: Vec<usize> = flow
+            .carriers
+            .iter()
+            .filter(|c| c.store && c.end == End::Alive && c.made.is_some())
+            .map(|c| c.var)
+            .collect();
+        let stored: Vec<&str> = live
+            .iter()
+            .map(|&v| m.vars[v].full_node_id.as_str())
+            .take(3)
+            .collect();
+        let (op, context) = match (retrievals.first(), contexts.first()) {
+            (Some(&r), _) => (r, None),
+            (None, Some(&(ctx, builder))) => (builder, Some(ctx)),
+            (None, None) => (answer, None),
+        };
+        let into = match context {
+            Some(c) => format!(" of the context {}", m.vars[c].full_node_id),
+            None => " of what it retrieved for the question".to_string(),
+        };
+        if stored.is_empty() {
+            doubts.push(format!(
+                "{} is in no memory unit at question time, yet no op was seen to \
+                     lose it",
+                m.vars[item.message].full_node_id
+            ));
+            (
+                op,
+                format!(
+                    "{} is in no memory unit at question time, yet no op lost it; \
+                         op {} ({}) left it out{into}",
+                    self.describe_item(item),
+                    m.ops[op].op_id,
+                    op_name(m, op),
+                ),
+                0.5,
+            )
+        } else {
+            (
+                op,
+                format!(
+                    "{} was stored in {} but op {} ({}) left it out{into}",
+                    self.describe_item(item),
+                    stored.join(", "),
+                    m.ops[op].op_id,
+                    op_name(m, op),
+                ),
+                if retrievals.is_empty() { 0.6 } else { 0.85 },
+            )
+        }
     }
 
     /// Where each evidence item of a case would fail if it alone were
