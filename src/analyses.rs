@@ -3,8 +3,8 @@
 
 use memtrace_analysis::attrib::eval::Evaluation;
 use memtrace_analysis::attrib::{
-    AttributeRequest, CaseContext, CasePick, Cost, FailedCase, Feedback, Label, LabelInput, Method,
-    RecallReport, RunProgress, Search, Setting, StoredVerdict, Verdict,
+    AttributeRequest, CaseContext, CasePick, Cost, FailedCase, Feedback, HumanVerdict, LabelInput,
+    Method, RecallReport, RunProgress, Search, Setting, StoredVerdict, Verdict,
 };
 use memtrace_analysis::patterns::{
     PatternEvent, PatternInfo, PatternReport, PatternSpec, RunOptions,
@@ -101,11 +101,11 @@ impl Labels for Database {
         self.engine().failed_case(trace, reference)
     }
 
-    fn add_label(&self, trace: &str, case: &str, input: &LabelInput<'_>) -> Result<Label> {
+    fn add_label(&self, trace: &str, case: &str, input: &LabelInput<'_>) -> Result<HumanVerdict> {
         self.engine().add_label(trace, case, input)
     }
 
-    fn labels(&self, trace: Option<&str>) -> Result<Vec<Label>> {
+    fn labels(&self, trace: Option<&str>) -> Result<Vec<HumanVerdict>> {
         self.engine().labels(trace)
     }
 

@@ -8,9 +8,9 @@ use std::sync::Arc;
 use memtrace_analysis::Analyses;
 use memtrace_columnar::{ColumnarError, ParquetOptions, ParquetSummary};
 use memtrace_engine::{
-    BatchSink, Cancel, CellFn, Engine, FileReport, GraphOptions, ImportOptions,
-    ImportedTrace, InputFormat, LogEntry, OpenOptions, Params, Progress, QueryGraph, QueryResult,
-    Result, Stats, TraceInfo, TraceView,
+    BatchSink, Cancel, CellFn, Engine, FileReport, GraphOptions, ImportOptions, ImportedTrace,
+    InputFormat, LogEntry, OpenOptions, Params, Progress, QueryGraph, QueryResult, Result, Stats,
+    TraceId, TraceInfo, TraceView,
 };
 
 /// An open memtrace database with the analyses registered: every statement
@@ -177,6 +177,11 @@ impl Database {
     /// One trace, by graph id or `#id`.
     pub fn trace(&self, selector: &str) -> Result<TraceView<'_>> {
         self.0.trace(selector)
+    }
+
+    /// One trace, by its id.
+    pub fn trace_by_id(&self, id: TraceId) -> Result<TraceView<'_>> {
+        self.0.trace_by_id(id)
     }
 
     /// Totals over the database.

@@ -10,7 +10,7 @@ use memtrace_engine::query::plan::{AttributePlan, CaseSource};
 use memtrace_engine::query::NodeRef;
 use memtrace_engine::query::{self, Field, Plan, QueryError, Value};
 use memtrace_engine::{
-    iso_utc, Call, CaseOrigin, Database, DerivedCase, EngineError, Extension, ResultRow, Sink,
+    iso_utc, Call, CaseOrigin, DerivedCase, Engine, EngineError, Extension, ResultRow, Sink,
     TraceId,
 };
 
@@ -27,20 +27,20 @@ use crate::patterns::{
 
 /// Opens the database at `path` (creating it when the path does not exist)
 /// with the analyses registered.
-pub fn open(path: impl AsRef<Path>) -> Result<Database> {
-    Ok(Database::open(path)?.with_extension(Arc::new(Analyses)))
+pub fn open(path: impl AsRef<Path>) -> Result<Engine> {
+    Ok(Engine::open(path)?.with_extension(Arc::new(Analyses)))
 }
 
 /// Opens the database at `path` with the analyses registered; fails when
 /// there is none.
-pub fn open_existing(path: impl AsRef<Path>) -> Result<Database> {
-    Ok(Database::open_existing(path)?.with_extension(Arc::new(Analyses)))
+pub fn open_existing(path: impl AsRef<Path>) -> Result<Engine> {
+    Ok(Engine::open_existing(path)?.with_extension(Arc::new(Analyses)))
 }
 
 /// Opens the database at `path` for reading only, with the analyses
-/// registered (see [`Database::open_read_only`]).
-pub fn open_read_only(path: impl AsRef<Path>) -> Result<Database> {
-    Ok(Database::open_read_only(path)?.with_extension(Arc::new(Analyses)))
+/// registered (see [`Engine::open_read_only`]).
+pub fn open_read_only(path: impl AsRef<Path>) -> Result<Engine> {
+    Ok(Engine::open_read_only(path)?.with_extension(Arc::new(Analyses)))
 }
 
 /// The analyses as the database calls them: the statements ATTRIBUTE, SAVE
@@ -61,7 +61,7 @@ impl Extension for Analyses {
         ]
     }
 
-    fn prepare(&self, db: &Database, plan: &mut Plan, text: &str) -> memtrace_engine::Result<()> {
+    fn prepare(&self, db: &Engine, plan: &mut Plan, text: &str) -> memtrace_engine::Result<()> {
         check_method(plan, text)?;
         if let Plan::RunPattern(r) = plan {
             resolve_run_plan(db, r)?;
@@ -189,9 +189,9 @@ fn run(call: &Call<'_, '_>, plan: &Plan, sink: &mut Sink<'_>) -> Result<()> {
 /// returns one row per verdict.
 fn attribute(call: &Call<'_, '_>, p: &AttributePlan, sink: &mut Sink<'_>) -> Result<()> {
     let db = call.db();
-    let method: Method = p.method.parse().map_err(AnalysisError::BadRequest)?;
+    let method: Method = p.method.parse().map_err(AnalysisError::UnknownMethod)?;
     let setting: Setting = match &p.setting {
-        Some((s, _)) => s.parse().map_err(AnalysisError::BadRequest)?,
+        Some((s, _)) => s.parse().map_err(AnalysisError::UnknownSetting)?,
         None => Setting::Benchmark,
     };
     let verdicts = match &p.cases {
@@ -252,7 +252,7 @@ fn check_method(plan: &Plan, text: &str) -> Result<()> {
 
 /// Looks up the pattern of an `ATTRIBUTE (RUN PATTERN ...)` and checks that its hits are cases; a pattern whose hits are
 /// not is an error placed at the subquery in `text`.
-fn resolve_case_pattern_in(db: &Database, plan: &mut Plan, text: &str) -> Result<()> {
+fn resolve_case_pattern_in(db: &Engine, plan: &mut Plan, text: &str) -> Result<()> {
     match plan {
         Plan::Attribute(a) => match &mut a.cases {
             CaseSource::Query { plan, at } => match plan.as_mut() {
@@ -428,18 +428,9 @@ mod subquery_tests {
 
     use serde_json::{json, Value as Json};
 
-    use memtrace_engine::{Database, ImportOptions, InputFormat};
+    use crate::testing::{answer, import, temp_db};
+    use memtrace_engine::Engine;
     use memtrace_gen::{generate_trace, GenSpec, System, TraceBuilder};
-
-    fn import(db: &Database, doc: &Json) {
-        db.import_reader(
-            doc.to_string().as_bytes(),
-            InputFormat::Json,
-            "test",
-            &ImportOptions::default(),
-        )
-        .unwrap();
-    }
 
     /// A trace without annotations: one question per entry, judged by an
     /// `llm-judge` op that scored `score`.
@@ -460,15 +451,7 @@ mod subquery_tests {
                 b.variable(Some(class), q, value, class, None, json!({}))
             };
             let query = v(&mut b, "query", "'What car does Omar drive?'");
-            let pred = v(&mut b, "prediction", "'a red Toyota'");
-            b.op(
-                "question-answering",
-                "evaluation",
-                None,
-                &[&query, &m],
-                &[&pred],
-                json!({}),
-            );
+            let (pred, _) = answer(&mut b, q, "'a red Toyota'", &[&query, &m]);
             let gold = v(&mut b, "golden_answers", "['a blue Volvo']");
             let resp = v(&mut b, "judge_response", "'WRONG'");
             let sc = v(&mut b, "judge_score", score);
@@ -485,9 +468,8 @@ mod subquery_tests {
     }
 
     /// Two small Mem0 traces, a RAG trace and a judged trace.
-    fn db() -> (tempfile::TempDir, Database) {
-        let dir = tempfile::tempdir().unwrap();
-        let db = crate::open(dir.path().join("db")).unwrap();
+    fn db() -> (tempfile::TempDir, Engine) {
+        let (dir, db) = temp_db();
         for (system, seed) in [(System::Mem0, 3), (System::Rag, 3), (System::Mem0, 4)] {
             let spec = GenSpec {
                 seed,
@@ -502,7 +484,7 @@ mod subquery_tests {
         (dir, db)
     }
 
-    fn rows(db: &Database, q: &str) -> Vec<Vec<Json>> {
+    fn rows(db: &Engine, q: &str) -> Vec<Vec<Json>> {
         db.query(q).unwrap_or_else(|e| panic!("{q}\n{e}")).rows
     }
 
@@ -514,7 +496,7 @@ mod subquery_tests {
     }
 
     /// The stored verdicts: (trace, case, method, author).
-    fn stored(db: &Database) -> BTreeSet<(String, String, String, String)> {
+    fn stored(db: &Engine) -> BTreeSet<(String, String, String, String)> {
         rows(
             db,
             "FIND attributions RETURN trace.id, case, method, author",

@@ -5,7 +5,7 @@
 //! statements, finds the failed cases that judge ops record, and reads the
 //! stored verdicts for `FIND attributions`. [`open`] opens a database with
 //! it registered; the traits of [`prelude`] add the analyses' methods to a
-//! [`Database`].
+//! [`Engine`].
 //!
 //! ```no_run
 //! use memtrace_analysis::prelude::*;
@@ -22,11 +22,13 @@ mod error;
 mod extension;
 pub mod patterns;
 pub mod report;
+#[cfg(test)]
+mod testing;
 
-pub use error::{AnalysisError, Result};
+pub use error::{AnalysisError, BuiltinRefusal, Result};
 pub use extension::{open, open_existing, open_read_only, Analyses};
 
-/// The traits that give a [`Database`] the analyses' methods.
+/// The traits that give an [`Engine`] the analyses' methods.
 pub mod prelude {
     pub use crate::attrib::advice::Advise;
     pub use crate::attrib::agent::LlmSettings;
@@ -36,6 +38,6 @@ pub mod prelude {
     pub use crate::patterns::Patterns;
     pub use crate::report::Reports;
 }
-pub use memtrace_engine::Database;
+pub use memtrace_engine::Engine;
 /// The LLM client: its configuration, errors and wire types.
 pub use memtrace_llm as llm;

@@ -29,7 +29,7 @@ mod view;
 pub use cache::{CacheStats, TraceState};
 pub use catalog::{OpLabel, TraceCatalog, TraceEdges, TraceOps, VarLabel};
 pub use db::{
-    Call, Engine, Definition, Extension, OpenOptions, OtlpRequest, Snapshot, TraceResult,
+    Call, Definition, Engine, Extension, OpenOptions, OtlpRequest, Snapshot, TraceResult,
 };
 pub use error::{EngineError, Result};
 pub use exec::batch::{Batch, BatchSink, Column, TextColumn};

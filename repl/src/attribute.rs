@@ -10,9 +10,9 @@ use memtrace::attrib::eval::{Evaluation, Score};
 use memtrace::attrib::{
     AttributeRequest, ErrorType, Method, RunProgress, Search, Setting, Verdict,
 };
+use memtrace::engine::Engine;
 use memtrace::prelude::*;
-use memtrace::engine::{Engine};
-use memtrace::{Cancel};
+use memtrace::Cancel;
 
 use crate::error::Result;
 use crate::formats::Listing;

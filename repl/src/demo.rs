@@ -8,9 +8,9 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use memtrace::attrib::{ErrorType, Method, Search, Setting, Verdict};
+use memtrace::engine::Engine;
 use memtrace::gen::set::{generate_set, GenSpec};
 use memtrace::prelude::*;
-use memtrace::engine::{Engine};
 use memtrace::{Cancel, ImportOptions, InputFormat, Params};
 
 use crate::attribute::{attribute_all, render_evaluation, split_rows, trace_bar, SPLIT_HEADER};

@@ -3,7 +3,6 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use memtrace::engine::Engine;
 use memtrace_table as table;
 
 use crate::error::{io, Result};

@@ -3,7 +3,6 @@
 use std::process::ExitCode;
 
 use memtrace::prelude::*;
-use memtrace::engine::Engine;
 use memtrace_table as table;
 
 use crate::error::{CliError, Result};

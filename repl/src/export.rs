@@ -3,8 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use memtrace::engine::{Engine};
-use memtrace::{ParquetOptions};
+use memtrace::ParquetOptions;
 
 use crate::args::ExportArgs;
 use crate::error::{CliError, Result};

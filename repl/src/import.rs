@@ -3,8 +3,6 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use memtrace::engine::Engine;
-
 use crate::error::Result;
 use crate::transfer::import_into;
 

@@ -7,9 +7,9 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use clap::ValueEnum;
+use memtrace::engine::{to_json, Engine};
 use memtrace::patterns::{PatternOutcome, PatternReport, PatternSpec, RunOptions};
 use memtrace::prelude::*;
-use memtrace::engine::{to_json, Engine};
 use memtrace::{Cancel, Value};
 use serde::Deserialize;
 use serde_json::json;

@@ -2,7 +2,6 @@
 
 use std::process::ExitCode;
 
-use memtrace::engine::Engine;
 use memtrace_table as table;
 
 use crate::error::Result;

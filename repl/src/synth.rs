@@ -19,14 +19,14 @@ pub fn run(args: &SynthArgs) -> Result<ExitCode> {
     let file = std::fs::File::create(output).map_err(io(output.display()))?;
     let mut w = std::io::BufWriter::new(file);
     for i in 0..traces {
-        let spec = memtrace::synth::SynthSpec {
+        let spec = memtrace::gen::synth::SynthSpec {
             graph_id: format!("synth-{seed}-{i}"),
             variables,
             edges,
             sessions,
             seed: seed.wrapping_add(i as u64),
         };
-        memtrace::synth::write_export(&spec, &mut w).map_err(io(output.display()))?;
+        memtrace::gen::synth::write_export(&spec, &mut w).map_err(io(output.display()))?;
         w.write_all(b"\n").map_err(io(output.display()))?;
     }
     w.flush().map_err(io(output.display()))?;

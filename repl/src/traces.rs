@@ -2,8 +2,7 @@
 
 use std::process::ExitCode;
 
-use memtrace::engine::{Engine};
-use memtrace::{TraceInfo};
+use memtrace::TraceInfo;
 use memtrace_table as table;
 
 use crate::error::Result;

@@ -6,8 +6,8 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use memtrace::engine::Engine;
 use memtrace::prelude::*;
-use memtrace::engine::{Engine};
 use memtrace::{ExportFormat, ImportOptions, Progress};
 
 use crate::error::{io, CliError, Result};
@@ -112,12 +112,7 @@ pub enum Exported {
 
 /// Writes a trace of `db` to `output` (beside it first, then renamed) or to
 /// standard output.
-pub fn export_to(
-    db: &Engine,
-    trace: &str,
-    what: Exported,
-    output: Option<PathBuf>,
-) -> Result<()> {
+pub fn export_to(db: &Engine, trace: &str, what: Exported, output: Option<PathBuf>) -> Result<()> {
     let view = db.trace(trace)?;
     let write = |w: &mut dyn Write| -> Result<()> {
         let format =
@@ -180,7 +175,7 @@ pub fn export_parquet_to(
     options: &memtrace::ParquetOptions,
     out: &mut dyn Write,
 ) -> Result<()> {
-    let s = db.export_parquet(dir, options)?;
+    let s = memtrace::columnar::export_parquet(db, dir, options)?;
     let rows: Vec<String> = memtrace::columnar::Table::ALL
         .iter()
         .map(|t| {

@@ -8,8 +8,17 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use memtrace::engine::{BULK_BYTES};
-use memtrace::{Database};
+use memtrace::engine::BULK_BYTES;
+use memtrace::{Database, OpenOptions};
+
+/// Opens a database that must already exist.
+fn open_existing(db: impl AsRef<Path>) -> memtrace::Result<Database> {
+    let existing = OpenOptions {
+        create: false,
+        ..OpenOptions::default()
+    };
+    Database::open_with(db, &existing)
+}
 
 const TRACES: usize = 4;
 const VARIABLES: u32 = 1_000;
@@ -73,8 +82,8 @@ fn check(db: &Path, variables: u32, edges: u32) -> usize {
     if !db.join("CURRENT").exists() {
         return 0; // killed before the database was created
     }
-    let database = Database::open_existing(db)
-        .unwrap_or_else(|e| panic!("database does not open after a kill: {e}"));
+    let database =
+        open_existing(db).unwrap_or_else(|e| panic!("database does not open after a kill: {e}"));
     let traces = database.traces().unwrap();
     for t in &traces {
         let c = t.counts;
@@ -169,7 +178,7 @@ fn killed_imports_leave_whole_traces_or_none() {
         let database_had_sample = round % 4 == 1;
         let n = if database_had_sample {
             // The sample has other counts; check the generated traces only.
-            let database = Database::open_existing(&db).unwrap();
+            let database = open_existing(&db).unwrap();
             let generated: Vec<_> = database
                 .traces()
                 .unwrap()

@@ -19,7 +19,7 @@ use super::verdict::{Cost, Method};
 use crate::error::Result;
 use crate::report::{summaries, Report};
 use memtrace_engine::Cancel;
-use memtrace_engine::Database;
+use memtrace_engine::Engine;
 
 /// Requests per prompt before its feedback is given up.
 const FEEDBACK_TRIES: usize = 3;
@@ -180,7 +180,7 @@ pub trait Advise {
     ) -> Result<Feedback>;
 }
 
-impl Advise for Database {
+impl Advise for Engine {
     fn write_summaries(&self, report: &mut Report, cancel: &Cancel) -> Result<Cost> {
         summaries::write(self, report, cancel)
     }

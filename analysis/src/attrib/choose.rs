@@ -120,9 +120,9 @@ pub struct Said {
 }
 
 /// The weighing's coefficients: an intercept, then one per feature in the
-/// order of [`Features::values`]. Fitted by logistic regression (L2 penalty
-/// 100) on the candidates of generated traces of every system and recording
-/// style, whose source evidence is known.
+/// order of [`Features::values`]. They are learned from generated traces
+/// whose source evidence is known, so that a weight is how likely a
+/// candidate is to be evidence.
 const COEFFICIENTS: [f64; 8] = [-6.3, 0.64, 0.2, 2.27, 2.12, 2.27, 1.0, 0.85];
 
 /// What a gold-answer word counts for in telling what a candidate adds to

@@ -14,7 +14,7 @@ use super::case::FailedCase;
 use super::holds::Matcher;
 use super::model::TraceModel;
 use crate::error::{AnalysisError, Result};
-use memtrace_engine::{Cancel, Database};
+use memtrace_engine::{Cancel, Engine};
 use memtrace_llm::{Client, Config};
 
 /// How evidence messages are searched for.
@@ -88,7 +88,7 @@ pub fn fuse(first: &[usize], second: &[usize]) -> Vec<usize> {
 
 /// An embeddings client with the database's cache of vectors.
 pub struct Embedder<'a> {
-    db: &'a Database,
+    db: &'a Engine,
     client: Client,
     rt: tokio::runtime::Runtime,
     cancel: &'a Cancel,
@@ -104,7 +104,7 @@ impl<'a> Embedder<'a> {
     /// An embedder for `config` (its model and pool) over `db`'s cache,
     /// for a dense or hybrid `search`.
     pub fn new(
-        db: &'a Database,
+        db: &'a Engine,
         config: Config,
         search: Search,
         cancel: &'a Cancel,
@@ -113,8 +113,9 @@ impl<'a> Embedder<'a> {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
-            .map_err(|e| {
-                AnalysisError::BadRequest(format!("cannot start the embeddings client: {e}"))
+            .map_err(|source| AnalysisError::ClientCannotStart {
+                client: "embeddings",
+                source,
             })?;
         Ok(Embedder {
             db,

@@ -14,11 +14,26 @@ const fn fnv(mut hash: u64, bytes: &[u8]) -> u64 {
 }
 
 /// The source files whose code decides an evidence-flow verdict.
-const SOURCES: [&str; 14] = [
-    include_str!("attribute.rs"),
+const SOURCES: [&str; 29] = [
+    include_str!("attribute/database.rs"),
+    include_str!("attribute/evidence_flow.rs"),
+    include_str!("attribute/llm.rs"),
+    include_str!("attribute/mod.rs"),
+    include_str!("attribute/runs.rs"),
+    include_str!("attribute/search.rs"),
+    include_str!("attribute/selection.rs"),
+    include_str!("attribute/types.rs"),
     include_str!("case.rs"),
     include_str!("evidence.rs"),
-    include_str!("flow.rs"),
+    include_str!("flow/carriers.rs"),
+    include_str!("flow/chain.rs"),
+    include_str!("flow/failures.rs"),
+    include_str!("flow/finding.rs"),
+    include_str!("flow/items.rs"),
+    include_str!("flow/mod.rs"),
+    include_str!("flow/roles.rs"),
+    include_str!("flow/types.rs"),
+    include_str!("flow/weighing.rs"),
     include_str!("holds.rs"),
     include_str!("message.rs"),
     include_str!("model.rs"),

@@ -13,7 +13,7 @@ use super::traces::views;
 use super::verdict::{Cost, ErrorType, Method, RunProgress, Verdict};
 use crate::error::Result;
 use memtrace_engine::Cancel;
-use memtrace_engine::Database;
+use memtrace_engine::Engine;
 
 /// Counts and accuracies over a group of labelled cases.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -207,7 +207,7 @@ pub struct Evaluation {
 }
 
 /// A case's label: error type and op id.
-type Label = (String, String);
+type ExpectedVerdict = (String, String);
 
 /// Scores attribution against the labels that traces carry.
 pub trait Evaluate {
@@ -223,7 +223,7 @@ pub trait Evaluate {
         progress: &mut dyn FnMut(&RunProgress),
     ) -> Result<Evaluation>;
 
-    /// As [`Database::evaluate`], for the cases, method, setting and
+    /// As [`Engine::evaluate`], for the cases, method, setting and
     /// evidence search a request names: each case shows the method only
     /// what the setting lets it see (its annotated evidence hidden in the
     /// evaluation setting, and its gold answer too in production).
@@ -252,7 +252,7 @@ pub trait Evaluate {
     }
 }
 
-impl Evaluate for Database {
+impl Evaluate for Engine {
     fn evaluate(
         &self,
         method: Method,
@@ -278,7 +278,7 @@ impl Evaluate for Database {
     ) -> Result<Evaluation> {
         let (method, setting, trace) = (req.method, req.setting, req.trace);
         let verdicts = attribute_with(self, req, cancel, progress)?;
-        let mut labels: BTreeMap<(u32, String), Label> = BTreeMap::new();
+        let mut labels: BTreeMap<(u32, String), ExpectedVerdict> = BTreeMap::new();
         let views = views(self, trace)?;
         let styles = styles(
             views
@@ -304,7 +304,7 @@ impl Evaluate for Database {
     }
 }
 
-fn op_name_of(db: &Database, trace: u32, op_id: &str) -> String {
+fn op_name_of(db: &Engine, trace: u32, op_id: &str) -> String {
     db.trace_by_id(trace)
         .ok()
         .and_then(|v| v.op(op_id).ok().flatten())
@@ -344,7 +344,7 @@ fn score(
     method: Method,
     setting: Setting,
     verdicts: &[Verdict],
-    labels: &BTreeMap<(u32, String), Label>,
+    labels: &BTreeMap<(u32, String), ExpectedVerdict>,
     styles: &BTreeMap<u32, String>,
     op_name: impl Fn(u32, &str) -> String,
 ) -> Evaluation {
@@ -516,7 +516,7 @@ mod tests {
     #[test]
     fn scores_count_types_ops_systems_confusion_and_time() {
         let label = |t: &str, o: &str| (t.to_string(), o.to_string());
-        let labels: BTreeMap<(u32, String), Label> = [
+        let labels: BTreeMap<(u32, String), ExpectedVerdict> = [
             ((1, "a".to_string()), label("UpdateError", "op-1")),
             ((1, "b".to_string()), label("UpdateError", "op-2")),
             ((1, "c".to_string()), label("RetrievalError", "op-3")),

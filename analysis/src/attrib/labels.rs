@@ -16,7 +16,7 @@ use memtrace_engine::iso_utc;
 use memtrace_engine::now_ms;
 use memtrace_engine::CaseOrigin;
 use memtrace_engine::TraceId;
-use memtrace_engine::{Database, TraceView};
+use memtrace_engine::{Engine, TraceView};
 
 /// The method name under which labels are stored among the verdicts
 /// (`FIND attributions WHERE method = 'human'` lists them).
@@ -41,9 +41,9 @@ pub struct LabelInput<'a> {
     pub author: &'a str,
 }
 
-/// A stored label.
+/// A person's verdict on a failed case, as stored (a label).
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct Label {
+pub struct HumanVerdict {
     /// Its place among the trace's stored verdicts and labels, from 1.
     pub seq: u64,
     /// When it was stored, in milliseconds since the Unix epoch.
@@ -66,13 +66,13 @@ pub struct Label {
     pub author: String,
 }
 
-impl Label {
-    fn from_stored(s: &StoredVerdict) -> Option<Label> {
+impl HumanVerdict {
+    fn from_stored(s: &StoredVerdict) -> Option<HumanVerdict> {
         let v = &s.verdict;
         if v.method != HUMAN {
             return None;
         }
-        Some(Label {
+        Some(HumanVerdict {
             seq: s.seq,
             at_ms: s.at_ms,
             trace: v.trace,
@@ -97,26 +97,28 @@ pub struct CaseContext<'db> {
     pub case: FailedCase,
 }
 
-fn check_text(field: &str, text: &str, max: usize, required: bool) -> Result<()> {
+fn check_text(field: &'static str, text: &str, max: usize, required: bool) -> Result<()> {
     if required && text.trim().is_empty() {
-        return Err(AnalysisError::BadRequest(format!(
-            "{field}: must not be empty"
-        )));
+        return Err(AnalysisError::BadLabel {
+            field,
+            problem: "must not be empty".into(),
+        });
     }
     let n = text.chars().count();
     if n > max {
-        return Err(AnalysisError::BadRequest(format!(
-            "{field}: {n} characters, at most {max} are allowed"
-        )));
+        return Err(AnalysisError::BadLabel {
+            field,
+            problem: format!("{n} characters, at most {max} are allowed"),
+        });
     }
     if let Some(c) = text
         .chars()
         .find(|c| c.is_control() && !matches!(c, '\n' | '\t' | '\r'))
     {
-        return Err(AnalysisError::BadRequest(format!(
-            "{field}: holds the control character {:?}",
-            c
-        )));
+        return Err(AnalysisError::BadLabel {
+            field,
+            problem: format!("holds the control character {c:?}"),
+        });
     }
     Ok(())
 }
@@ -130,11 +132,11 @@ pub trait Labels {
     /// Appends a label to a failed case: a new record with its author and
     /// time; earlier labels of the case stay as they are. The op must be one
     /// of the trace's ops, and the author must not be empty.
-    fn add_label(&self, trace: &str, case: &str, input: &LabelInput<'_>) -> Result<Label>;
+    fn add_label(&self, trace: &str, case: &str, input: &LabelInput<'_>) -> Result<HumanVerdict>;
 
     /// Every label of one trace (graph id or `#ID`) or of every trace,
     /// oldest first within a trace.
-    fn labels(&self, trace: Option<&str>) -> Result<Vec<Label>>;
+    fn labels(&self, trace: Option<&str>) -> Result<Vec<HumanVerdict>>;
 
     /// A trace's labels as MemTraceBench `data.annotations`: one annotation
     /// per labelled case, from its latest label, in the order of the
@@ -163,7 +165,7 @@ pub trait Labels {
     fn export_labelled(&self, trace: &str) -> Result<Value>;
 }
 
-impl Labels for Database {
+impl Labels for Engine {
     fn failed_case(&self, trace: &str, reference: &str) -> Result<CaseContext<'_>> {
         let view = self.trace(trace)?;
         let (model, cases) = trace_cases(&view)?;
@@ -177,16 +179,17 @@ impl Labels for Database {
         Ok(CaseContext { view, model, case })
     }
 
-    fn add_label(&self, trace: &str, case: &str, input: &LabelInput<'_>) -> Result<Label> {
+    fn add_label(&self, trace: &str, case: &str, input: &LabelInput<'_>) -> Result<HumanVerdict> {
         check_text("author", input.author, MAX_AUTHOR, true)?;
         check_text("reason", input.reason, MAX_REASON, false)?;
         let ctx = self.failed_case(trace, case)?;
-        let op = ctx.model.op(input.op_id).ok_or_else(|| {
-            AnalysisError::BadRequest(format!(
-                "op_id: no op {:?} in trace {}",
-                input.op_id, ctx.case.graph_id
-            ))
-        })?;
+        let op = ctx
+            .model
+            .op(input.op_id)
+            .ok_or_else(|| AnalysisError::BadLabel {
+                field: "op_id",
+                problem: format!("no op {:?} in trace {}", input.op_id, ctx.case.graph_id),
+            })?;
         let c = &ctx.case;
         let verdict = Verdict {
             trace: c.trace,
@@ -216,22 +219,21 @@ impl Labels for Database {
         };
         let json = serde_json::to_string(&stored)?;
         let appended = self.append_trace_results(c.trace, &[json])?;
-        let record = appended.first().ok_or_else(|| {
-            AnalysisError::BadRequest("the label was not stored (no sequence number)".into())
-        })?;
+        let record = appended
+            .first()
+            .ok_or_else(|| AnalysisError::LabelNotStored)?;
         // What reads back: the stored sequence number and time.
         let mut stored = stored;
         stored.seq = record.seq;
         stored.at_ms = record.at_ms;
-        Label::from_stored(&stored)
-            .ok_or_else(|| AnalysisError::BadRequest("the stored label does not read back".into()))
+        HumanVerdict::from_stored(&stored).ok_or(AnalysisError::LabelUnreadable)
     }
 
-    fn labels(&self, trace: Option<&str>) -> Result<Vec<Label>> {
+    fn labels(&self, trace: Option<&str>) -> Result<Vec<HumanVerdict>> {
         Ok(self
             .attributions(trace)?
             .iter()
-            .filter_map(Label::from_stored)
+            .filter_map(HumanVerdict::from_stored)
             .collect())
     }
 
@@ -263,11 +265,10 @@ impl Labels for Database {
                 CaseOrigin::Annotation(i) => match stored.get(*i).map(|s| &s.raw) {
                     Some(Value::Object(raw)) => raw.clone(),
                     _ => {
-                        return Err(AnalysisError::BadRequest(format!(
-                            "annotation {} of trace {} is not stored as an object",
-                            i + 1,
-                            c.graph_id
-                        )))
+                        return Err(AnalysisError::AnnotationNotObject {
+                            number: i + 1,
+                            trace: c.graph_id.clone(),
+                        })
                     }
                 },
                 CaseOrigin::Judge(op) => judge_annotation(&model, c, op),
@@ -288,9 +289,9 @@ impl Labels for Database {
         view.export(memtrace_engine::ExportFormat::Smartcomment, &mut bytes)?;
         let mut doc: Value = serde_json::from_slice(&bytes)?;
         let annotations = Value::Array(self.case_annotations(trace)?);
-        let root = doc.as_object_mut().ok_or_else(|| {
-            AnalysisError::BadRequest("the trace's export is not a JSON object".into())
-        })?;
+        let root = doc
+            .as_object_mut()
+            .ok_or_else(|| AnalysisError::ExportNotObject)?;
         let data = root
             .entry("data")
             .or_insert_with(|| Value::Object(Map::new()));
@@ -298,18 +299,14 @@ impl Labels for Database {
             Some(d) => {
                 d.insert("annotations".into(), annotations);
             }
-            None => {
-                return Err(AnalysisError::BadRequest(
-                    "the trace's export has a `data` that is not an object".into(),
-                ))
-            }
+            None => return Err(AnalysisError::ExportDataNotObject),
         }
         Ok(doc)
     }
 }
 
 /// What a label sets in an annotation.
-fn label_fields(l: &Label) -> [(&'static str, Value); 5] {
+fn label_fields(l: &HumanVerdict) -> [(&'static str, Value); 5] {
     [
         ("final_error_type", json!(l.error_type.name())),
         ("final_op_id", json!(l.op_id)),
@@ -345,7 +342,7 @@ fn judge_annotation(model: &TraceModel, c: &FailedCase, op: &str) -> Map<String,
     a
 }
 
-fn annotation(model: &TraceModel, c: &FailedCase, l: &Label) -> Value {
+fn annotation(model: &TraceModel, c: &FailedCase, l: &HumanVerdict) -> Value {
     let query_id = c
         .query_node
         .clone()

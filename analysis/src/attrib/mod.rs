@@ -32,7 +32,7 @@ pub use choose::{Candidate, Chooser};
 pub use dense::Search;
 pub use digest::ATTRIBUTOR_DIGEST;
 pub use evidence::{Evidence, EvidenceOrigin, Recall, DEFAULT_K};
-pub use labels::{CaseContext, Label, LabelInput, HUMAN};
+pub use labels::{CaseContext, HumanVerdict, LabelInput, HUMAN};
 pub use memtrace_engine::{CaseOrigin, CasePick};
 pub use model::TraceModel;
 pub use setting::Setting;

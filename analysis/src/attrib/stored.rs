@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use super::verdict::Verdict;
 use crate::error::{AnalysisError, Result};
-use memtrace_engine::{Database, Snapshot};
+use memtrace_engine::{Engine, Snapshot};
 
 /// A verdict as stored: appended after import, with who made it and when.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -24,7 +24,7 @@ pub struct StoredVerdict {
 }
 
 /// The stored verdicts of the trace with this id, oldest first.
-pub(crate) fn stored_verdicts(db: &Database, trace: u32) -> Result<Vec<StoredVerdict>> {
+pub(crate) fn stored_verdicts(db: &Engine, trace: u32) -> Result<Vec<StoredVerdict>> {
     read_verdicts(&db.snapshot(), trace)
 }
 
@@ -36,9 +36,11 @@ pub(crate) fn read_verdicts(snapshot: &Snapshot<'_>, trace: u32) -> Result<Vec<S
         .map(|rec| {
             let seq = rec.seq;
             let mut s: StoredVerdict = serde_json::from_str(&rec.json).map_err(|e| {
-                AnalysisError::BadRequest(format!(
-                    "trace #{trace}: stored verdict {seq} does not read back: {e}"
-                ))
+                AnalysisError::StoredVerdictUnreadable {
+                    trace,
+                    seq,
+                    reason: e.to_string(),
+                }
             })?;
             s.seq = seq;
             s.at_ms = rec.at_ms;

@@ -4,11 +4,11 @@
 use super::case::{failed_cases, FailedCase};
 use super::model::TraceModel;
 use crate::error::Result;
-use memtrace_engine::{Database, TraceView};
+use memtrace_engine::{Engine, TraceView};
 
 /// The trace a selector (graph id or `#ID`) names, or every trace, each
 /// as a view.
-pub(crate) fn views<'db>(db: &'db Database, trace: Option<&str>) -> Result<Vec<TraceView<'db>>> {
+pub(crate) fn views<'db>(db: &'db Engine, trace: Option<&str>) -> Result<Vec<TraceView<'db>>> {
     match trace {
         Some(t) => Ok(vec![db.trace(t)?]),
         None => db

@@ -155,12 +155,12 @@ impl Builtin {
                 _ => false,
             };
             if !fits {
-                return Err(AnalysisError::BadRequest(format!(
-                    "built-in pattern {}: ${name} must be {}, not {}",
-                    self.name,
-                    p.default.kind(),
-                    memtrace_engine::query::ast::value_literal(v)
-                )));
+                return Err(AnalysisError::ParameterKind {
+                    pattern: self.name.to_string(),
+                    name: name.to_string(),
+                    expected: p.default.kind().to_string(),
+                    given: memtrace_engine::query::ast::value_literal(v),
+                });
             }
             let v = match v {
                 Value::Str(s) => Value::List(vec![Value::Str(s.clone())]),
@@ -184,7 +184,7 @@ impl Builtin {
             Some(ty) => Ok(with_error_type(t, args, ty)?
                 .map(|f| f.origin.clone())
                 .collect()),
-            None => Err(AnalysisError::BadRequest(format!(
+            None => Err(AnalysisError::HitsNotCases(format!(
                 "the hits of built-in pattern {} are not failed cases",
                 self.name
             ))),

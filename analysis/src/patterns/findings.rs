@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use crate::attrib::{self, CaseOrigin, ErrorType};
 use crate::error::{AnalysisError, Result};
-use memtrace_engine::{Cancel, Database, Snapshot, TraceId, TraceInfo, TraceState};
+use memtrace_engine::{Cancel, Engine, Snapshot, TraceId, TraceInfo, TraceState};
 
 /// Where a trace's findings are stored: a hash of what they depend on, the
 /// attributor's fingerprint and the trace (ids are never reused, and a
@@ -64,7 +64,7 @@ impl TraceFindings {
     /// The stored findings of a trace, or, where none are stored for this
     /// attributor, the trace read whole, each failed case attributed, and
     /// the findings stored.
-    pub(crate) fn load(db: &Database, trace: TraceId, cancel: &Cancel) -> Result<TraceFindings> {
+    pub(crate) fn load(db: &Engine, trace: TraceId, cancel: &Cancel) -> Result<TraceFindings> {
         let view = db.trace_by_id(trace)?;
         let key = memo_key(&view.info());
         if let Some(body) = db.memo(&key)? {
@@ -76,12 +76,11 @@ impl TraceFindings {
         let (model, cases) = attrib::trace_cases(&view)?;
         let verdicts = attrib::attribute_trace(&model, &cases, 0, cancel, None)?;
         if verdicts.len() != cases.len() {
-            return Err(AnalysisError::BadRequest(format!(
-                "trace {}: {} evidence-flow verdict(s) for {} failed case(s)",
-                model.info.graph_id,
-                verdicts.len(),
-                cases.len()
-            )));
+            return Err(AnalysisError::VerdictsPerTrace {
+                trace: model.info.graph_id.clone(),
+                verdicts: verdicts.len(),
+                cases: cases.len(),
+            });
         }
         let findings: Vec<Finding> = verdicts
             .into_iter()

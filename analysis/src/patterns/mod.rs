@@ -23,11 +23,11 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::attrib::{CasePick, ErrorType};
-use crate::error::{AnalysisError, Result};
+use crate::error::{AnalysisError, BuiltinRefusal, Result};
 pub use builtin::{builtin, Builtin, BUILTINS};
 pub use findings::{Finding, TraceFindings};
 use memtrace_engine::{
-    columns_of, from_json, to_json, Cancel, Database, EngineError, Sink, Snapshot, TraceId,
+    columns_of, from_json, to_json, Cancel, Engine, EngineError, Sink, Snapshot, TraceId,
     TraceRecord,
 };
 pub use values::params_text;
@@ -84,7 +84,7 @@ pub struct PatternInfo {
     pub saved: Option<(u64, String)>,
 }
 
-fn events(db: &Database) -> Result<Vec<PatternEvent>> {
+fn events(db: &Engine) -> Result<Vec<PatternEvent>> {
     let mut out = Vec::new();
     for r in db.definitions()? {
         let seq = r.seq;
@@ -107,10 +107,11 @@ fn events(db: &Database) -> Result<Vec<PatternEvent>> {
 }
 
 fn unknown(name: &str, known: &[String]) -> AnalysisError {
-    let hint = memtrace_engine::query::nearest(name, known.iter().map(String::as_str))
-        .map(|n| format!(" (did you mean {n}?)"))
-        .unwrap_or_default();
-    AnalysisError::BadRequest(format!("no pattern {name}{hint}; SHOW PATTERNS lists them"))
+    AnalysisError::UnknownPattern {
+        name: name.to_string(),
+        nearest: memtrace_engine::query::nearest(name, known.iter().map(String::as_str))
+            .map(str::to_string),
+    }
 }
 
 /// The text of `SAVE PATTERN name [WITH ...] AS statement`.
@@ -171,7 +172,7 @@ pub trait Patterns {
     ) -> Result<PatternReport>;
 }
 
-impl Patterns for Database {
+impl Patterns for Engine {
     fn patterns(&self) -> Result<Vec<PatternInfo>> {
         let mut out: Vec<PatternInfo> = BUILTINS
             .iter()
@@ -218,9 +219,10 @@ impl Patterns for Database {
 
     fn pattern_history(&self, name: &str) -> Result<Vec<PatternEvent>> {
         if builtin(name).is_some() {
-            return Err(AnalysisError::BadRequest(format!(
-                "{name} is a built-in pattern: it has no history (SHOW PATTERNS describes it)"
-            )));
+            return Err(AnalysisError::BuiltinPattern {
+                name: name.to_string(),
+                refused: BuiltinRefusal::History,
+            });
         }
         let all = events(self)?;
         let mine: Vec<PatternEvent> = all.iter().filter(|e| e.name == name).cloned().collect();
@@ -242,27 +244,28 @@ impl Patterns for Database {
         let text = save_text(name, params, statement);
         let plan = self.prepare(&text, &Params::new())?;
         let Plan::SavePattern(p) = plan else {
-            return Err(AnalysisError::BadRequest(format!(
-                "not a pattern definition: {statement}"
-            )));
+            return Err(AnalysisError::NotAPatternDefinition {
+                pattern: None,
+                statement: statement.to_string(),
+            });
         };
         store_pattern(self, &p.name, &p.text, &p.params, author)
     }
 
     fn drop_pattern(&self, name: &str, author: &str) -> Result<()> {
         if builtin(name).is_some() {
-            return Err(AnalysisError::BadRequest(format!(
-                "{name} is a built-in pattern and cannot be dropped"
-            )));
+            return Err(AnalysisError::BuiltinPattern {
+                name: name.to_string(),
+                refused: BuiltinRefusal::Drop,
+            });
         }
         if !self.patterns()?.iter().any(|p| p.name == name) {
             let known: Vec<String> = self.patterns()?.into_iter().map(|p| p.name).collect();
-            let hint = memtrace_engine::query::nearest(name, known.iter().map(String::as_str))
-                .map(|n| format!(" (did you mean {n}?)"))
-                .unwrap_or_default();
-            return Err(AnalysisError::BadRequest(format!(
-                "no saved pattern {name}{hint}; SHOW PATTERNS lists them"
-            )));
+            return Err(AnalysisError::UnknownSavedPattern {
+                name: name.to_string(),
+                nearest: memtrace_engine::query::nearest(name, known.iter().map(String::as_str))
+                    .map(str::to_string),
+            });
         }
         let stored = Stored {
             action: "drop".into(),
@@ -338,16 +341,17 @@ impl Patterns for Database {
 }
 
 pub(crate) fn store_pattern(
-    db: &Database,
+    db: &Engine,
     name: &str,
     statement: &str,
     params: &[(String, Value)],
     author: &str,
 ) -> Result<u64> {
     if builtin(name).is_some() {
-        return Err(AnalysisError::BadRequest(format!(
-            "{name} is a built-in pattern; save yours under another name"
-        )));
+        return Err(AnalysisError::BuiltinPattern {
+            name: name.to_string(),
+            refused: BuiltinRefusal::Save,
+        });
     }
     let stored = Stored {
         action: "save".into(),
@@ -366,20 +370,20 @@ pub(crate) fn store_pattern(
         .count() as u64)
 }
 
-fn append_pattern_event(db: &Database, name: &str, stored: &Stored) -> Result<()> {
+fn append_pattern_event(db: &Engine, name: &str, stored: &Stored) -> Result<()> {
     db.append_definition(name, serde_json::to_string(stored)?)?;
     Ok(())
 }
 
 /// Looks a pattern up and binds its parameters: `given` overrides the
 /// defaults and may name only the pattern's own parameters.
-pub(crate) fn resolve_pattern(db: &Database, spec: &PatternSpec) -> Result<Resolved> {
+pub(crate) fn resolve_pattern(db: &Engine, spec: &PatternSpec) -> Result<Resolved> {
     if let Some(b) = builtin(&spec.name) {
         if spec.statement.is_some() {
-            return Err(AnalysisError::BadRequest(format!(
-                "{} is a built-in pattern; give your statement another name",
-                spec.name
-            )));
+            return Err(AnalysisError::BuiltinPattern {
+                name: spec.name.clone(),
+                refused: BuiltinRefusal::Inline,
+            });
         }
         let args = b.bind(&spec.params)?;
         return Ok(Resolved {
@@ -396,10 +400,10 @@ pub(crate) fn resolve_pattern(db: &Database, spec: &PatternSpec) -> Result<Resol
         Some(s) => {
             let text = save_text(&spec.name, &spec.params, s);
             let Plan::SavePattern(p) = db.prepare(&text, &Params::new())? else {
-                return Err(AnalysisError::BadRequest(format!(
-                    "pattern {}: not a pattern definition: {s}",
-                    spec.name
-                )));
+                return Err(AnalysisError::NotAPatternDefinition {
+                    pattern: Some(spec.name.clone()),
+                    statement: s.clone(),
+                });
             };
             (p.text, p.params)
         }
@@ -442,7 +446,7 @@ pub(crate) fn resolve_pattern(db: &Database, spec: &PatternSpec) -> Result<Resol
 
 /// Fills in a planned RUN PATTERN: the pattern's planned statement and
 /// the result's columns (the trace first).
-pub(crate) fn resolve_run_plan(db: &Database, plan: &mut RunPatternPlan) -> Result<()> {
+pub(crate) fn resolve_run_plan(db: &Engine, plan: &mut RunPatternPlan) -> Result<()> {
     let r = resolve_pattern(
         db,
         &PatternSpec {
@@ -679,7 +683,7 @@ fn run_resolved(
 
 /// RUN PATTERN in the language: every hit as a row, the trace's graph id first.
 pub(crate) fn run_pattern_rows(
-    db: &Database,
+    db: &Engine,
     view: &Snapshot<'_>,
     plan: &RunPatternPlan,
     cancel: &Cancel,
@@ -755,7 +759,7 @@ fn cases_of(r: &mut Resolved) -> Option<String> {
 /// planned statement, its columns) as for RUN PATTERN. The error, when
 /// they are not, says why and what would do; the caller places it.
 pub(crate) fn resolve_case_pattern(
-    db: &Database,
+    db: &Engine,
     plan: &mut RunPatternPlan,
 ) -> Result<std::result::Result<(), String>> {
     let mut r = resolve_pattern(
@@ -784,7 +788,7 @@ pub(crate) fn resolve_case_pattern(
 /// `ATTRIBUTE (RUN PATTERN ...)`. The pattern is looked up again, as
 /// RUN PATTERN does; one whose hits are not cases is an error.
 pub(crate) fn pattern_case_picks(
-    db: &Database,
+    db: &Engine,
     view: &Snapshot<'_>,
     plan: &RunPatternPlan,
     cancel: &Cancel,
@@ -798,7 +802,7 @@ pub(crate) fn pattern_case_picks(
         },
     )?;
     if let Some(why) = cases_of(&mut r) {
-        return Err(AnalysisError::BadRequest(why));
+        return Err(AnalysisError::HitsNotCases(why));
     }
     let (traces, _) = pattern_traces(view, plan.over.as_ref())?;
     let per_trace: Vec<Vec<CasePick>> = traces
@@ -824,13 +828,14 @@ pub(crate) fn pattern_case_picks(
 pub fn over_pred(text: &str) -> Result<Pred> {
     let statement = format!("RUN PATTERN p OVER TRACES WHERE {text}");
     let stmt = memtrace_engine::query::parse_statement(&statement).map_err(|e| {
-        AnalysisError::BadRequest(format!("the trace condition {text:?} does not parse: {e}"))
+        AnalysisError::TraceConditionSyntax {
+            text: text.to_string(),
+            reason: e.to_string(),
+        }
     })?;
     match memtrace_engine::query::plan_text(&stmt, &Params::new(), &statement)? {
         Plan::RunPattern(RunPatternPlan { over: Some(p), .. }) => Ok(p),
-        _ => Err(AnalysisError::BadRequest(format!(
-            "not a condition on traces: {text}"
-        ))),
+        _ => Err(AnalysisError::NotATraceCondition(text.to_string())),
     }
 }
 

@@ -5,23 +5,13 @@ use crate::prelude::*;
 use serde_json::json;
 
 use super::{PatternReport, PatternSpec, RunOptions};
-use memtrace_engine::{Cancel, Database, ImportOptions, InputFormat, Value};
+use crate::testing::{self, temp_db};
+use memtrace_engine::{Cancel, Engine, Value};
 use memtrace_gen::builder::{TraceBuilder, VarRef};
 
-fn open() -> (tempfile::TempDir, Database) {
-    let dir = tempfile::tempdir().unwrap();
-    let db = crate::open(dir.path().join("db")).unwrap();
-    (dir, db)
-}
-
-fn import(db: &Database, b: TraceBuilder) {
-    db.import_reader(
-        b.finish().to_string().as_bytes(),
-        InputFormat::Json,
-        "test",
-        &ImportOptions::default(),
-    )
-    .unwrap();
+/// Imports a built trace.
+fn import(db: &Engine, b: TraceBuilder) {
+    testing::import(db, &b.finish());
 }
 
 fn var(b: &mut TraceBuilder, class: &str, name: &str, value: &str, category: &str) -> VarRef {
@@ -40,7 +30,7 @@ enum Fault {
 
 /// A Mem0-like trace with one failed question ("What car does Omar
 /// drive?"), its evidence lost as `fault` says. Returns the op at fault.
-fn fault_trace(db: &Database, graph_id: &str, fault: Fault) -> String {
+fn fault_trace(db: &Engine, graph_id: &str, fault: Fault) -> String {
     let mut b = TraceBuilder::new(graph_id, "u", "mem0", json!({}), 19_000);
     b.session("memory_construction", "session", json!({}));
     let m1 = var(
@@ -198,23 +188,10 @@ fn judge(b: &mut TraceBuilder, query: &VarRef, pred: &VarRef, gold: &str, score:
         .unwrap_or("Q")
         .to_string();
     let n = n.split('@').next().unwrap_or("Q").to_string();
-    let gold = var(b, "golden_answers", &n, gold, "golden_answers");
-    let resp = var(b, "judge_response", &n, "'WRONG'", "judge_response");
-    let score = var(b, "judge_score", &n, score, "judge_score");
-    b.op_edges(
-        "llm-judge",
-        "evaluation",
-        &[
-            (query.full_node_id.clone(), resp.full_node_id.clone(), None),
-            (gold.full_node_id.clone(), resp.full_node_id.clone(), None),
-            (pred.full_node_id.clone(), resp.full_node_id.clone(), None),
-            (resp.full_node_id.clone(), score.full_node_id.clone(), None),
-        ],
-        json!({}),
-    );
+    testing::judge(b, &n, query, pred, gold, "'WRONG'", score);
 }
 
-fn run(db: &Database, specs: &[PatternSpec]) -> PatternReport {
+fn run(db: &Engine, specs: &[PatternSpec]) -> PatternReport {
     db.run_patterns(
         specs,
         &RunOptions {
@@ -261,7 +238,7 @@ const ERROR_PATTERNS: [(&str, Fault); 5] = [
 
 #[test]
 fn each_error_type_pattern_fires_on_its_fault_and_on_no_other() {
-    let (_d, db) = open();
+    let (_d, db) = temp_db();
     let mut faulty = Vec::new();
     for (i, (_, fault)) in ERROR_PATTERNS.iter().enumerate() {
         let op = fault_trace(&db, &format!("g{i}"), *fault);
@@ -303,7 +280,7 @@ fn each_error_type_pattern_fires_on_its_fault_and_on_no_other() {
 
 #[test]
 fn a_passing_case_fires_no_error_type_pattern() {
-    let (_d, db) = open();
+    let (_d, db) = temp_db();
     let mut b = TraceBuilder::new("ok", "u", "mem0", json!({}), 19_000);
     b.session("s", "session", json!({}));
     let m = var(
@@ -341,7 +318,7 @@ fn a_passing_case_fires_no_error_type_pattern() {
 }
 
 /// A unit written in versions with these values, each by an op of `kind`.
-fn versions_trace(db: &Database, graph_id: &str, values: &[String], kind: &str) {
+fn versions_trace(db: &Engine, graph_id: &str, values: &[String], kind: &str) {
     let mut b = TraceBuilder::new(graph_id, "u", "mem0", json!({}), 19_000);
     b.session("s", "session", json!({}));
     let mut unit = var(&mut b, "memory", "m", &values[0], "memory_entry");
@@ -364,7 +341,7 @@ fn versions_trace(db: &Database, graph_id: &str, values: &[String], kind: &str) 
 
 #[test]
 fn noop_update_fires_on_an_update_that_repeats_the_value_and_only_then() {
-    let (_d, db) = open();
+    let (_d, db) = temp_db();
     let same = ["'a'", "'b'", "'b'"].map(String::from);
     versions_trace(&db, "same", &same, "update");
     let changed = ["'a'", "'b'", "'c'"].map(String::from);
@@ -390,7 +367,7 @@ fn noop_update_fires_on_an_update_that_repeats_the_value_and_only_then() {
 }
 
 /// A retrieval op whose one output has this value.
-fn retrieval_trace(db: &Database, graph_id: &str, output: &str) {
+fn retrieval_trace(db: &Engine, graph_id: &str, output: &str) {
     let mut b = TraceBuilder::new(graph_id, "u", "rag", json!({}), 19_000);
     b.session("s", "session", json!({}));
     let q = var(&mut b, "query", "Q1", "'anything?'", "message & query");
@@ -401,7 +378,7 @@ fn retrieval_trace(db: &Database, graph_id: &str, output: &str) {
 
 #[test]
 fn empty_retrieval_fires_on_empty_results_and_not_on_others() {
-    let (_d, db) = open();
+    let (_d, db) = temp_db();
     for (g, v) in [
         ("list", "[]"),
         ("none", "None"),
@@ -427,7 +404,7 @@ fn empty_retrieval_fires_on_empty_results_and_not_on_others() {
 
 #[test]
 fn unbounded_growth_fires_on_a_unit_that_only_grows_and_not_on_a_trimmed_one() {
-    let (_d, db) = open();
+    let (_d, db) = temp_db();
     let grow: Vec<String> = (1..=20)
         .map(|i| format!("'{}'", "x".repeat(i * 3)))
         .collect();
@@ -462,7 +439,7 @@ fn unbounded_growth_fires_on_a_unit_that_only_grows_and_not_on_a_trimmed_one() {
 
 /// Two questions, each lost by its own extraction op; the ops read the
 /// same prompt when `shared`, else one prompt each.
-fn prompt_trace(db: &Database, graph_id: &str, shared: bool) {
+fn prompt_trace(db: &Engine, graph_id: &str, shared: bool) {
     let mut b = TraceBuilder::new(graph_id, "u", "mem0", json!({}), 19_000);
     b.session("s", "session", json!({}));
     let p1 = b.variable(None, "prompt-a", "'Extract.'", "prompt", None, json!({}));
@@ -530,7 +507,7 @@ fn prompt_trace(db: &Database, graph_id: &str, shared: bool) {
 
 #[test]
 fn shared_failing_prompt_fires_when_several_faulty_ops_read_one_prompt() {
-    let (_d, db) = open();
+    let (_d, db) = temp_db();
     prompt_trace(&db, "shared", true);
     prompt_trace(&db, "apart", false);
     let r = run(
@@ -561,7 +538,7 @@ fn shared_failing_prompt_fires_when_several_faulty_ops_read_one_prompt() {
 
 #[test]
 fn built_in_parameters_are_checked() {
-    let (_d, db) = open();
+    let (_d, db) = temp_db();
     let err = |s: PatternSpec| {
         db.run_patterns(&[s], &RunOptions::default(), &Cancel::new(), &|_, _| {})
             .unwrap_err()
@@ -594,7 +571,7 @@ fn built_in_parameters_are_checked() {
 
 #[test]
 fn a_run_in_parallel_finds_what_a_run_on_one_thread_finds() {
-    let (_d, db) = open();
+    let (_d, db) = temp_db();
     for i in 0..12 {
         let fault = ERROR_PATTERNS[i % 5].1;
         fault_trace(&db, &format!("t{i}"), fault);
@@ -634,7 +611,7 @@ fn a_run_in_parallel_finds_what_a_run_on_one_thread_finds() {
 
 #[test]
 fn over_limits_the_traces_a_run_reads() {
-    let (_d, db) = open();
+    let (_d, db) = temp_db();
     retrieval_trace(&db, "rag-1", "[]");
     fault_trace(&db, "mem0-1", Fault::Extraction);
     let opts = RunOptions {
@@ -726,7 +703,7 @@ fn saved_patterns_keep_their_history_through_saves_and_drops() {
     assert_eq!((p.version, p.builtin), (3, false));
 }
 
-fn run_err(db: &Database, name: &str) -> String {
+fn run_err(db: &Engine, name: &str) -> String {
     db.run_patterns(
         &[PatternSpec::named(name)],
         &RunOptions::default(),
@@ -739,7 +716,7 @@ fn run_err(db: &Database, name: &str) -> String {
 
 #[test]
 fn bad_saves_and_drops_store_nothing() {
-    let (_d, db) = open();
+    let (_d, db) = temp_db();
     let e = db
         .save_pattern("noop_update", "FIND ops", &[], "ana")
         .unwrap_err()
@@ -768,7 +745,7 @@ fn bad_saves_and_drops_store_nothing() {
 
 #[test]
 fn a_saved_traversal_counts_no_hits_in_traces_without_its_start() {
-    let (_d, db) = open();
+    let (_d, db) = temp_db();
     fault_trace(&db, "has", Fault::Extraction);
     retrieval_trace(&db, "lacks", "[]");
     db.save_pattern(

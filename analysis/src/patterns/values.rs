@@ -21,15 +21,11 @@ pub(crate) fn no_such_param<'a>(
     name: &str,
     takes: impl Iterator<Item = &'a str>,
 ) -> AnalysisError {
-    let known: Vec<String> = takes.map(|n| format!("${n}")).collect();
-    AnalysisError::BadRequest(format!(
-        "{what} has no parameter ${name}; {}",
-        if known.is_empty() {
-            "it takes none".to_string()
-        } else {
-            format!("its parameters: {}", known.join(", "))
-        }
-    ))
+    AnalysisError::UnknownParameter {
+        pattern: what.to_string(),
+        name: name.to_string(),
+        takes: takes.map(str::to_string).collect(),
+    }
 }
 
 /// A count as a query value.

@@ -5,15 +5,15 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::types::{
-    ratio, Accuracy, Example, Label, OpCount, Pattern, Report, Summary, TypeCount, MAX_EXAMPLES,
-    MAX_OPS, MAX_PATTERNS, NO_OP, NO_SYSTEM, UNNAMED_OP,
+    ratio, Accuracy, AnnotatedCause, Example, OpCount, Pattern, Report, Summary, TypeCount,
+    MAX_EXAMPLES, MAX_OPS, MAX_PATTERNS, NO_OP, NO_SYSTEM, UNNAMED_OP,
 };
 use crate::attrib::case::{self, FailedCase};
 use crate::attrib::{stored_verdicts, CaseOrigin};
 use crate::attrib::{ErrorType, Method, StoredVerdict, TraceModel, Verdict};
 use crate::error::Result;
 use memtrace_engine::Case;
-use memtrace_engine::Database;
+use memtrace_engine::Engine;
 use memtrace_engine::{now_ms, EngineError, StorageError, TraceId};
 
 fn nonempty(s: &Option<String>) -> Option<String> {
@@ -25,7 +25,11 @@ fn nonempty(s: &Option<String>) -> Option<String> {
 
 /// The label of a case: its own annotation, or else the annotation whose
 /// `query_id` resolves to the case's query.
-fn label_for(model: &TraceModel, annotations: &[Case], case: &FailedCase) -> Option<Label> {
+fn label_for(
+    model: &TraceModel,
+    annotations: &[Case],
+    case: &FailedCase,
+) -> Option<AnnotatedCause> {
     let annotation = match case.origin {
         CaseOrigin::Annotation(i) => annotations.get(i),
         CaseOrigin::Judge(_) => annotations.iter().find(|a| {
@@ -36,7 +40,7 @@ fn label_for(model: &TraceModel, annotations: &[Case], case: &FailedCase) -> Opt
             })
         }),
     }?;
-    let label = Label {
+    let label = AnnotatedCause {
         error_type: nonempty(&annotation.final_error_type),
         op_id: nonempty(&annotation.final_op_id),
     };
@@ -87,7 +91,7 @@ struct Row<'a> {
     case: &'a FailedCase,
     verdict: Option<&'a Verdict>,
     op_name: String,
-    label: Option<Label>,
+    label: Option<AnnotatedCause>,
 }
 
 #[derive(Default)]
@@ -216,7 +220,7 @@ pub trait Reports {
     fn report(&self, method: Method, trace: Option<&str>) -> Result<Report>;
 }
 
-impl Reports for Database {
+impl Reports for Engine {
     fn report(&self, method: Method, trace: Option<&str>) -> Result<Report> {
         let ids: Vec<TraceId> = match trace {
             Some(t) => vec![self.trace(t)?.id()],

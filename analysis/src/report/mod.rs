@@ -27,6 +27,6 @@ mod types;
 pub use gather::Reports;
 pub use text::MAX_CHARS;
 pub use types::{
-    Accuracy, Example, Label, OpCount, Pattern, Report, Summary, TypeCount, MAX_EXAMPLES, MAX_OPS,
-    MAX_PATTERNS, NO_OP, NO_SYSTEM, UNNAMED_OP,
+    Accuracy, AnnotatedCause, Example, OpCount, Pattern, Report, Summary, TypeCount, MAX_EXAMPLES,
+    MAX_OPS, MAX_PATTERNS, NO_OP, NO_SYSTEM, UNNAMED_OP,
 };

@@ -10,7 +10,7 @@ use crate::attrib::agent::{client_for, complete};
 use crate::attrib::Cost;
 use crate::error::Result;
 use memtrace_engine::Cancel;
-use memtrace_engine::Database;
+use memtrace_engine::Engine;
 
 /// Examples per failure pattern a summary request shows.
 const SUMMARY_EXAMPLES: usize = 2;
@@ -66,9 +66,9 @@ fn summary_request(s: &Summary, fence: &Fence) -> Vec<Message> {
 /// Asks the database's LLM for a written summary of each system's failure
 /// patterns and puts it into the report (systems without a decided case are
 /// left without one); what
-/// [`Database::write_summaries`](crate::prelude::Advise::write_summaries)
+/// [`Engine::write_summaries`](crate::prelude::Advise::write_summaries)
 /// does. Returns the cost.
-pub(crate) fn write(db: &Database, report: &mut Report, cancel: &Cancel) -> Result<Cost> {
+pub(crate) fn write(db: &Engine, report: &mut Report, cancel: &Cancel) -> Result<Cost> {
     let (client, rt) = client_for(db)?;
     let mut total = Cost::default();
     for s in &mut report.systems {

@@ -3,8 +3,8 @@
 
 use crate::attrib::{ErrorType, FailedCase, Method, Step, Verdict};
 use crate::prelude::*;
-use memtrace_engine::Database;
-use memtrace_engine::{ImportOptions, InputFormat};
+use crate::testing::{answer, import, temp_db};
+use memtrace_engine::Engine;
 use memtrace_gen::builder::TraceBuilder;
 use serde_json::json;
 
@@ -69,22 +69,7 @@ fn question(b: &mut TraceBuilder, q: &str, text: &str, score: &str) -> Question 
         json!({}),
     );
     b.session("memory_evaluation", "session", json!({}));
-    let pred = b.variable(
-        Some("prediction"),
-        q,
-        "'a red Toyota'",
-        "prediction",
-        None,
-        json!({}),
-    );
-    let qa = b.op(
-        "question-answering",
-        "evaluation",
-        None,
-        &[&query, &context],
-        &[&pred],
-        json!({}),
-    );
+    let (pred, qa) = answer(b, q, "'a red Toyota'", &[&query, &context]);
     let gold = b.variable(
         Some("golden_answers"),
         q,
@@ -110,16 +95,6 @@ fn question(b: &mut TraceBuilder, q: &str, text: &str, score: &str) -> Question 
     Question { add, search, qa }
 }
 
-fn import(db: &Database, trace: serde_json::Value) {
-    db.import_reader(
-        trace.to_string().as_bytes(),
-        InputFormat::Json,
-        "test",
-        &ImportOptions::default(),
-    )
-    .unwrap();
-}
-
 pub(super) fn verdict(
     case: &FailedCase,
     error_type: Option<ErrorType>,
@@ -128,23 +103,13 @@ pub(super) fn verdict(
     reason: &str,
 ) -> Verdict {
     Verdict {
-        trace: case.trace,
-        graph_id: case.graph_id.clone(),
-        system: case.system.clone(),
-        case: case.id.clone(),
-        query: case.query.clone(),
         error_type,
         op_id: op.map(str::to_string),
         op_name: op_name.map(str::to_string),
         confidence: 0.75,
         reason: reason.into(),
-        chain: Vec::new(),
-        method: Method::Evidence.name().into(),
-        version: Method::Evidence.version().into(),
-        micros: 3,
-        model: None,
-        cost: None,
         setting: None,
+        ..Verdict::undecided(case, Method::Evidence, 3)
     }
 }
 
@@ -158,10 +123,9 @@ pub(super) const XSS: &str = "<script>alert(1)</script>";
 /// twice), one labelled with a non-memory error. `g-mem0` (mem0): four
 /// judge cases without labels, one with an undecided verdict and one
 /// with a verdict of another method as well.
-pub(super) fn fixture() -> (tempfile::TempDir, Database) {
+pub(super) fn fixture() -> (tempfile::TempDir, Engine) {
     use ErrorType::*;
-    let dir = tempfile::tempdir().unwrap();
-    let db = crate::open(dir.path().join("db")).unwrap();
+    let (dir, db) = temp_db();
 
     let mut b = TraceBuilder::new("g-rag", "u", "rag", json!({}), 19_000);
     let r: Vec<Question> = (1..=4)
@@ -181,7 +145,7 @@ pub(super) fn fixture() -> (tempfile::TempDir, Database) {
             "final_error_type": t, "final_op_id": op,
         }));
     }
-    import(&db, b.finish());
+    import(&db, &b.finish());
 
     let mut b = TraceBuilder::new("g-mem0", "u", "mem0", json!({}), 19_000);
     let m: Vec<Question> = [
@@ -194,7 +158,7 @@ pub(super) fn fixture() -> (tempfile::TempDir, Database) {
     .iter()
     .map(|(q, text, score)| question(&mut b, q, text, score))
     .collect();
-    import(&db, b.finish());
+    import(&db, &b.finish());
 
     let rag = db.failed_cases(Some("g-rag")).unwrap();
     let mem0 = db.failed_cases(Some("g-mem0")).unwrap();

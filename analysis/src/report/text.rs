@@ -1,7 +1,7 @@
 //! The text both renderings share: values cut and escaped for Markdown and
 //! for HTML, counts as shares, times, and the words around labels and scope.
 
-use super::types::{ratio, Example, Label, Report};
+use super::types::{ratio, AnnotatedCause, Example, Report};
 use crate::attrib::ErrorType;
 use memtrace_engine::civil_from_days;
 
@@ -111,7 +111,7 @@ pub(super) fn utc(ms: u64) -> String {
 }
 
 /// What the label says and whether the verdict agrees, in words.
-pub(super) fn label_text(label: &Label, ex: &Example, verdict_type: ErrorType) -> String {
+pub(super) fn label_text(label: &AnnotatedCause, ex: &Example, verdict_type: ErrorType) -> String {
     let t = label.error_type.as_deref().unwrap_or("no error type");
     let op = label.op_id.as_deref().unwrap_or("no op");
     let mut out = format!("{t} at {op}");

@@ -21,9 +21,9 @@ pub const NO_OP: &str = "(no op)";
 /// The op name of a verdict whose op has no name (or is not in the trace).
 pub const UNNAMED_OP: &str = "(unnamed op)";
 
-/// The label a trace's annotations give a case.
+/// The cause a trace's annotations give a case (its label).
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Label {
+pub struct AnnotatedCause {
     /// `final_error_type` as written (one of the five types, or a
     /// non-memory label such as a judge error).
     pub error_type: Option<String>,
@@ -31,7 +31,7 @@ pub struct Label {
     pub op_id: Option<String>,
 }
 
-impl Label {
+impl AnnotatedCause {
     /// The labelled error type when it is one of the five memory error types.
     pub fn memory_type(&self) -> Option<ErrorType> {
         self.error_type.as_deref().and_then(|t| t.parse().ok())
@@ -108,7 +108,7 @@ pub struct Example {
     /// The verdict's evidence chain.
     pub chain: Vec<Step>,
     /// The case's label, when the trace has one.
-    pub label: Option<Label>,
+    pub label: Option<AnnotatedCause>,
 }
 
 /// A failure pattern: an error type at a faulty op name.
@@ -151,7 +151,7 @@ pub struct Summary {
     /// The most common patterns, most first, at most [`MAX_PATTERNS`].
     pub patterns: Vec<Pattern>,
     /// A summary of the failure patterns written by an LLM
-    /// ([`Database::write_summaries`](crate::prelude::Advise::write_summaries)), when asked for.
+    /// ([`Engine::write_summaries`](crate::prelude::Advise::write_summaries)), when asked for.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub written: Option<String>,
 }

@@ -280,7 +280,7 @@ mod tests {
     use memtrace_query::{Field, Plan, Value};
 
     use crate::{
-        Call, CaseOrigin, Engine, DerivedCase, EngineError, Extension, ResultRow, Sink, TraceId,
+        Call, CaseOrigin, DerivedCase, Engine, EngineError, Extension, ResultRow, Sink, TraceId,
     };
 
     /// One trace with an op named `judge` and no annotation.

@@ -60,7 +60,7 @@ mod test_support;
 mod text;
 mod types;
 
-pub use outcome::{Deviation, Label, Outcome, Recorded};
+pub use outcome::{Deviation, Outcome, Recorded, TrueCause};
 pub use plan::{Fault, FaultKind, Intervention, Slot};
 pub use schedule::Sim;
 pub use text::py_str;

@@ -4,9 +4,9 @@
 
 use super::types::ErrorType;
 
-/// The label of a failed question.
+/// The true cause of a failed question, as the generator planted it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Label {
+pub struct TrueCause {
     /// The question.
     pub question: usize,
     /// The earliest decisive op.
@@ -52,7 +52,7 @@ pub struct Recorded {
     /// The smartcomment op id of each slot.
     pub op_ids: Vec<String>,
     /// Labels of the failed questions.
-    pub labels: Vec<Label>,
+    pub labels: Vec<TrueCause>,
     /// What the answer model said, per question.
     pub predictions: Vec<String>,
 }

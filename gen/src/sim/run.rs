@@ -3,7 +3,7 @@
 //! written through the recorder, and the labels of the failed questions.
 
 use super::memory::State;
-use super::outcome::{Label, Outcome, Recorded};
+use super::outcome::{Outcome, Recorded, TrueCause};
 use super::plan::{Fault, Intervention, Slot};
 use super::record::Rec;
 use super::schedule::Sim;
@@ -35,7 +35,7 @@ impl Sim {
     }
 
     /// Labels of the failed questions of a recorded outcome.
-    pub fn labels(&self, outcome: &Outcome) -> Vec<Label> {
+    pub fn labels(&self, outcome: &Outcome) -> Vec<TrueCause> {
         let mut labels = Vec::new();
         for (q, &right) in outcome.correct.iter().enumerate() {
             if right {
@@ -56,7 +56,7 @@ impl Sim {
                     ErrorType::Response,
                 ),
             };
-            labels.push(Label {
+            labels.push(TrueCause {
                 question: q,
                 slot,
                 error_type,

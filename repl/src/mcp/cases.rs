@@ -1,9 +1,9 @@
 //! Failed cases with their latest verdicts, and a verdict for one case, not stored.
 
 use memtrace::attrib::{AttributeRequest, ErrorType, Method, Search, Setting, Verdict};
+use memtrace::engine::Engine;
 use memtrace::prelude::*;
-use memtrace::engine::{Engine};
-use memtrace::{Cancel};
+use memtrace::Cancel;
 use rmcp::ErrorData;
 use serde_json::{json, Value};
 

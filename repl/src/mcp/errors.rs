@@ -42,7 +42,7 @@ pub fn engine(e: EngineError) -> ErrorData {
                 format!("{message} (failed_cases lists the cases of a trace)"),
                 Some(json!({"kind": "unknown_case"})),
             ),
-            Some(memtrace::AnalysisError::BadRequest(_)) => ErrorData::invalid_params(message, None),
+            Some(e) if e.is_invalid_request() => ErrorData::invalid_params(message, None),
             _ => ErrorData::internal_error(message, None),
         },
         _ => ErrorData::internal_error(message, None),

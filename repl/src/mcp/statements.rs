@@ -25,12 +25,7 @@ fn writes(plan: &Plan) -> Option<&'static str> {
 }
 
 /// Runs a planned statement within its limits.
-pub fn rows(
-    db: &Engine,
-    plan: &Plan,
-    limit: usize,
-    timeout: Duration,
-) -> Result<Rows, ErrorData> {
+pub fn rows(db: &Engine, plan: &Plan, limit: usize, timeout: Duration) -> Result<Rows, ErrorData> {
     let start = Instant::now();
     let (columns, data, truncated) = with_timeout(timeout, |cancel| {
         let mut rows: Vec<Vec<Value>> = Vec::new();

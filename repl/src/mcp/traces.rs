@@ -1,7 +1,7 @@
 //! The list of stored traces, filtered, with their failed cases counted.
 
-use memtrace::prelude::*;
 use memtrace::engine::Engine;
+use memtrace::prelude::*;
 use rmcp::ErrorData;
 use serde_json::json;
 

@@ -12,12 +12,7 @@ use super::params::ShowValue;
 use super::results::ValuePage;
 
 /// The page of at most `max` characters from `offset` of the value `a` names.
-pub fn show(
-    db: &Engine,
-    a: ShowValue,
-    offset: usize,
-    max: usize,
-) -> Result<ValuePage, ErrorData> {
+pub fn show(db: &Engine, a: ShowValue, offset: usize, max: usize) -> Result<ValuePage, ErrorData> {
     let view = db.trace(&a.trace).map_err(engine)?;
     let graph_id = view.info().graph_id.clone();
     let var = match view.resolve(&a.node).map_err(engine)? {

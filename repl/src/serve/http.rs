@@ -106,7 +106,7 @@ impl From<EngineError> for ApiError {
             EngineError::Cancelled => (503, "timeout"),
             EngineError::Extension(inner) => match inner.downcast_ref::<AnalysisError>() {
                 Some(AnalysisError::UnknownCase { .. }) => (404, "not_found"),
-                Some(AnalysisError::BadRequest(_)) => (400, "bad_request"),
+                Some(e) if e.is_invalid_request() => (400, "bad_request"),
                 _ => (500, "internal"),
             },
             _ => (500, "internal"),

@@ -7,7 +7,6 @@ use memtrace::attrib::{AttributeRequest, Method};
 use memtrace::gen::set::{generate_trace, GenSpec};
 use memtrace::gen::sim::System;
 use memtrace::prelude::*;
-use memtrace::engine::{Engine};
 use memtrace::{Cancel, ImportOptions, InputFormat};
 use serde_json::{json, Value};
 

@@ -5,8 +5,8 @@
 use std::collections::BTreeSet;
 
 use memtrace::attrib::{ErrorType, Method};
+use memtrace::engine::Engine;
 use memtrace::prelude::*;
-use memtrace::engine::{Engine};
 use memtrace::{Cancel, Params, Result};
 
 /// Distinct names found in the database, each list sorted. A name that holds

@@ -25,7 +25,7 @@ use super::verdict::{Cost, Method, Verdict};
 use crate::error::{AnalysisError, Result};
 use explore::{Explorer, Outcome};
 use memtrace_engine::Cancel;
-use memtrace_engine::Database;
+use memtrace_engine::Engine;
 
 /// A cached answer: the body as received, and how it must be read.
 #[derive(Serialize, Deserialize)]
@@ -57,7 +57,7 @@ fn llm_error(e: LlmError) -> AnalysisError {
 /// endpoint (and then cached).
 async fn ask(
     client: &Client,
-    db: &Database,
+    db: &Engine,
     cancel: &Cancel,
     req: &ChatRequest,
     call_number: usize,
@@ -130,7 +130,7 @@ pub struct CaseInput<'a> {
 /// with an error (answers so far stay cached).
 pub async fn attribute_case(
     client: &Client,
-    db: &Database,
+    db: &Engine,
     cancel: &Cancel,
     input: CaseInput<'_>,
 ) -> Result<Verdict> {
@@ -260,7 +260,7 @@ pub async fn attribute_case(
 /// and what it cost.
 pub async fn complete(
     client: &Client,
-    db: &Database,
+    db: &Engine,
     cancel: &Cancel,
     messages: Vec<Message>,
 ) -> Result<(String, Cost)> {
@@ -308,7 +308,7 @@ struct LlmSlot(std::sync::Mutex<Option<memtrace_llm::Config>>);
 #[derive(Default)]
 struct EmbedSlot(std::sync::Mutex<Option<Option<memtrace_llm::Config>>>);
 
-impl LlmSettings for Database {
+impl LlmSettings for Engine {
     fn set_llm_config(&self, config: memtrace_llm::Config) {
         let slot = self.shared::<LlmSlot>();
         *slot.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(config);
@@ -343,12 +343,15 @@ impl LlmSettings for Database {
 }
 
 /// A client and a runtime to drive it from synchronous code.
-pub(crate) fn client_for(db: &Database) -> Result<(Client, tokio::runtime::Runtime)> {
+pub(crate) fn client_for(db: &Engine) -> Result<(Client, tokio::runtime::Runtime)> {
     let client = Client::new(db.llm_config()?)?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| AnalysisError::BadRequest(format!("cannot start the LLM client: {e}")))?;
+        .map_err(|source| AnalysisError::ClientCannotStart {
+            client: "LLM",
+            source,
+        })?;
     Ok((client, rt))
 }
 

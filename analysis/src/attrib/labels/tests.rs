@@ -2,29 +2,23 @@
 //! annotations that import back as the same cases.
 
 use super::*;
+use crate::testing::{answer, import, import_from, judge, temp_db};
 use crate::AnalysisError;
+use memtrace_engine::Engine;
 use memtrace_engine::EngineError;
-use memtrace_engine::{Database, ImportOptions, InputFormat};
 use memtrace_gen::builder::TraceBuilder;
 use memtrace_gen::set::{generate_trace, GenSpec};
 use serde_json::json;
 
 /// A database holding one small generated Mem0 trace with failed cases.
-fn db_with_trace() -> (tempfile::TempDir, Database, String) {
-    let dir = tempfile::tempdir().unwrap();
-    let db = crate::open(dir.path().join("db")).unwrap();
+fn db_with_trace() -> (tempfile::TempDir, Engine, String) {
+    let (dir, db) = temp_db();
     let t = generate_trace(&GenSpec::small(memtrace_gen::sim::System::Mem0), 0);
-    db.import_reader(
-        t.document.to_string().as_bytes(),
-        InputFormat::Json,
-        "test",
-        &ImportOptions::default(),
-    )
-    .unwrap();
+    import(&db, &t.document);
     (dir, db, t.graph_id)
 }
 
-fn first_case(db: &Database, trace: &str) -> (FailedCase, String) {
+fn first_case(db: &Engine, trace: &str) -> (FailedCase, String) {
     let cases = db.failed_cases(Some(trace)).unwrap();
     let case = cases
         .into_iter()
@@ -185,14 +179,7 @@ fn labels_export_as_annotations_that_import_back() {
     let doc = db.export_labelled(&gid).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let other = crate::open(dir.path().join("other")).unwrap();
-    other
-        .import_reader(
-            doc.to_string().as_bytes(),
-            InputFormat::Json,
-            "labelled.json",
-            &ImportOptions::default(),
-        )
-        .unwrap();
+    import_from(&other, &doc, "labelled.json");
     let before = db.trace(&gid).unwrap().cases().unwrap();
     let back = other.trace(&gid).unwrap().cases().unwrap();
     assert_eq!(back.len(), cases.len(), "every failed case is kept");
@@ -250,76 +237,28 @@ fn judged(b: &mut TraceBuilder, q: &str, score: &str, query: bool) -> String {
         None,
         json!({"evidence": [format!("message:{q}:1")]}),
     );
-    let pred = b.variable(
-        Some("prediction"),
+    let (pred, _) = answer(b, q, "'a red Toyota'", &[&question, &message]);
+    judge(
+        b,
         q,
-        "'a red Toyota'",
-        "prediction",
-        None,
-        json!({}),
-    );
-    b.op(
-        "question-answering",
-        "evaluation",
-        None,
-        &[&question, &message],
-        &[&pred],
-        json!({}),
-    );
-    let gold = b.variable(
-        Some("golden_answers"),
-        q,
+        &question,
+        &pred,
         "['a blue Volvo', 'Volvo']",
-        "golden_answers",
-        None,
-        json!({}),
-    );
-    let resp = b.variable(
-        Some("judge_response"),
-        q,
         "'WRONG'",
-        "judge_response",
-        None,
-        json!({}),
-    );
-    let sc = b.variable(
-        Some("judge_score"),
-        q,
         score,
-        "judge_score",
-        None,
-        json!({}),
-    );
-    let edges: Vec<(String, String, Option<&str>)> = vec![
-        (
-            question.full_node_id.clone(),
-            resp.full_node_id.clone(),
-            None,
-        ),
-        (gold.full_node_id.clone(), resp.full_node_id.clone(), None),
-        (pred.full_node_id.clone(), resp.full_node_id.clone(), None),
-        (resp.full_node_id.clone(), sc.full_node_id.clone(), None),
-    ];
-    b.op_edges("llm-judge", "evaluation", &edges, json!({}))
+    )
 }
 
 #[test]
 fn judge_cases_are_exported_labelled_or_not_and_import_back_the_same() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = crate::open(dir.path().join("db")).unwrap();
+    let (_dir, db) = temp_db();
     let mut b = TraceBuilder::new("g-judged", "u", "rag", json!({}), 19_000);
     b.session("evaluation", "session", json!({}));
     judged(&mut b, "Q1", "0.0", true);
     judged(&mut b, "Q2", "0", true);
     judged(&mut b, "Q3", "1.0", true);
     let no_query_judge = judged(&mut b, "Q4", "0", false);
-    db.import_reader(
-        b.finish().to_string().as_bytes(),
-        InputFormat::Json,
-        "judged.json",
-        &ImportOptions::default(),
-    )
-    .unwrap();
+    import_from(&db, &b.finish(), "judged.json");
     let cases = db.failed_cases(Some("g-judged")).unwrap();
     let names: Vec<&str> = cases.iter().map(|c| c.id.as_str()).collect();
     assert_eq!(
@@ -352,14 +291,7 @@ fn judge_cases_are_exported_labelled_or_not_and_import_back_the_same() {
 
     let other_dir = tempfile::tempdir().unwrap();
     let other = crate::open(other_dir.path().join("other")).unwrap();
-    other
-        .import_reader(
-            doc.to_string().as_bytes(),
-            InputFormat::Json,
-            "labelled.json",
-            &ImportOptions::default(),
-        )
-        .unwrap();
+    import_from(&other, &doc, "labelled.json");
     let back = other.failed_cases(Some("g-judged")).unwrap();
     assert_eq!(back.len(), cases.len());
     for (was, is) in cases.iter().zip(&back) {

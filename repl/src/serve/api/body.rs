@@ -2,8 +2,8 @@
 
 use std::io::Read;
 
-use memtrace::engine::{json_kind};
-use memtrace::{InputFormat};
+use memtrace::engine::json_kind;
+use memtrace::InputFormat;
 use serde_json::{Map, Value};
 
 use super::limits::MAX_SMALL_BODY;

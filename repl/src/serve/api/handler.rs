@@ -5,7 +5,7 @@ use std::io::Read;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use memtrace::engine::{Engine};
+use memtrace::engine::Engine;
 use memtrace::{Cancel, TraceId, TraceView};
 use serde_json::json;
 

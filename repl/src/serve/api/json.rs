@@ -51,7 +51,7 @@ pub(super) fn verdict_json(s: &StoredVerdict) -> Value {
     })
 }
 
-pub(super) fn label_json(l: &memtrace::attrib::Label) -> Value {
+pub(super) fn label_json(l: &memtrace::attrib::HumanVerdict) -> Value {
     json!({
         "seq": l.seq,
         "trace": l.graph_id,

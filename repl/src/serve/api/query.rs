@@ -2,7 +2,7 @@
 
 use std::io::Read;
 
-use memtrace::engine::{Plan};
+use memtrace::engine::Plan;
 use memtrace::{Cancel, Params};
 use serde_json::{json, Value};
 
