@@ -12,8 +12,8 @@ use serde_json::{Map, Value};
 
 use super::json_key::Key;
 use super::records::{
-    finish_common, full_name_of, is_name_at_version, json_kind, DataParts, InCommon, InEdge, InOp,
-    InSession, InVar, Invalid, ParsedTrace, Top, Tri,
+    finish_common, full_name_of, is_name_at_version, json_kind, AbsentOrNull, DataParts, InCommon,
+    InEdge, InOp, InSession, InVar, Invalid, ParsedTrace, Top,
 };
 use crate::timestamp;
 
@@ -45,24 +45,24 @@ impl<'de> serde::Deserialize<'de> for Fields<'de> {
 /// Where an object is, for error messages: a path, or an item of a list
 /// (formatted only when an error names it).
 #[derive(Debug, Clone, Copy)]
-pub(crate) enum At<'a> {
+pub(crate) enum JsonPlace<'a> {
     /// A JSON path (empty for the document itself).
     Path(&'a str),
     /// Item `n` of the list at a path.
     Item(&'static str, usize),
 }
 
-impl At<'_> {
+impl JsonPlace<'_> {
     fn is_root(&self) -> bool {
-        matches!(self, At::Path(p) if p.is_empty())
+        matches!(self, JsonPlace::Path(p) if p.is_empty())
     }
 }
 
-impl fmt::Display for At<'_> {
+impl fmt::Display for JsonPlace<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            At::Path(p) => f.write_str(p),
-            At::Item(list, n) => write!(f, "{list}[{n}]"),
+            JsonPlace::Path(p) => f.write_str(p),
+            JsonPlace::Item(list, n) => write!(f, "{list}[{n}]"),
         }
     }
 }
@@ -71,7 +71,7 @@ impl fmt::Display for At<'_> {
 /// are the extra keys, in their order.
 pub(crate) struct Obj<'a> {
     fields: Vec<(Cow<'a, str>, Option<Value>)>,
-    at: At<'a>,
+    at: JsonPlace<'a>,
     duplicate: Option<String>,
 }
 
@@ -82,12 +82,12 @@ impl<'a> Obj<'a> {
                 .into_iter()
                 .map(|(k, v)| (Cow::Owned(k), Some(v)))
                 .collect(),
-            at: At::Path(path),
+            at: JsonPlace::Path(path),
             duplicate: None,
         }
     }
 
-    fn from_fields(fields: Fields<'a>, at: At<'a>) -> Self {
+    fn from_fields(fields: Fields<'a>, at: JsonPlace<'a>) -> Self {
         Obj {
             fields: fields.0,
             at,
@@ -150,7 +150,7 @@ impl<'a> Obj<'a> {
         }
     }
 
-    fn tri_str(&mut self, key: &str) -> Result<Tri, Invalid> {
+    fn tri_str(&mut self, key: &str) -> Result<AbsentOrNull, Invalid> {
         match self.take(key) {
             None => Ok(None),
             Some(Value::Null) => Ok(Some(None)),
@@ -372,7 +372,7 @@ impl Ctx {
             crate::sniff::explain(&e, text)
         };
         let path = match self.item.get() {
-            Some(item) => At::Item(item.0, item.1).to_string(),
+            Some(item) => JsonPlace::Item(item.0, item.1).to_string(),
             None => {
                 if let Some(key) = self.after.into_inner() {
                     reason = format!("{reason} (in the key after {key:?})");
@@ -527,11 +527,12 @@ impl<'de, 'c, T> Visitor<'de> for ListSeed<'c, T> {
             self.ctx.item.set(Some((self.name, n)));
             match seq.next_element::<Fields<'de>>()? {
                 None => break,
-                Some(fields) => match (self.conv)(Obj::from_fields(fields, At::Item(self.name, n)))
-                {
-                    Ok(t) => out.push(t),
-                    Err(inv) => return Err(self.ctx.fail(inv)),
-                },
+                Some(fields) => {
+                    match (self.conv)(Obj::from_fields(fields, JsonPlace::Item(self.name, n))) {
+                        Ok(t) => out.push(t),
+                        Err(inv) => return Err(self.ctx.fail(inv)),
+                    }
+                }
             }
         }
         self.ctx.item.set(None);

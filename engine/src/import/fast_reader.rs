@@ -17,8 +17,8 @@ use serde_json::{Map, Value};
 
 use super::json_key::Key;
 use super::records::{
-    finish_common, full_name_of, is_name_at_version, DataParts, InCommon, InEdge, InOp, InSession,
-    InVar, Parts, Top, Tri,
+    finish_common, full_name_of, is_name_at_version, AbsentOrNull, DataParts, InCommon, InEdge,
+    InOp, InSession, InVar, Parts, Top,
 };
 use crate::timestamp;
 
@@ -362,7 +362,7 @@ fn string_field(kind: Kind, key: &str) -> Option<usize> {
 /// (`Some(None)`) or a string; `version`, `lineno` and `metadata`; and the
 /// other keys in their order.
 struct Slots {
-    strs: [Tri; field::COUNT],
+    strs: [AbsentOrNull; field::COUNT],
     version: Option<u64>,
     lineno: Option<Option<i64>>,
     metadata: Option<String>,
@@ -381,7 +381,7 @@ impl Slots {
     }
 
     /// A field that may be absent, null or a string.
-    fn tri(&mut self, i: usize) -> Tri {
+    fn tri(&mut self, i: usize) -> AbsentOrNull {
         self.strs[i].take()
     }
 

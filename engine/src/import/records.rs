@@ -26,8 +26,8 @@ impl Invalid {
     }
 }
 
-/// A string field that may be absent, null or a string.
-pub(crate) type Tri = Option<Option<String>>;
+/// A string field that may be absent (outer `None`), null (inner `None`) or a string.
+pub(crate) type AbsentOrNull = Option<Option<String>>;
 
 /// Fields every record carries.
 #[derive(Debug, Default)]
@@ -35,9 +35,9 @@ pub(crate) struct InCommon {
     pub created_at: Option<String>,
     pub filename: Option<String>,
     pub lineno: Option<i64>,
-    pub graph_id: Tri,
-    pub user_id: Tri,
-    pub project_id: Tri,
+    pub graph_id: AbsentOrNull,
+    pub user_id: AbsentOrNull,
+    pub project_id: AbsentOrNull,
     pub metadata: Option<String>,
     pub trigger_point: Option<String>,
     pub extra: Option<String>,

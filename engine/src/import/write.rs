@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 
 use super::input::{otlp_traces, read_traces, Digest, Ready};
 use super::options::{ImportOptions, ImportedTrace, Progress};
-use super::records::{InCommon, InEdge, InOp, InSession, InVar, Parts, Resolved, Tri};
+use super::records::{AbsentOrNull, InCommon, InEdge, InOp, InSession, InVar, Parts, Resolved};
 use crate::error::{EngineError, Result};
 
 /// Stores the traces of one input; when there are several, each is checked
@@ -85,7 +85,7 @@ fn unchanged(trace: TraceId, record: TraceRecord) -> ImportedTrace {
     }
 }
 
-fn shared(tri: Tri, trace_value: Option<&str>) -> Shared {
+fn shared(tri: AbsentOrNull, trace_value: Option<&str>) -> Shared {
     match tri {
         None => Shared::Same,
         Some(v) if v.as_deref() == trace_value => Shared::Same,
