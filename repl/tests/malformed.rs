@@ -174,7 +174,7 @@ fn every_malformed_file_is_rejected_clearly_and_changes_nothing() {
         &["import", sample().to_str().unwrap()],
     ));
     let before = state(dir.path(), &db);
-    let corpus = repl_fixtures().join("malformed");
+    let corpus = fixtures().join("malformed");
     for (file, path, reason) in CORPUS {
         let f = corpus.join(file);
         let out = run(dir.path(), Some(&db), &["import", f.to_str().unwrap()]);
@@ -207,7 +207,7 @@ fn every_malformed_file_is_rejected_clearly_and_changes_nothing() {
 
 #[test]
 fn the_corpus_is_complete() {
-    let mut files: Vec<String> = std::fs::read_dir(repl_fixtures().join("malformed"))
+    let mut files: Vec<String> = std::fs::read_dir(fixtures().join("malformed"))
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .filter(|n| n.ends_with(".json") || n.ends_with(".jsonl"))
@@ -230,7 +230,7 @@ fn a_folder_run_stores_the_good_files_and_reports_the_bad() {
         "dangling_edge_op.json",
         "bad_second_line.jsonl",
     ] {
-        std::fs::copy(repl_fixtures().join("malformed").join(bad), input.join(bad)).unwrap();
+        std::fs::copy(fixtures().join("malformed").join(bad), input.join(bad)).unwrap();
     }
     std::fs::write(input.join("notes.txt"), "not a trace").unwrap();
     let out = run(dir.path(), Some(&db), &["import", input.to_str().unwrap()]);
