@@ -1,7 +1,7 @@
 //! End-to-end tests of the `memtrace` binary as a new user runs it.
 
-mod common_cli;
-use common_cli::*;
+mod common;
+use common::*;
 
 use std::process::Command;
 

@@ -1,8 +1,8 @@
 //! Crash safety: an import killed with SIGKILL at random moments leaves every
 //! trace either complete or absent, and the database always opens.
 
-mod common_cli;
-use common_cli::*;
+mod common;
+use common::*;
 
 use std::path::Path;
 use std::process::{Command, Stdio};

@@ -6,12 +6,12 @@
 //! system, session, op id, op name, comment, node names, values, category,
 //! edge ids and annotation.
 
-mod common_cli;
+mod common;
 
 use std::path::Path;
 use std::process::Output;
 
-use common_cli::*;
+use common::*;
 
 /// The fixture's graph id, as stored.
 const GRAPH: &str = "ctl-\u{1b}]0;pwned\u{7}-trace";

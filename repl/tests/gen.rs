@@ -2,12 +2,12 @@
 // smartcomment export rules and imports; labels point at real ops of the
 // right kind; the same seed writes the same bytes.
 
-mod common_cli;
+mod common;
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
-use common_cli::*;
+use common::*;
 use serde_json::Value;
 
 const SMALL: &[&str] = &[

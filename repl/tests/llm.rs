@@ -3,12 +3,12 @@
 // from the environment, attribute, eval with cost, re-runs from the cache,
 // the written report summary, prompt feedback, and errors.
 
-mod common_cli;
+mod common;
 
 use std::path::Path;
 use std::process::Output;
 
-use common_cli::*;
+use common::*;
 use memtrace::attrib::agent::walker;
 use memtrace::llm::scripted::{self, Reply, ScriptedServer};
 

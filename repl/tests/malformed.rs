@@ -1,8 +1,8 @@
 //! Every file of the malformed-input corpus gives a clear error naming the
 //! file, the JSON path and the reason, and leaves the database exactly as it was.
 
-mod common_cli;
-use common_cli::*;
+mod common;
+use common::*;
 
 /// (file, JSON path in the message, part of the reason)
 const CORPUS: &[(&str, &str, &str)] = &[

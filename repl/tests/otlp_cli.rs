@@ -4,7 +4,7 @@
 //! provenance, cases and attribution work, which the viewer lists, and
 //! malformed files are refused with their place and store nothing.
 
-mod common_cli;
+mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::time::Duration;
 
-use common_cli::*;
+use common::*;
 
 fn otlp(name: &str) -> PathBuf {
     fixtures().join("otlp").join(name)

@@ -4,14 +4,14 @@
 //! requests (an unknown trace, a folder with files, a folder that cannot
 //! be made) leave nothing behind.
 
-mod common_cli;
+mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use arrow_array::{Array, Int64Array, StringArray};
-use common_cli::*;
+use common::*;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 const TABLES: [&str; 7] = [

@@ -2,11 +2,11 @@
 // and DROP PATTERN in `memtrace query`, `memtrace patterns` in its three
 // formats, and `memtrace check` passing, failing and refusing bad files.
 
-mod common_cli;
+mod common;
 
 use std::process::Output;
 
-use common_cli::*;
+use common::*;
 
 fn fail(o: Output) -> String {
     assert!(

@@ -1,8 +1,8 @@
 //! End-to-end tests of `memtrace query`: formats, parameters, errors, exit codes.
 
-mod common_cli;
+mod common;
 
-use common_cli::*;
+use common::*;
 
 const ANSWER: &str = "str:663d79858dc5e938f2b614b6b560fc10a2aeeb24@1";
 

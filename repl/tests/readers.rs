@@ -3,8 +3,8 @@
 //! a statement streaming its rows to a pipe nobody reads for a while), and
 //! writers in processes of their own.
 
-mod common_cli;
-use common_cli::*;
+mod common;
+use common::*;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};

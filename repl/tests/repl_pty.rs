@@ -3,12 +3,12 @@
 
 #![cfg(unix)]
 
-mod common_cli;
+mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common_cli::{bin, ok, run};
+use common::{bin, ok, run};
 use rexpect::reader::Options;
 use rexpect::session::{spawn_with_options, PtySession};
 

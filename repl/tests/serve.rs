@@ -3,7 +3,7 @@
 //! a non-loopback address, takes imports while it serves, tells another
 //! memtrace process how to reach it, and stops cleanly on Ctrl-C.
 
-mod common_cli;
+mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -11,7 +11,7 @@ use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use common_cli::*;
+use common::*;
 
 struct Server {
     child: Child,

@@ -5,8 +5,8 @@
 //! error (the book's shell session) must fail with that error. Statements that need an LLM are planned (EXPLAIN), not
 //! run: no endpoint is configured here.
 
-mod common_cli;
-use common_cli::*;
+mod common;
+use common::*;
 
 use std::path::Path;
 
