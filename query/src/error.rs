@@ -101,86 +101,7 @@ impl QueryError {
             .collect();
         let mut message = match &e.variant {
             pest::error::ErrorVariant::ParsingError { positives, .. } if !positives.is_empty() => {
-                let mut names: Vec<String> = Vec::new();
-                let mut ordered: Vec<Rule> = positives.clone();
-                // The end of input reads best last.
-                ordered.sort_by_key(|r| *r == Rule::EOI);
-                for r in &ordered {
-                    // A direction is one of two keywords: listed as such, the
-                    // choice reads "..., TRACE or FORWARD", not "... or TRACE or FORWARD".
-                    let ds = match r {
-                        Rule::direction => vec!["TRACE".to_string(), "FORWARD".to_string()],
-                        r => vec![describe(*r)],
-                    };
-                    for d in ds {
-                        if !names.contains(&d) {
-                            names.push(d);
-                        }
-                    }
-                }
-                let expected = match names.len() {
-                    1 => names[0].clone(),
-                    n => format!("{} or {}", names[..n - 1].join(", "), names[n - 1]),
-                };
-                let found = if word.is_empty() {
-                    match text.get(offset..).and_then(|s| s.chars().next()) {
-                        Some('\'') if !closed(&text[offset..]) => {
-                            "a string that is never closed (a quote inside one is written twice: 'it''s')"
-                                .to_string()
-                        }
-                        Some('\'') => "a string".to_string(),
-                        Some(c) => format!("'{c}'"),
-                        None => "the end of the statement".to_string(),
-                    }
-                } else {
-                    format!("'{word}'")
-                };
-                let mut m = format!("expected {expected}, found {found}");
-                // Suggest among the keywords expected here, else among all.
-                let mut expected_kw: Vec<&str> =
-                    positives.iter().filter_map(|r| keyword_of(*r)).collect();
-                for r in positives {
-                    match r {
-                        Rule::output => expected_kw.extend(crate::keywords::OUTPUTS),
-                        Rule::find_kind => expected_kw.extend(crate::keywords::FIND_KINDS),
-                        Rule::statement => {
-                            expected_kw.extend(STATEMENTS);
-                            expected_kw.extend(PATTERN_STATEMENTS);
-                        }
-                        Rule::explain => expected_kw.extend(STATEMENTS),
-                        Rule::pattern_body => {
-                            expected_kw.extend(["TRACE", "FORWARD", "MATCH", "FIND"])
-                        }
-                        _ => {}
-                    }
-                }
-                let before = text.get(..offset).unwrap_or("");
-                let note = pattern_note(before, &word, positives)
-                    .or_else(|| unparenthesised_note(before, positives));
-                let guess = if expected_kw.is_empty() || note.is_some() {
-                    None
-                } else {
-                    nearest(&word, expected_kw.iter().copied()).or_else(|| {
-                        // Any keyword, when the word is long enough to tell.
-                        (word.len() >= 4)
-                            .then(|| nearest(&word, KEYWORDS.iter().copied()))
-                            .flatten()
-                    })
-                };
-                if let Some(k) = guess {
-                    m.push_str(&format!(" (did you mean {k}?)"));
-                }
-                // What a subquery may be, unless a near keyword says it.
-                let note = note.or_else(|| {
-                    guess
-                        .is_none()
-                        .then(|| subquery_note(before, positives))
-                        .flatten()
-                });
-                if let Some(note) = note {
-                    m.push_str(&format!(" ({note})"));
-                }
-                m
+                expected_message(text, offset, &word, positives)
             }
             pest::error::ErrorVariant::ParsingError { .. } => format!(
                 "unexpected {}",
@@ -202,6 +123,103 @@ impl QueryError {
             snippet: caret(text, line, column),
         }
     }
+}
+
+/// "expected ..., found ...", with the nearest keyword or a note when one helps.
+fn expected_message(text: &str, offset: usize, word: &str, positives: &[Rule]) -> String {
+    let expected = expected_text(positives);
+    let found = found_text(text, offset, word);
+    let mut m = format!("expected {expected}, found {found}");
+    // Suggest among the keywords expected here, else among all.
+    let expected_kw = keywords_expected(positives);
+    let before = text.get(..offset).unwrap_or("");
+    let note =
+        pattern_note(before, word, positives).or_else(|| unparenthesised_note(before, positives));
+    let guess = if expected_kw.is_empty() || note.is_some() {
+        None
+    } else {
+        nearest(word, expected_kw.iter().copied()).or_else(|| {
+            // Any keyword, when the word is long enough to tell.
+            (word.len() >= 4)
+                .then(|| nearest(word, KEYWORDS.iter().copied()))
+                .flatten()
+        })
+    };
+    if let Some(k) = guess {
+        m.push_str(&format!(" (did you mean {k}?)"));
+    }
+    // What a subquery may be, unless a near keyword says it.
+    let note = note.or_else(|| {
+        guess
+            .is_none()
+            .then(|| subquery_note(before, positives))
+            .flatten()
+    });
+    if let Some(note) = note {
+        m.push_str(&format!(" ({note})"));
+    }
+    m
+}
+
+/// What the grammar expected, as one choice: "A, B or C".
+fn expected_text(positives: &[Rule]) -> String {
+    let mut names: Vec<String> = Vec::new();
+    let mut ordered: Vec<Rule> = positives.to_vec();
+    // The end of input reads best last.
+    ordered.sort_by_key(|r| *r == Rule::EOI);
+    for r in &ordered {
+        // A direction is one of two keywords: listed as such, the
+        // choice reads "..., TRACE or FORWARD", not "... or TRACE or FORWARD".
+        let ds = match r {
+            Rule::direction => vec!["TRACE".to_string(), "FORWARD".to_string()],
+            r => vec![describe(*r)],
+        };
+        for d in ds {
+            if !names.contains(&d) {
+                names.push(d);
+            }
+        }
+    }
+    match names.len() {
+        1 => names[0].clone(),
+        n => format!("{} or {}", names[..n - 1].join(", "), names[n - 1]),
+    }
+}
+
+/// What stands where the error is: the word, a string, a character, or the end.
+fn found_text(text: &str, offset: usize, word: &str) -> String {
+    if word.is_empty() {
+        match text.get(offset..).and_then(|s| s.chars().next()) {
+            Some('\'') if !closed(&text[offset..]) => {
+                "a string that is never closed (a quote inside one is written twice: 'it''s')"
+                    .to_string()
+            }
+            Some('\'') => "a string".to_string(),
+            Some(c) => format!("'{c}'"),
+            None => "the end of the statement".to_string(),
+        }
+    } else {
+        format!("'{word}'")
+    }
+}
+
+/// The keywords the grammar expected here, to suggest the nearest one from.
+fn keywords_expected(positives: &[Rule]) -> Vec<&'static str> {
+    let mut expected_kw: Vec<&str> = positives.iter().filter_map(|r| keyword_of(*r)).collect();
+    for r in positives {
+        match r {
+            Rule::output => expected_kw.extend(crate::keywords::OUTPUTS),
+            Rule::find_kind => expected_kw.extend(crate::keywords::FIND_KINDS),
+            Rule::statement => {
+                expected_kw.extend(STATEMENTS);
+                expected_kw.extend(PATTERN_STATEMENTS);
+            }
+            Rule::explain => expected_kw.extend(STATEMENTS),
+            Rule::pattern_body => expected_kw.extend(["TRACE", "FORWARD", "MATCH", "FIND"]),
+            _ => {}
+        }
+    }
+    expected_kw
 }
 
 /// Whether `s`, which starts with a quote, holds a whole quoted string.

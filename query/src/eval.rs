@@ -78,16 +78,7 @@ impl Pexpr {
                     .map(|(i, x)| look(i, row).and_then(|_| ev(x)))
                     .collect::<Result<_>>()?,
             ),
-            Pexpr::Func(f, x) => {
-                let v = ev(x)?;
-                match (f, v) {
-                    (_, Value::Null) => Value::Null,
-                    (Func::Lower, v) => Value::Str(v.to_string().to_lowercase()),
-                    (Func::Upper, v) => Value::Str(v.to_string().to_uppercase()),
-                    (Func::Length, Value::List(l)) => Value::Int(l.len() as i64),
-                    (Func::Length, v) => Value::Int(v.to_string().chars().count() as i64),
-                }
-            }
+            Pexpr::Func(f, x) => apply_func(*f, ev(x)?),
             Pexpr::Agg(i) => g
                 .and_then(|g| g.aggs.get(*i).cloned())
                 .ok_or_else(|| QueryError::Other("an aggregate is read outside a group".into()))?,
@@ -121,14 +112,7 @@ impl Pexpr {
                 let (a, b) = (ev(a)?, ev(b)?);
                 match a.compare(&b) {
                     None => Value::Null,
-                    Some(o) => Value::Bool(match op {
-                        CmpOp::Eq => o == Ordering::Equal,
-                        CmpOp::Ne => o != Ordering::Equal,
-                        CmpOp::Lt => o == Ordering::Less,
-                        CmpOp::Le => o != Ordering::Greater,
-                        CmpOp::Gt => o == Ordering::Greater,
-                        CmpOp::Ge => o != Ordering::Less,
-                    }),
+                    Some(o) => Value::Bool(cmp_holds(*op, o)),
                 }
             }
             Pexpr::Contains(a, b) => match (ev(a)?, ev(b)?) {
@@ -150,42 +134,10 @@ impl Pexpr {
                 Some(s) => Value::Bool(re.is_match(&s)),
                 None => Value::Null,
             },
-            Pexpr::Regex(a, p) => match (text_of(&ev(a)?), ev(p)?) {
-                (Some(s), Value::Str(p)) => {
-                    let re = regex::Regex::new(&p).map_err(|e| {
-                        QueryError::Other(format!(
-                            "bad regular expression {}: {}",
-                            crate::node_ref::quote(&p),
-                            regex_reason(&e)
-                        ))
-                    })?;
-                    Value::Bool(re.is_match(&s))
-                }
-                (None, _) | (_, Value::Null) => Value::Null,
-                (_, other) => {
-                    return Err(QueryError::Other(format!(
-                        "=~ needs a text pattern, not {}",
-                        shown(&other)
-                    )))
-                }
-            },
+            Pexpr::Regex(a, p) => regex_match(text_of(&ev(a)?), ev(p)?)?,
             Pexpr::In(a, list, negated) => {
                 let a = ev(a)?;
-                let items = match ev(list)? {
-                    Value::List(items) => items,
-                    Value::Null => return Ok(Value::Null),
-                    other => {
-                        return Err(QueryError::Other(format!(
-                            "IN needs a list, such as ['a', 'b'], not {}",
-                            shown(&other)
-                        )))
-                    }
-                };
-                if a == Value::Null {
-                    return Ok(Value::Null);
-                }
-                let found = items.iter().any(|x| a.compare(x) == Some(Ordering::Equal));
-                Value::Bool(found != *negated)
+                in_list(a, ev(list)?, *negated)?
             }
             Pexpr::InSet(a, set, negated) => match ev(a)? {
                 Value::Null => Value::Null,
@@ -194,6 +146,72 @@ impl Pexpr {
             Pexpr::IsNull(a, negated) => Value::Bool((ev(a)? == Value::Null) != *negated),
         })
     }
+}
+
+/// A scalar function applied to its argument's value.
+fn apply_func(f: Func, v: Value) -> Value {
+    match (f, v) {
+        (_, Value::Null) => Value::Null,
+        (Func::Lower, v) => Value::Str(v.to_string().to_lowercase()),
+        (Func::Upper, v) => Value::Str(v.to_string().to_uppercase()),
+        (Func::Length, Value::List(l)) => Value::Int(l.len() as i64),
+        (Func::Length, v) => Value::Int(v.to_string().chars().count() as i64),
+    }
+}
+
+/// Whether two values that compare as `o` satisfy the operator.
+#[inline]
+fn cmp_holds(op: CmpOp, o: Ordering) -> bool {
+    match op {
+        CmpOp::Eq => o == Ordering::Equal,
+        CmpOp::Ne => o != Ordering::Equal,
+        CmpOp::Lt => o == Ordering::Less,
+        CmpOp::Le => o != Ordering::Greater,
+        CmpOp::Gt => o == Ordering::Greater,
+        CmpOp::Ge => o != Ordering::Less,
+    }
+}
+
+/// `text =~ pattern` for a pattern only known per row: compiled here, each time.
+fn regex_match(text: Option<String>, pattern: Value) -> Result<Value> {
+    Ok(match (text, pattern) {
+        (Some(s), Value::Str(p)) => {
+            let re = regex::Regex::new(&p).map_err(|e| {
+                QueryError::Other(format!(
+                    "bad regular expression {}: {}",
+                    crate::node_ref::quote(&p),
+                    regex_reason(&e)
+                ))
+            })?;
+            Value::Bool(re.is_match(&s))
+        }
+        (None, _) | (_, Value::Null) => Value::Null,
+        (_, other) => {
+            return Err(QueryError::Other(format!(
+                "=~ needs a text pattern, not {}",
+                shown(&other)
+            )))
+        }
+    })
+}
+
+/// `a [NOT] IN list` for a list only known per row.
+fn in_list(a: Value, list: Value, negated: bool) -> Result<Value> {
+    let items = match list {
+        Value::List(items) => items,
+        Value::Null => return Ok(Value::Null),
+        other => {
+            return Err(QueryError::Other(format!(
+                "IN needs a list, such as ['a', 'b'], not {}",
+                shown(&other)
+            )))
+        }
+    };
+    if a == Value::Null {
+        return Ok(Value::Null);
+    }
+    let found = items.iter().any(|x| a.compare(x) == Some(Ordering::Equal));
+    Ok(Value::Bool(found != negated))
 }
 
 /// A value usable as a hash key (floats by their bits).

@@ -1,7 +1,8 @@
 //! Expressions: field paths resolved to fields (with a "did you mean" for
 //! typos), and written expressions compiled to [`Pexpr`], aggregates split out.
 
-use crate::ast::{literal_value, CallArg, Expr, FieldPath, Literal, Test};
+use crate::ast::{literal_value, CallArg, Expr, FieldPath, Literal, Span, Test};
+use crate::error::QueryError;
 use crate::keywords::nearest;
 use crate::value::Value;
 
@@ -186,46 +187,16 @@ impl Planner<'_> {
             Expr::Call { name, arg, span } => {
                 let lname = name.to_ascii_lowercase();
                 if let Some(func) = AggFunc::from_name(&lname) {
-                    if !scope.aggregates {
-                        return Err(self.err(
-                            *span,
-                            format!("{name}() is an aggregate; it may appear only in RETURN and ORDER BY of MATCH and FIND"),
-                        ));
-                    }
-                    let (distinct, arg) = match arg {
-                        CallArg::Star if func == AggFunc::Count => (false, None),
-                        CallArg::Star => {
-                            return Err(self
-                                .err(*span, format!("{name}(*) is not defined; only count(*) is")))
-                        }
-                        CallArg::None => {
-                            return Err(self.err(*span, format!("{name}() needs an argument")))
-                        }
-                        CallArg::Expr { distinct, expr } => {
-                            // The argument is read per input row: no grouping, no nested aggregates.
-                            let inner_scope = Scope {
-                                aggregates: false,
-                                ..*scope
-                            };
-                            let mut none = Vec::new();
-                            let a = self.compile(expr, &inner_scope, &mut none, None)?;
-                            (*distinct, Some(a))
-                        }
-                    };
-                    let text = e.to_string();
-                    let i = match aggs.iter().position(|a| a.text == text) {
-                        Some(i) => i,
-                        None => {
-                            aggs.push(AggSpec {
-                                func,
-                                distinct,
-                                arg,
-                                text,
-                            });
-                            aggs.len() - 1
-                        }
-                    };
-                    Pexpr::Agg(i)
+                    let (distinct, arg) = self.aggregate_arg(func, name, arg, *span, scope)?;
+                    Pexpr::Agg(add_aggregate(
+                        aggs,
+                        AggSpec {
+                            func,
+                            distinct,
+                            arg,
+                            text: e.to_string(),
+                        },
+                    ))
                 } else if let Some(func) = Func::from_name(&lname) {
                     match arg {
                         CallArg::Expr {
@@ -240,94 +211,10 @@ impl Planner<'_> {
                         }
                     }
                 } else {
-                    let all = Func::NAMES.iter().chain(AggFunc::NAMES.iter()).copied();
-                    let hint = nearest(&lname, all)
-                        .map(|k| format!(" (did you mean {k}?)"))
-                        .unwrap_or_default();
-                    return Err(self.err(
-                        *span,
-                        format!(
-                            "unknown function {name}(){hint}; functions are {}, {}",
-                            AggFunc::NAMES.join(", "),
-                            Func::NAMES.join(", ")
-                        ),
-                    ));
+                    return Err(self.unknown_function(name, &lname, *span));
                 }
             }
-            Expr::Test(left, test) => {
-                let l = Box::new(c(left, aggs)?);
-                match test {
-                    Test::Cmp(op, r) => Pexpr::Cmp(*op, l, Box::new(c(r, aggs)?)),
-                    Test::Contains(r) => Pexpr::Contains(l, Box::new(c(r, aggs)?)),
-                    Test::StartsWith(r) => Pexpr::StartsWith(l, Box::new(c(r, aggs)?)),
-                    Test::Regex {
-                        pattern: r,
-                        operator,
-                        pattern_span,
-                    } => {
-                        let pattern = c(r, aggs)?;
-                        // An error points at the pattern's parameter or text,
-                        // else at the operator.
-                        let at = |what: &str| match r.as_ref() {
-                            Expr::Param(p) => self.param_err(p, what.to_string()),
-                            Expr::Lit(Literal::Str(_)) => self.err(*pattern_span, what.to_string()),
-                            _ => self.err(*operator, what.to_string()),
-                        };
-                        match &pattern {
-                            Pexpr::Const(Value::Str(s)) => {
-                                let re = regex::Regex::new(s).map_err(|e| {
-                                    at(&format!(
-                                        "bad regular expression {}: {}",
-                                        crate::node_ref::quote(s),
-                                        regex_reason(&e)
-                                    ))
-                                })?;
-                                Pexpr::RegexConst(l, Box::new(re))
-                            }
-                            Pexpr::Const(Value::Null) => Pexpr::Regex(l, Box::new(pattern)),
-                            Pexpr::Const(other) => {
-                                return Err(at(&format!(
-                                    "=~ needs a text pattern, not {}",
-                                    shown(other)
-                                )))
-                            }
-                            _ => Pexpr::Regex(l, Box::new(pattern)),
-                        }
-                    }
-                    Test::In { negated, list } => {
-                        let items = c(list, aggs)?;
-                        if let Pexpr::Const(v) = &items {
-                            if !matches!(v, Value::List(_) | Value::Null) {
-                                let what = format!(
-                                    "IN needs a list, such as ['a', 'b'], not {}",
-                                    shown(v)
-                                );
-                                return Err(match list.as_ref() {
-                                    Expr::Param(p) => self.param_err(p, what),
-                                    _ => self.err(expr_span(left), what),
-                                });
-                            }
-                        }
-                        // A list of literals is indexed once, here.
-                        let literals: Option<Vec<Value>> = match &items {
-                            Pexpr::Const(Value::List(v)) => Some(v.clone()),
-                            Pexpr::List(xs) => xs
-                                .iter()
-                                .map(|x| match x {
-                                    Pexpr::Const(v) => Some(v.clone()),
-                                    _ => None,
-                                })
-                                .collect(),
-                            _ => None,
-                        };
-                        match literals {
-                            Some(v) => Pexpr::InSet(l, Box::new(InSet::new(&v)), *negated),
-                            None => Pexpr::In(l, Box::new(items), *negated),
-                        }
-                    }
-                    Test::IsNull { negated } => Pexpr::IsNull(l, *negated),
-                }
-            }
+            Expr::Test(left, test) => self.compile_test(left, test, scope, aggs, group)?,
             Expr::Not(x) => Pexpr::Not(Box::new(c(x, aggs)?)),
             Expr::And(items) => Pexpr::And(
                 items
@@ -342,6 +229,176 @@ impl Planner<'_> {
                     .collect::<Result<Vec<_>>>()?,
             ),
         })
+    }
+
+    /// Checks an aggregate call `name(arg)` and compiles its argument:
+    /// whether it counts distinct values, and the argument (none for `count(*)`).
+    fn aggregate_arg(
+        &self,
+        func: AggFunc,
+        name: &str,
+        arg: &CallArg,
+        span: Span,
+        scope: &Scope<'_>,
+    ) -> Result<(bool, Option<Pexpr>)> {
+        if !scope.aggregates {
+            return Err(self.err(
+                span,
+                format!("{name}() is an aggregate; it may appear only in RETURN and ORDER BY of MATCH and FIND"),
+            ));
+        }
+        Ok(match arg {
+            CallArg::Star if func == AggFunc::Count => (false, None),
+            CallArg::Star => {
+                return Err(self.err(span, format!("{name}(*) is not defined; only count(*) is")))
+            }
+            CallArg::None => return Err(self.err(span, format!("{name}() needs an argument"))),
+            CallArg::Expr { distinct, expr } => {
+                // The argument is read per input row: no grouping, no nested aggregates.
+                let inner_scope = Scope {
+                    aggregates: false,
+                    ..*scope
+                };
+                let mut none = Vec::new();
+                let a = self.compile(expr, &inner_scope, &mut none, None)?;
+                (*distinct, Some(a))
+            }
+        })
+    }
+
+    /// The error for a call of a function that does not exist, with the
+    /// nearest known name.
+    fn unknown_function(&self, name: &str, lname: &str, span: Span) -> QueryError {
+        let all = Func::NAMES.iter().chain(AggFunc::NAMES.iter()).copied();
+        let hint = nearest(lname, all)
+            .map(|k| format!(" (did you mean {k}?)"))
+            .unwrap_or_default();
+        self.err(
+            span,
+            format!(
+                "unknown function {name}(){hint}; functions are {}, {}",
+                AggFunc::NAMES.join(", "),
+                Func::NAMES.join(", ")
+            ),
+        )
+    }
+
+    /// Compiles a test of `left`: a comparison, CONTAINS, STARTS WITH, `=~`,
+    /// IN or IS NULL.
+    fn compile_test(
+        &self,
+        left: &Expr,
+        test: &Test,
+        scope: &Scope<'_>,
+        aggs: &mut Vec<AggSpec>,
+        group: Option<&[String]>,
+    ) -> Result<Pexpr> {
+        let mut c = |x: &Expr| self.compile(x, scope, aggs, group);
+        let l = Box::new(c(left)?);
+        Ok(match test {
+            Test::Cmp(op, r) => Pexpr::Cmp(*op, l, Box::new(c(r)?)),
+            Test::Contains(r) => Pexpr::Contains(l, Box::new(c(r)?)),
+            Test::StartsWith(r) => Pexpr::StartsWith(l, Box::new(c(r)?)),
+            Test::Regex {
+                pattern: r,
+                operator,
+                pattern_span,
+            } => {
+                let pattern = c(r)?;
+                self.regex_test(l, r, *operator, *pattern_span, pattern)?
+            }
+            Test::In { negated, list } => {
+                let items = c(list)?;
+                self.in_test(l, left, list, *negated, items)?
+            }
+            Test::IsNull { negated } => Pexpr::IsNull(l, *negated),
+        })
+    }
+
+    /// `l =~ pattern`: a constant pattern is checked and compiled once, here.
+    fn regex_test(
+        &self,
+        l: Box<Pexpr>,
+        r: &Expr,
+        operator: Span,
+        pattern_span: Span,
+        pattern: Pexpr,
+    ) -> Result<Pexpr> {
+        // An error points at the pattern's parameter or text,
+        // else at the operator.
+        let at = |what: &str| match r {
+            Expr::Param(p) => self.param_err(p, what.to_string()),
+            Expr::Lit(Literal::Str(_)) => self.err(pattern_span, what.to_string()),
+            _ => self.err(operator, what.to_string()),
+        };
+        Ok(match &pattern {
+            Pexpr::Const(Value::Str(s)) => {
+                let re = regex::Regex::new(s).map_err(|e| {
+                    at(&format!(
+                        "bad regular expression {}: {}",
+                        crate::node_ref::quote(s),
+                        regex_reason(&e)
+                    ))
+                })?;
+                Pexpr::RegexConst(l, Box::new(re))
+            }
+            Pexpr::Const(Value::Null) => Pexpr::Regex(l, Box::new(pattern)),
+            Pexpr::Const(other) => {
+                return Err(at(&format!(
+                    "=~ needs a text pattern, not {}",
+                    shown(other)
+                )))
+            }
+            _ => Pexpr::Regex(l, Box::new(pattern)),
+        })
+    }
+
+    /// `l [NOT] IN items`: a constant that is not a list is refused, and a
+    /// list of literals is indexed once, here.
+    fn in_test(
+        &self,
+        l: Box<Pexpr>,
+        left: &Expr,
+        list: &Expr,
+        negated: bool,
+        items: Pexpr,
+    ) -> Result<Pexpr> {
+        if let Pexpr::Const(v) = &items {
+            if !matches!(v, Value::List(_) | Value::Null) {
+                let what = format!("IN needs a list, such as ['a', 'b'], not {}", shown(v));
+                return Err(match list {
+                    Expr::Param(p) => self.param_err(p, what),
+                    _ => self.err(expr_span(left), what),
+                });
+            }
+        }
+        let literals: Option<Vec<Value>> = match &items {
+            Pexpr::Const(Value::List(v)) => Some(v.clone()),
+            Pexpr::List(xs) => xs
+                .iter()
+                .map(|x| match x {
+                    Pexpr::Const(v) => Some(v.clone()),
+                    _ => None,
+                })
+                .collect(),
+            _ => None,
+        };
+        Ok(match literals {
+            Some(v) => Pexpr::InSet(l, Box::new(InSet::new(&v)), negated),
+            None => Pexpr::In(l, Box::new(items), negated),
+        })
+    }
+}
+
+/// The index of an aggregate in `aggs`, added unless one written the same
+/// way is already there.
+fn add_aggregate(aggs: &mut Vec<AggSpec>, spec: AggSpec) -> usize {
+    match aggs.iter().position(|a| a.text == spec.text) {
+        Some(i) => i,
+        None => {
+            aggs.push(spec);
+            aggs.len() - 1
+        }
     }
 }
 

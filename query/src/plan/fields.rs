@@ -127,109 +127,122 @@ pub enum Field {
     Key,
 }
 
+/// A variable's fields (also an edge's source and target).
+const VAR_FIELDS: &[(&str, Field)] = &[
+    ("full_name", Field::FullName),
+    ("name", Field::Name),
+    ("class", Field::Class),
+    ("class_name", Field::Class),
+    ("version", Field::Version),
+    ("category", Field::Category),
+    ("comment", Field::Comment),
+    ("value", Field::Value),
+    ("created_at", Field::CreatedAt),
+    ("session", Field::Session),
+    ("node_id", Field::NodeId),
+    ("full_node_id", Field::NodeId),
+    ("filename", Field::Filename),
+    ("lineno", Field::Lineno),
+];
+
+/// An operation's fields.
+const OP_FIELDS: &[(&str, Field)] = &[
+    ("id", Field::Id),
+    ("op_id", Field::Id),
+    ("name", Field::OpName),
+    ("op_name", Field::OpName),
+    ("kind", Field::Category),
+    ("category", Field::Category),
+    ("comment", Field::Comment),
+    ("session", Field::Session),
+    ("created_at", Field::CreatedAt),
+];
+
+/// An edge's fields.
+const EDGE_FIELDS: &[(&str, Field)] = &[
+    ("id", Field::Id),
+    ("edge_id", Field::Id),
+    ("category", Field::Category),
+    ("comment", Field::Comment),
+    ("source", Field::Source),
+    ("target", Field::Target),
+    ("op", Field::Op),
+    ("op_id", Field::Op),
+    ("op_name", Field::OpName),
+    ("kind", Field::Kind),
+    ("session", Field::Session),
+    ("created_at", Field::CreatedAt),
+];
+
+/// A session's fields.
+const SESSION_FIELDS: &[(&str, Field)] = &[
+    ("id", Field::Id),
+    ("session_id", Field::Id),
+    ("name", Field::Name),
+    ("category", Field::Category),
+    ("comment", Field::Comment),
+    ("created_at", Field::CreatedAt),
+];
+
+/// A trace's fields.
+const TRACE_FIELDS: &[(&str, Field)] = &[
+    ("id", Field::Id),
+    ("graph_id", Field::Id),
+    ("user_id", Field::UserId),
+    ("project_id", Field::ProjectId),
+    ("created_at", Field::CreatedAt),
+    ("source", Field::Source),
+];
+
+/// A failed case's fields.
+const CASE_FIELDS: &[(&str, Field)] = &[
+    ("query_id", Field::QueryId),
+    ("query", Field::Query),
+    ("golden_answers", Field::GoldenAnswers),
+    ("prediction", Field::Prediction),
+    ("evidence", Field::Evidence),
+    ("source_evidence_ids", Field::Evidence),
+    ("error_type", Field::ErrorType),
+    ("final_error_type", Field::ErrorType),
+    ("op_id", Field::OpId),
+    ("final_op_id", Field::OpId),
+    ("origin", Field::Origin),
+];
+
+/// A stored attribution verdict's fields.
+const ATTRIBUTION_FIELDS: &[(&str, Field)] = &[
+    ("case", Field::Case),
+    ("query", Field::Query),
+    ("error_type", Field::ErrorType),
+    ("op_id", Field::OpId),
+    ("op_name", Field::OpName),
+    ("confidence", Field::Confidence),
+    ("reason", Field::Reason),
+    ("method", Field::Method),
+    ("version", Field::Version),
+    ("author", Field::Author),
+    ("at", Field::At),
+    ("seq", Field::Seq),
+    ("micros", Field::Micros),
+    ("model", Field::Model),
+    ("calls", Field::Calls),
+    ("cached_calls", Field::CachedCalls),
+    ("tokens_in", Field::TokensIn),
+    ("tokens_out", Field::TokensOut),
+    ("seconds", Field::Seconds),
+    ("setting", Field::Setting),
+];
+
 /// The fields each subject has: (name as written, field).
 pub(super) fn fields_of(subject: Subject) -> &'static [(&'static str, Field)] {
-    use Field::*;
-    const VAR: &[(&str, Field)] = &[
-        ("full_name", FullName),
-        ("name", Name),
-        ("class", Class),
-        ("class_name", Class),
-        ("version", Version),
-        ("category", Category),
-        ("comment", Comment),
-        ("value", Value),
-        ("created_at", CreatedAt),
-        ("session", Session),
-        ("node_id", NodeId),
-        ("full_node_id", NodeId),
-        ("filename", Filename),
-        ("lineno", Lineno),
-    ];
-    const OP: &[(&str, Field)] = &[
-        ("id", Id),
-        ("op_id", Id),
-        ("name", OpName),
-        ("op_name", OpName),
-        ("kind", Category),
-        ("category", Category),
-        ("comment", Comment),
-        ("session", Session),
-        ("created_at", CreatedAt),
-    ];
-    const EDGE: &[(&str, Field)] = &[
-        ("id", Id),
-        ("edge_id", Id),
-        ("category", Category),
-        ("comment", Comment),
-        ("source", Source),
-        ("target", Target),
-        ("op", Op),
-        ("op_id", Op),
-        ("op_name", OpName),
-        ("kind", Kind),
-        ("session", Session),
-        ("created_at", CreatedAt),
-    ];
-    const SESSION: &[(&str, Field)] = &[
-        ("id", Id),
-        ("session_id", Id),
-        ("name", Name),
-        ("category", Category),
-        ("comment", Comment),
-        ("created_at", CreatedAt),
-    ];
-    const TRACE: &[(&str, Field)] = &[
-        ("id", Id),
-        ("graph_id", Id),
-        ("user_id", UserId),
-        ("project_id", ProjectId),
-        ("created_at", CreatedAt),
-        ("source", Source),
-    ];
-    const CASE: &[(&str, Field)] = &[
-        ("query_id", QueryId),
-        ("query", Query),
-        ("golden_answers", GoldenAnswers),
-        ("prediction", Prediction),
-        ("evidence", Evidence),
-        ("source_evidence_ids", Evidence),
-        ("error_type", ErrorType),
-        ("final_error_type", ErrorType),
-        ("op_id", OpId),
-        ("final_op_id", OpId),
-        ("origin", Origin),
-    ];
-    const ATTRIBUTION: &[(&str, Field)] = &[
-        ("case", Case),
-        ("query", Query),
-        ("error_type", ErrorType),
-        ("op_id", OpId),
-        ("op_name", OpName),
-        ("confidence", Confidence),
-        ("reason", Reason),
-        ("method", Method),
-        ("version", Version),
-        ("author", Author),
-        ("at", At),
-        ("seq", Seq),
-        ("micros", Micros),
-        ("model", Model),
-        ("calls", Calls),
-        ("cached_calls", CachedCalls),
-        ("tokens_in", TokensIn),
-        ("tokens_out", TokensOut),
-        ("seconds", Seconds),
-        ("setting", Setting),
-    ];
     match subject {
-        Subject::Var | Subject::Source | Subject::Target => VAR,
-        Subject::Op => OP,
-        Subject::Edge => EDGE,
-        Subject::Session => SESSION,
-        Subject::Trace => TRACE,
-        Subject::Case => CASE,
-        Subject::Attribution => ATTRIBUTION,
+        Subject::Var | Subject::Source | Subject::Target => VAR_FIELDS,
+        Subject::Op => OP_FIELDS,
+        Subject::Edge => EDGE_FIELDS,
+        Subject::Session => SESSION_FIELDS,
+        Subject::Trace => TRACE_FIELDS,
+        Subject::Case => CASE_FIELDS,
+        Subject::Attribution => ATTRIBUTION_FIELDS,
         Subject::Bound(_) => &[],
     }
 }

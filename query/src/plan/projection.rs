@@ -26,68 +26,31 @@ impl Planner<'_> {
         let mut columns = Vec::new();
         let mut outputs = Vec::new();
         let mut aggs = Vec::new();
-        let mut group_keys = Vec::new();
-        let mut group_texts: Vec<String> = Vec::new();
-        if aggregating {
-            // Keys: GROUP BY, or else every RETURN item without an aggregate.
-            let keys: Vec<&Expr> = if group_by.is_empty() {
-                returns
-                    .items
-                    .iter()
-                    .filter(|i| !contains_agg(&i.expr))
-                    .map(|i| &i.expr)
-                    .collect()
-            } else {
-                group_by.iter().collect()
-            };
-            let key_scope = Scope {
-                aggregates: false,
-                ..*scope
-            };
-            for k in keys {
-                group_keys.push(self.compile(k, &key_scope, &mut Vec::new(), None)?);
-                group_texts.push(k.to_string());
+        let (group_keys, group_texts) = if aggregating {
+            self.group_keys(returns, group_by, scope)?
+        } else {
+            if let Some((name, expr)) = lead {
+                columns.push(name.to_string());
+                outputs.push(expr);
             }
-        } else if let Some((name, expr)) = lead {
-            columns.push(name.to_string());
-            outputs.push(expr);
-        }
+            (Vec::new(), Vec::new())
+        };
+        let group = aggregating.then_some(group_texts.as_slice());
         for item in &returns.items {
             columns.push(
                 item.alias
                     .clone()
                     .unwrap_or_else(|| column_text(&item.expr)),
             );
-            outputs.push(if aggregating {
-                self.compile(&item.expr, scope, &mut aggs, Some(&group_texts))?
-            } else {
-                self.compile(&item.expr, scope, &mut aggs, None)?
-            });
+            outputs.push(self.compile(&item.expr, scope, &mut aggs, group)?);
         }
-        let visible = columns.len();
         let mut order = Vec::new();
         let mut order_texts = Vec::new();
         for o in order_by {
             let text = o.expr.to_string();
             let desc = o.dir == SortDir::Desc;
             order_texts.push(format!("{text}{}", if desc { " DESC" } else { "" }));
-            // A one-part name is also looked up as written: printing quotes a
-            // name spelled like a keyword (an alias `traces`, `cases`).
-            let bare = match &o.expr {
-                Expr::Field(f) if f.parts.len() == 1 => Some(f.parts[0].as_str()),
-                _ => None,
-            };
-            let found = columns
-                .iter()
-                .position(|c| *c == text || Some(c.as_str()) == bare)
-                .or_else(|| {
-                    returns
-                        .items
-                        .iter()
-                        .position(|i| i.expr.to_string() == text)
-                        .map(|i| i + visible - returns.items.len())
-                });
-            if let Some(i) = found {
+            if let Some(i) = returned_column(o, &text, &columns, returns) {
                 order.push((i, desc));
                 continue;
             }
@@ -97,12 +60,7 @@ impl Planner<'_> {
                     format!("with DISTINCT, ORDER BY may use only returned columns, and {text} is not one"),
                 ));
             }
-            let e = if aggregating {
-                self.compile(&o.expr, scope, &mut aggs, Some(&group_texts))?
-            } else {
-                self.compile(&o.expr, scope, &mut aggs, None)?
-            };
-            outputs.push(e);
+            outputs.push(self.compile(&o.expr, scope, &mut aggs, group)?);
             order.push((outputs.len() - 1, desc));
         }
         Ok(Projection {
@@ -121,6 +79,63 @@ impl Planner<'_> {
             keys: 0,
         })
     }
+
+    /// The group keys, compiled and as written: GROUP BY, or else every
+    /// RETURN item without an aggregate.
+    fn group_keys(
+        &self,
+        returns: &Returns,
+        group_by: &[Expr],
+        scope: &Scope<'_>,
+    ) -> Result<(Vec<Pexpr>, Vec<String>)> {
+        let keys: Vec<&Expr> = if group_by.is_empty() {
+            returns
+                .items
+                .iter()
+                .filter(|i| !contains_agg(&i.expr))
+                .map(|i| &i.expr)
+                .collect()
+        } else {
+            group_by.iter().collect()
+        };
+        let key_scope = Scope {
+            aggregates: false,
+            ..*scope
+        };
+        let mut group_keys = Vec::new();
+        let mut group_texts = Vec::new();
+        for k in keys {
+            group_keys.push(self.compile(k, &key_scope, &mut Vec::new(), None)?);
+            group_texts.push(k.to_string());
+        }
+        Ok((group_keys, group_texts))
+    }
+}
+
+/// The output an ORDER BY item sorts by when it names a returned column
+/// (by its name or as its expression is written); `text` is the item as written.
+fn returned_column(
+    o: &OrderItem,
+    text: &str,
+    columns: &[String],
+    returns: &Returns,
+) -> Option<usize> {
+    // A one-part name is also looked up as written: printing quotes a
+    // name spelled like a keyword (an alias `traces`, `cases`).
+    let bare = match &o.expr {
+        Expr::Field(f) if f.parts.len() == 1 => Some(f.parts[0].as_str()),
+        _ => None,
+    };
+    columns
+        .iter()
+        .position(|c| *c == text || Some(c.as_str()) == bare)
+        .or_else(|| {
+            returns
+                .items
+                .iter()
+                .position(|i| i.expr.to_string() == text)
+                .map(|i| i + columns.len() - returns.items.len())
+        })
 }
 
 /// A column's name when RETURN gives none: the expression as written, a
