@@ -669,6 +669,9 @@ fn store(inner: &Inner, trace_id: &str, held: &[Arc<Vec<u8>>]) -> Result<u64, St
     Ok(u64::from(id))
 }
 
+/// An OTLP request to import, with the words that name it in messages.
+type LabelledRequest = (String, Map<String, Value>);
+
 /// The requests to import for a trace: the spans an earlier storing kept
 /// (each once), then the parts held now that are not among them; with
 /// their size in bytes.
@@ -677,9 +680,9 @@ fn requests_to_store(
     trace_id: &str,
     earlier: Vec<(u32, Vec<Map<String, Value>>)>,
     held: &[Arc<Vec<u8>>],
-) -> Result<(Vec<(String, Map<String, Value>)>, u64), String> {
+) -> Result<(Vec<LabelledRequest>, u64), String> {
     let mut seen: HashSet<[u8; 32]> = HashSet::new();
-    let mut requests: Vec<(String, Map<String, Value>)> = Vec::new();
+    let mut requests: Vec<LabelledRequest> = Vec::new();
     let mut bytes = 0u64;
     for (t, docs) in earlier {
         for (k, doc) in docs.into_iter().enumerate() {
