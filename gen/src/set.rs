@@ -233,10 +233,22 @@ pub fn generate_trace(spec: &GenSpec, index: usize) -> GeneratedTrace {
     let sim = Sim::with_style(system, world, spec.params.clone(), seed, style);
     let mut b = TraceBuilder::new(&graph_id, &user, system.name(), json!({}), start);
     let recorded = sim.record(&mut b);
-    let world = sim.world();
+    b.set_metadata(trace_metadata(spec, index, seed, &sim, &recorded));
+    annotate_failures(&mut b, &sim, &recorded);
+    GeneratedTrace {
+        document: b.finish(),
+        sim,
+        recorded,
+        graph_id,
+    }
+}
 
-    let plan: Vec<Value> = sim
-        .plan()
+/// The planned faults as the trace's metadata lists them: where each
+/// struck, what it was meant to cause, and whether it changed anything.
+fn fault_plan_json(sim: &Sim, recorded: &Recorded) -> Vec<Value> {
+    let system = sim.system();
+    let world = sim.world();
+    sim.plan()
         .iter()
         .zip(&recorded.outcome.fired)
         .map(|(f, fired)| {
@@ -271,7 +283,22 @@ pub fn generate_trace(spec: &GenSpec, index: usize) -> GeneratedTrace {
             m.insert("changed_something".into(), json!(fired));
             Value::Object(m)
         })
-        .collect();
+        .collect()
+}
+
+/// The trace's metadata: how it was generated, the world's size, the
+/// system's parameters and the fault plan.
+fn trace_metadata(
+    spec: &GenSpec,
+    index: usize,
+    seed: u64,
+    sim: &Sim,
+    recorded: &Recorded,
+) -> Value {
+    let system = sim.system();
+    let style = sim.style();
+    let world = sim.world();
+    let plan = fault_plan_json(sim, recorded);
     let mut metadata = json!({
         "generator": {
             "name": "memtrace gen",
@@ -299,7 +326,12 @@ pub fn generate_trace(spec: &GenSpec, index: usize) -> GeneratedTrace {
             m.insert("gen_style_description".into(), json!(style.describe()));
         }
     }
-    b.set_metadata(metadata);
+    metadata
+}
+
+/// One annotation per wrongly answered question, with its label.
+fn annotate_failures(b: &mut TraceBuilder, sim: &Sim, recorded: &Recorded) {
+    let world = sim.world();
     for label in &recorded.labels {
         let q = &world.questions[label.question];
         b.annotate(json!({
@@ -312,12 +344,6 @@ pub fn generate_trace(spec: &GenSpec, index: usize) -> GeneratedTrace {
             "final_op_id": recorded.op_ids.get(label.slot).cloned().unwrap_or_default(),
             "question_kind": q.kind.name(),
         }));
-    }
-    GeneratedTrace {
-        document: b.finish(),
-        sim,
-        recorded,
-        graph_id,
     }
 }
 

@@ -442,6 +442,156 @@ fn spoken(rng: &mut Rng, attr: &Attribute, value: &str) -> String {
     }
 }
 
+/// A fact as first drawn: the speaker, the attribute, and the values it
+/// takes in turn.
+type DrawnFact = (usize, usize, Vec<String>);
+
+/// Session dates: about one to three weeks apart, from a seeded start.
+fn session_dates(rng: &mut Rng, n_sessions: usize) -> Vec<i64> {
+    let mut day = days_from_civil(2023, 1 + rng.below(12) as i64, 1 + rng.below(28) as i64);
+    let mut dates = Vec::with_capacity(n_sessions);
+    for _ in 0..n_sessions {
+        dates.push(day);
+        day += 5 + rng.below(17) as i64;
+    }
+    dates
+}
+
+/// Facts: every attribute for both speakers; some change later.
+fn draw_facts(rng: &mut Rng) -> Vec<DrawnFact> {
+    let mut facts = Vec::new();
+    for speaker in 0..2 {
+        for (attribute, attr) in ATTRIBUTES.iter().enumerate() {
+            if attr.event {
+                let mut chosen: Vec<&str> = Vec::new();
+                let k = 8 + rng.below(8);
+                while chosen.len() < k.min(attr.values.len()) {
+                    let v = pick(rng, attr.values);
+                    if !chosen.contains(&v) {
+                        chosen.push(v);
+                    }
+                }
+                for v in chosen {
+                    facts.push((speaker, attribute, vec![v.to_string()]));
+                }
+                continue;
+            }
+            let updates = match rng.below(10) {
+                0..=3 => 0,
+                4..=7 => 1,
+                _ => 2,
+            };
+            let mut values: Vec<String> = Vec::new();
+            while values.len() < 1 + updates {
+                let v = pick(rng, attr.values).to_string();
+                if !values.contains(&v) {
+                    values.push(v);
+                }
+            }
+            facts.push((speaker, attribute, values));
+        }
+    }
+    facts
+}
+
+/// Which session states which fact value (fact, value index): first values
+/// early, updates later, in order.
+fn plan_sessions(
+    rng: &mut Rng,
+    facts: &[DrawnFact],
+    n_sessions: usize,
+) -> Vec<Vec<(usize, usize)>> {
+    let mut plan: Vec<Vec<(usize, usize)>> = vec![Vec::new(); n_sessions];
+    for (f, (_, attribute, values)) in facts.iter().enumerate() {
+        let first = if ATTRIBUTES[*attribute].event {
+            rng.below(n_sessions)
+        } else {
+            rng.below((n_sessions / 3).max(1))
+        };
+        plan[first].push((f, 0));
+        let mut at = first;
+        for v in 1..values.len() {
+            let room = n_sessions - 1 - at;
+            if room == 0 {
+                break;
+            }
+            at += 1 + rng.below(room);
+            plan[at].push((f, v));
+        }
+    }
+    plan
+}
+
+/// The message that states value `v` of fact `f` in a session on
+/// `session_date`, and the value as the fact records it.
+fn fact_message(
+    rng: &mut Rng,
+    fact: &DrawnFact,
+    f: usize,
+    v: usize,
+    id: String,
+    session_date: i64,
+) -> (Message, FactValue) {
+    let (speaker, attribute, values) = fact;
+    let attr = &ATTRIBUTES[*attribute];
+    let (rel, back) = RELATIVE[rng.below(RELATIVE.len())];
+    let templates = if v == 0 { attr.say } else { attr.change };
+    let template = pick(rng, templates);
+    let value = spoken(rng, attr, &values[v]);
+    let happened = if template.contains("{when}") {
+        session_date - back
+    } else {
+        session_date
+    };
+    let stated = FactValue {
+        value: values[v].clone(),
+        message: id.clone(),
+        date: memtrace_engine::civil_from_days(happened),
+    };
+    let kind = if v == 0 {
+        MessageKind::Fact { fact: f, value: v }
+    } else {
+        MessageKind::Update { fact: f, value: v }
+    };
+    let message = Message {
+        id,
+        speaker: *speaker,
+        text: render(template, &value, rel),
+        kind,
+    };
+    (message, stated)
+}
+
+/// A message about someone else's attribute, which a memory system should
+/// not take for a speaker's fact.
+fn distractor(rng: &mut Rng, id: String) -> Message {
+    let attr = &ATTRIBUTES[rng.below(ATTRIBUTES.len())];
+    let other = pick(rng, OTHERS);
+    let value = pick(rng, attr.values);
+    let text = match rng.below(3) {
+        0 => format!(
+            "Funny, {other} has {value} as {} too... or was it?",
+            attr.what
+        ),
+        1 => format!(
+            "{} {other}'s {} is {value}.",
+            if rng.below(2) == 0 {
+                "Oh, and"
+            } else {
+                "Random, but"
+            },
+            attr.what
+        ),
+        _ => format!("Not me, but {other} mentioned {value} the other day."),
+    };
+    Message {
+        id,
+        speaker: rng.below(2),
+        text,
+        kind: MessageKind::Distractor,
+    }
+}
+
 impl World {
     /// Generates a world.
     pub fn generate(spec: &WorldSpec) -> World {
@@ -455,68 +605,9 @@ impl World {
         let b = (a + 1 + rng.below(NAMES.len() - 1)) % NAMES.len();
         let speakers = [NAMES[a].to_string(), NAMES[b].to_string()];
 
-        // Session dates: about one to three weeks apart, from a seeded start.
-        let mut day = days_from_civil(2023, 1 + rng.below(12) as i64, 1 + rng.below(28) as i64);
-        let mut dates = Vec::with_capacity(n_sessions);
-        for _ in 0..n_sessions {
-            dates.push(day);
-            day += 5 + rng.below(17) as i64;
-        }
-
-        // Facts: every attribute for both speakers; some change later.
-        let mut facts = Vec::new();
-        for speaker in 0..2 {
-            for (attribute, attr) in ATTRIBUTES.iter().enumerate() {
-                if attr.event {
-                    let mut chosen: Vec<&str> = Vec::new();
-                    let k = 8 + rng.below(8);
-                    while chosen.len() < k.min(attr.values.len()) {
-                        let v = pick(&mut rng, attr.values);
-                        if !chosen.contains(&v) {
-                            chosen.push(v);
-                        }
-                    }
-                    for v in chosen {
-                        facts.push((speaker, attribute, vec![v.to_string()]));
-                    }
-                    continue;
-                }
-                let updates = match rng.below(10) {
-                    0..=3 => 0,
-                    4..=7 => 1,
-                    _ => 2,
-                };
-                let mut values: Vec<String> = Vec::new();
-                while values.len() < 1 + updates {
-                    let v = pick(&mut rng, attr.values).to_string();
-                    if !values.contains(&v) {
-                        values.push(v);
-                    }
-                }
-                facts.push((speaker, attribute, values));
-            }
-        }
-
-        // Plan which session states which fact value: first values early,
-        // updates later, in order.
-        let mut plan: Vec<Vec<(usize, usize)>> = vec![Vec::new(); n_sessions];
-        for (f, (_, attribute, values)) in facts.iter().enumerate() {
-            let first = if ATTRIBUTES[*attribute].event {
-                rng.below(n_sessions)
-            } else {
-                rng.below((n_sessions / 3).max(1))
-            };
-            plan[first].push((f, 0));
-            let mut at = first;
-            for v in 1..values.len() {
-                let room = n_sessions - 1 - at;
-                if room == 0 {
-                    break;
-                }
-                at += 1 + rng.below(room);
-                plan[at].push((f, v));
-            }
-        }
+        let dates = session_dates(&mut rng, n_sessions);
+        let facts = draw_facts(&mut rng);
+        let plan = plan_sessions(&mut rng, &facts, n_sessions);
 
         let mut fact_values: Vec<Vec<FactValue>> = vec![Vec::new(); facts.len()];
         let per_session = n_messages / n_sessions;
@@ -541,61 +632,12 @@ impl World {
                 let id = format!("D{number}:{}", turn + 1);
                 let message = match slot {
                     Some((f, v)) => {
-                        let (speaker, attribute, values) = &facts[f];
-                        let attr = &ATTRIBUTES[*attribute];
-                        let (rel, back) = RELATIVE[rng.below(RELATIVE.len())];
-                        let templates = if v == 0 { attr.say } else { attr.change };
-                        let template = pick(&mut rng, templates);
-                        let value = spoken(&mut rng, attr, &values[v]);
-                        let happened = if template.contains("{when}") {
-                            dates[s] - back
-                        } else {
-                            dates[s]
-                        };
-                        fact_values[f].push(FactValue {
-                            value: values[v].clone(),
-                            message: id.clone(),
-                            date: memtrace_engine::civil_from_days(happened),
-                        });
-                        let kind = if v == 0 {
-                            MessageKind::Fact { fact: f, value: v }
-                        } else {
-                            MessageKind::Update { fact: f, value: v }
-                        };
-                        Message {
-                            id,
-                            speaker: *speaker,
-                            text: render(template, &value, rel),
-                            kind,
-                        }
+                        let (message, stated) =
+                            fact_message(&mut rng, &facts[f], f, v, id, dates[s]);
+                        fact_values[f].push(stated);
+                        message
                     }
-                    None if rng.below(4) == 0 => {
-                        let attr = &ATTRIBUTES[rng.below(ATTRIBUTES.len())];
-                        let other = pick(&mut rng, OTHERS);
-                        let value = pick(&mut rng, attr.values);
-                        let text = match rng.below(3) {
-                            0 => format!(
-                                "Funny, {other} has {value} as {} too... or was it?",
-                                attr.what
-                            ),
-                            1 => format!(
-                                "{} {other}'s {} is {value}.",
-                                if rng.below(2) == 0 {
-                                    "Oh, and"
-                                } else {
-                                    "Random, but"
-                                },
-                                attr.what
-                            ),
-                            _ => format!("Not me, but {other} mentioned {value} the other day."),
-                        };
-                        Message {
-                            id,
-                            speaker: rng.below(2),
-                            text,
-                            kind: MessageKind::Distractor,
-                        }
-                    }
+                    None if rng.below(4) == 0 => distractor(&mut rng, id),
                     None => Message {
                         id,
                         speaker: turn % 2,

@@ -256,60 +256,22 @@ fn score_row(name: &str, s: &Score) -> Vec<String> {
     ]
 }
 
+/// The columns of a table of scores.
+const SCORE_HEADER: [&str; 5] = ["", "cases", "error type", "op id", "no verdict"];
+
 /// The evaluation as text tables.
 pub fn render_evaluation(e: &Evaluation, misses: usize) -> String {
     let mut out = String::new();
-    let header = ["", "cases", "error type", "op id", "no verdict"];
-    let mut rows: Vec<Vec<String>> = e.by_system.iter().map(|(s, x)| score_row(s, x)).collect();
-    rows.push(score_row("all", &e.total));
     out.push_str("By memory system\n");
     if let Some(total) = &e.cost {
-        // LLM methods: what each system's verdicts cost.
-        let mut names: Vec<&String> = e.by_system.keys().collect();
-        names.extend(e.cost_by_system.keys());
-        names.sort();
-        names.dedup();
-        let mut wide = Vec::new();
-        for name in names {
-            let mut r = e.by_system.get(name).map_or_else(
-                || vec![name.clone(), "0".into(), "–".into(), "–".into(), "0".into()],
-                |x| score_row(name, x),
-            );
-            r.extend(cost_cells(e.cost_by_system.get(name)));
-            wide.push(r);
-        }
-        let mut all = score_row("all", &e.total);
-        all.extend(cost_cells(Some(total)));
-        wide.push(all);
-        let header = [
-            "",
-            "cases",
-            "error type",
-            "op id",
-            "no verdict",
-            "calls",
-            "cached",
-            "tokens in",
-            "tokens out",
-            "seconds",
-        ];
-        out.push_str(&table::render(&header, &wide, &[1, 2, 3, 4, 5, 6, 7, 8, 9]));
+        out.push_str(&render_systems_with_cost(e, total));
     } else {
-        out.push_str(&table::render(&header, &rows, &[1, 2, 3, 4]));
+        let mut rows: Vec<Vec<String>> = e.by_system.iter().map(|(s, x)| score_row(s, x)).collect();
+        rows.push(score_row("all", &e.total));
+        out.push_str(&table::render(&SCORE_HEADER, &rows, &[1, 2, 3, 4]));
     }
     if !e.by_style.is_empty() {
-        // Traces of `memtrace gen --style`: how the method does per style.
-        let mut rows: Vec<Vec<String>> = e.by_style.iter().map(|(s, x)| score_row(s, x)).collect();
-        rows.push(score_row("all", &e.total));
-        out.push_str("\nBy generator style\n");
-        out.push_str(&table::render(&header, &rows, &[1, 2, 3, 4]));
-        let rows: Vec<Vec<String>> = e
-            .by_style_system
-            .iter()
-            .map(|(s, x)| score_row(s, x))
-            .collect();
-        out.push_str("\nBy generator style and memory system\n");
-        out.push_str(&table::render(&header, &rows, &[1, 2, 3, 4]));
+        out.push_str(&render_styles(e));
     }
     let rows: Vec<Vec<String>> = e
         .by_error_type
@@ -317,28 +279,8 @@ pub fn render_evaluation(e: &Evaluation, misses: usize) -> String {
         .map(|(s, x)| score_row(s, x))
         .collect();
     out.push_str("\nBy true error type\n");
-    out.push_str(&table::render(&header, &rows, &[1, 2, 3, 4]));
-    let mut predicted: Vec<&String> = e.confusion.values().flat_map(|m| m.keys()).collect();
-    predicted.sort();
-    predicted.dedup();
-    let mut head: Vec<&str> = vec!["true \\ verdict"];
-    head.extend(predicted.iter().map(|s| s.as_str()));
-    let rows: Vec<Vec<String>> = e
-        .confusion
-        .iter()
-        .map(|(t, m)| {
-            let mut r = vec![t.clone()];
-            r.extend(
-                predicted
-                    .iter()
-                    .map(|p| m.get(*p).copied().unwrap_or(0).to_string()),
-            );
-            r
-        })
-        .collect();
-    let right: Vec<usize> = (1..head.len()).collect();
-    out.push_str("\nConfusion (rows: label, columns: verdict)\n");
-    out.push_str(&table::render(&head, &rows, &right));
+    out.push_str(&table::render(&SCORE_HEADER, &rows, &[1, 2, 3, 4]));
+    out.push_str(&render_confusion(e));
     out.push_str(&format!(
         "\n{} labelled case(s), {} unlabelled; error type {}, op id {}; median {:.2} ms per case (mean {:.2} ms)\n",
         e.cases,
@@ -363,6 +305,85 @@ pub fn render_evaluation(e: &Evaluation, misses: usize) -> String {
     }
     out.push_str(&render_misses(e, misses));
     out
+}
+
+/// The scores per memory system of an LLM method, with what each system's
+/// verdicts cost.
+fn render_systems_with_cost(e: &Evaluation, total: &memtrace::attrib::Cost) -> String {
+    let mut names: Vec<&String> = e.by_system.keys().collect();
+    names.extend(e.cost_by_system.keys());
+    names.sort();
+    names.dedup();
+    let mut wide = Vec::new();
+    for name in names {
+        let mut r = e.by_system.get(name).map_or_else(
+            || vec![name.clone(), "0".into(), "–".into(), "–".into(), "0".into()],
+            |x| score_row(name, x),
+        );
+        r.extend(cost_cells(e.cost_by_system.get(name)));
+        wide.push(r);
+    }
+    let mut all = score_row("all", &e.total);
+    all.extend(cost_cells(Some(total)));
+    wide.push(all);
+    let header = [
+        "",
+        "cases",
+        "error type",
+        "op id",
+        "no verdict",
+        "calls",
+        "cached",
+        "tokens in",
+        "tokens out",
+        "seconds",
+    ];
+    table::render(&header, &wide, &[1, 2, 3, 4, 5, 6, 7, 8, 9])
+}
+
+/// The scores per generator style, alone and with each memory system, for
+/// traces of `memtrace gen --style`.
+fn render_styles(e: &Evaluation) -> String {
+    let mut out = String::new();
+    let mut rows: Vec<Vec<String>> = e.by_style.iter().map(|(s, x)| score_row(s, x)).collect();
+    rows.push(score_row("all", &e.total));
+    out.push_str("\nBy generator style\n");
+    out.push_str(&table::render(&SCORE_HEADER, &rows, &[1, 2, 3, 4]));
+    let rows: Vec<Vec<String>> = e
+        .by_style_system
+        .iter()
+        .map(|(s, x)| score_row(s, x))
+        .collect();
+    out.push_str("\nBy generator style and memory system\n");
+    out.push_str(&table::render(&SCORE_HEADER, &rows, &[1, 2, 3, 4]));
+    out
+}
+
+/// The confusion matrix: labelled error types against the verdicts given.
+fn render_confusion(e: &Evaluation) -> String {
+    let mut predicted: Vec<&String> = e.confusion.values().flat_map(|m| m.keys()).collect();
+    predicted.sort();
+    predicted.dedup();
+    let mut head: Vec<&str> = vec!["true \\ verdict"];
+    head.extend(predicted.iter().map(|s| s.as_str()));
+    let rows: Vec<Vec<String>> = e
+        .confusion
+        .iter()
+        .map(|(t, m)| {
+            let mut r = vec![t.clone()];
+            r.extend(
+                predicted
+                    .iter()
+                    .map(|p| m.get(*p).copied().unwrap_or(0).to_string()),
+            );
+            r
+        })
+        .collect();
+    let right: Vec<usize> = (1..head.len()).collect();
+    format!(
+        "\nConfusion (rows: label, columns: verdict)\n{}",
+        table::render(&head, &rows, &right)
+    )
 }
 
 /// The cost columns of an evaluation table.

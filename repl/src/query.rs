@@ -273,136 +273,172 @@ pub fn print_result(
     width: Option<usize>,
     caps: crate::tree::TreeCaps,
 ) -> std::result::Result<(), EngineError> {
-    let columns = columns_of(plan);
     match format {
         QueryFormat::Tree | QueryFormat::Dot | QueryFormat::Mermaid => {
-            let Plan::Traverse(t) = plan else {
-                return Err(EngineError::FormatNeedsWalk {
-                    format: format
-                        .to_possible_value()
-                        .map(|v| v.get_name().to_string())
-                        .unwrap_or_default(),
-                });
-            };
-            // The tree is drawn from the walk's steps (each variable with the
-            // one it was reached from), the drawings from the result subgraph.
-            let mut rows = Vec::new();
-            if format == QueryFormat::Tree {
-                db.walk_tree(plan, cancel, &mut |r| {
-                    rows.push(r);
-                    Ok(true)
-                })?;
-            } else {
-                let mut drawn = t.clone();
-                drawn.output = Output::Subgraph;
-                drawn.columns = traverse_columns(Output::Subgraph);
-                db.run_plan(&Plan::Traverse(drawn), cancel, &mut |r| {
-                    rows.push(r);
-                    Ok(true)
-                })?;
-            }
-            let mut names: HashMap<String, HashMap<String, String>> = HashMap::new();
-            for row in &rows {
-                if let Some(Value::Str(trace)) = row.first() {
-                    if !names.contains_key(trace) {
-                        names.insert(trace.clone(), op_names(db, trace));
-                    }
-                }
-            }
-            let name = |trace: &str, op: &str| {
-                names
-                    .get(trace)
-                    .and_then(|m| m.get(op))
-                    .cloned()
-                    .unwrap_or_else(|| op.to_string())
-            };
-            if after {
-                writeln!(out).map_err(stdout_err)?;
-            }
-            let how = match format {
-                QueryFormat::Dot => crate::tree::Drawing::Dot,
-                QueryFormat::Mermaid => crate::tree::Drawing::Mermaid,
-                _ => return crate::tree::draw(&rows, t.limit, caps, &name, cancel, out),
-            };
-            let text = crate::tree::subgraph(&rows, how, &name);
-            cancel.check()?;
-            write!(out, "{text}").map_err(stdout_err)?;
+            print_drawing(db, plan, format, cancel, out, after, caps)
         }
-        QueryFormat::Table => {
-            let mut rows: Vec<Vec<String>> = Vec::new();
-            let mut numeric: Vec<bool> = Vec::new();
-            db.run_plan(plan, cancel, &mut |r| {
-                if numeric.is_empty() {
-                    numeric = r
-                        .iter()
-                        .map(|v| matches!(v, Value::Int(_) | Value::Float(_)))
-                        .collect();
-                }
-                rows.push(r.iter().map(|v| cut(&cell(v))).collect());
-                Ok(true)
-            })?;
-            cancel.check()?;
-            let header: Vec<&str> = columns.iter().map(String::as_str).collect();
-            let right: Vec<usize> = (0..numeric.len()).filter(|i| numeric[*i]).collect();
-            if after {
-                writeln!(out).map_err(stdout_err)?;
-            }
-            write!(out, "{}", table::render_fit(&header, &rows, &right, width))
-                .map_err(stdout_err)?;
-            writeln!(
-                out,
-                "({} row{})",
-                rows.len(),
-                if rows.len() == 1 { "" } else { "s" }
-            )
-            .map_err(stdout_err)?;
-        }
-        QueryFormat::Json | QueryFormat::Csv => {
-            // Rows are written as they come. The header waits for the first
-            // row (or the end), so that a statement that fails before its
-            // first row leaves nothing on standard output.
-            let mut header = if after && format == QueryFormat::Csv {
-                "\r\n".to_string()
-            } else {
-                String::new()
-            };
-            match format {
-                QueryFormat::Json => header.push_str(&format!(
-                    "{{\"columns\": {}, \"rows\": [",
-                    serde_json::to_string(&columns)?
-                )),
-                _ => {
-                    let h: Vec<String> = columns.iter().map(|c| csv_field(c)).collect();
-                    header.push_str(&format!("{}\r\n", h.join(",")));
-                }
-            }
-            let mut n = 0usize;
-            db.run_plan(plan, cancel, &mut |r| {
-                if n == 0 {
-                    out.write_all(header.as_bytes()).map_err(stdout_err)?;
-                }
-                match format {
-                    QueryFormat::Json => {
-                        let arr = serde_json::Value::Array(r.iter().map(to_json).collect());
-                        write!(out, "{}\n  {arr}", if n == 0 { "" } else { "," })
-                    }
-                    _ => {
-                        let line: Vec<String> = r.iter().map(|v| csv_field(&cell(v))).collect();
-                        write!(out, "{}\r\n", line.join(","))
-                    }
-                }
-                .map_err(stdout_err)?;
-                n += 1;
-                Ok(true)
-            })?;
-            if n == 0 {
-                out.write_all(header.as_bytes()).map_err(stdout_err)?;
-            }
-            if format == QueryFormat::Json {
-                let end = if n > 0 { "\n" } else { "" };
-                writeln!(out, "{end}]}}").map_err(stdout_err)?;
+        QueryFormat::Table => print_table(db, plan, cancel, out, after, width),
+        QueryFormat::Json | QueryFormat::Csv => print_rows(db, plan, format, cancel, out, after),
+    }
+}
+
+/// Prints a walk's result as a tree, or its subgraph as a DOT or Mermaid
+/// drawing, with op names on the branches.
+fn print_drawing(
+    db: &Engine,
+    plan: &Plan,
+    format: QueryFormat,
+    cancel: &Cancel,
+    out: &mut dyn Write,
+    after: bool,
+    caps: crate::tree::TreeCaps,
+) -> std::result::Result<(), EngineError> {
+    let Plan::Traverse(t) = plan else {
+        return Err(EngineError::FormatNeedsWalk {
+            format: format
+                .to_possible_value()
+                .map(|v| v.get_name().to_string())
+                .unwrap_or_default(),
+        });
+    };
+    // The tree is drawn from the walk's steps (each variable with the
+    // one it was reached from), the drawings from the result subgraph.
+    let mut rows = Vec::new();
+    if format == QueryFormat::Tree {
+        db.walk_tree(plan, cancel, &mut |r| {
+            rows.push(r);
+            Ok(true)
+        })?;
+    } else {
+        let mut drawn = t.clone();
+        drawn.output = Output::Subgraph;
+        drawn.columns = traverse_columns(Output::Subgraph);
+        db.run_plan(&Plan::Traverse(drawn), cancel, &mut |r| {
+            rows.push(r);
+            Ok(true)
+        })?;
+    }
+    let mut names: HashMap<String, HashMap<String, String>> = HashMap::new();
+    for row in &rows {
+        if let Some(Value::Str(trace)) = row.first() {
+            if !names.contains_key(trace) {
+                names.insert(trace.clone(), op_names(db, trace));
             }
         }
+    }
+    let name = |trace: &str, op: &str| {
+        names
+            .get(trace)
+            .and_then(|m| m.get(op))
+            .cloned()
+            .unwrap_or_else(|| op.to_string())
+    };
+    if after {
+        writeln!(out).map_err(stdout_err)?;
+    }
+    let how = match format {
+        QueryFormat::Dot => crate::tree::Drawing::Dot,
+        QueryFormat::Mermaid => crate::tree::Drawing::Mermaid,
+        _ => return crate::tree::draw(&rows, t.limit, caps, &name, cancel, out),
+    };
+    let text = crate::tree::subgraph(&rows, how, &name);
+    cancel.check()?;
+    write!(out, "{text}").map_err(stdout_err)?;
+    Ok(())
+}
+
+/// Prints the rows as an aligned table, fitted to `width` columns when given.
+fn print_table(
+    db: &Engine,
+    plan: &Plan,
+    cancel: &Cancel,
+    out: &mut dyn Write,
+    after: bool,
+    width: Option<usize>,
+) -> std::result::Result<(), EngineError> {
+    let columns = columns_of(plan);
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    let mut numeric: Vec<bool> = Vec::new();
+    db.run_plan(plan, cancel, &mut |r| {
+        if numeric.is_empty() {
+            numeric = r
+                .iter()
+                .map(|v| matches!(v, Value::Int(_) | Value::Float(_)))
+                .collect();
+        }
+        rows.push(r.iter().map(|v| cut(&cell(v))).collect());
+        Ok(true)
+    })?;
+    cancel.check()?;
+    let header: Vec<&str> = columns.iter().map(String::as_str).collect();
+    let right: Vec<usize> = (0..numeric.len()).filter(|i| numeric[*i]).collect();
+    if after {
+        writeln!(out).map_err(stdout_err)?;
+    }
+    write!(out, "{}", table::render_fit(&header, &rows, &right, width)).map_err(stdout_err)?;
+    writeln!(
+        out,
+        "({} row{})",
+        rows.len(),
+        if rows.len() == 1 { "" } else { "s" }
+    )
+    .map_err(stdout_err)?;
+    Ok(())
+}
+
+/// Prints the rows as JSON or CSV, each row as it comes.
+fn print_rows(
+    db: &Engine,
+    plan: &Plan,
+    format: QueryFormat,
+    cancel: &Cancel,
+    out: &mut dyn Write,
+    after: bool,
+) -> std::result::Result<(), EngineError> {
+    let columns = columns_of(plan);
+    // Rows are written as they come. The header waits for the first
+    // row (or the end), so that a statement that fails before its
+    // first row leaves nothing on standard output.
+    let mut header = if after && format == QueryFormat::Csv {
+        "\r\n".to_string()
+    } else {
+        String::new()
+    };
+    match format {
+        QueryFormat::Json => header.push_str(&format!(
+            "{{\"columns\": {}, \"rows\": [",
+            serde_json::to_string(&columns)?
+        )),
+        _ => {
+            let h: Vec<String> = columns.iter().map(|c| csv_field(c)).collect();
+            header.push_str(&format!("{}\r\n", h.join(",")));
+        }
+    }
+    let mut n = 0usize;
+    db.run_plan(plan, cancel, &mut |r| {
+        if n == 0 {
+            out.write_all(header.as_bytes()).map_err(stdout_err)?;
+        }
+        match format {
+            QueryFormat::Json => {
+                let arr = serde_json::Value::Array(r.iter().map(to_json).collect());
+                write!(out, "{}\n  {arr}", if n == 0 { "" } else { "," })
+            }
+            _ => {
+                let line: Vec<String> = r.iter().map(|v| csv_field(&cell(v))).collect();
+                write!(out, "{}\r\n", line.join(","))
+            }
+        }
+        .map_err(stdout_err)?;
+        n += 1;
+        Ok(true)
+    })?;
+    if n == 0 {
+        out.write_all(header.as_bytes()).map_err(stdout_err)?;
+    }
+    if format == QueryFormat::Json {
+        let end = if n > 0 { "\n" } else { "" };
+        writeln!(out, "{end}]}}").map_err(stdout_err)?;
     }
     Ok(())
 }

@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use memtrace_llm::chat::{excerpt as cut, find_json_object};
-use memtrace_llm::Message;
+use memtrace_llm::{Client, Message};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -192,123 +192,16 @@ impl Advise for Engine {
         max_examples: usize,
         cancel: &Cancel,
     ) -> Result<Feedback> {
-        let mut gathered: BTreeMap<String, Gathered> = BTreeMap::new();
-        let mut without: BTreeMap<String, usize> = BTreeMap::new();
-        for view in views(self, trace)? {
-            cancel.check()?;
-            let mut latest: HashMap<String, StoredVerdict> = HashMap::new();
-            for s in stored_verdicts(self, view.id())? {
-                if s.verdict.method == method.name() {
-                    latest.insert(s.verdict.case.clone(), s);
-                }
-            }
-            if latest.is_empty() {
-                continue;
-            }
-            let (model, cases) = trace_cases(&view)?;
-            for case in &cases {
-                let Some(s) = latest.get(&case.id) else {
-                    continue;
-                };
-                let v = &s.verdict;
-                let (Some(t), Some(op)) =
-                    (v.error_type, v.op_id.as_deref().and_then(|o| model.op(o)))
-                else {
-                    continue;
-                };
-                let op_name = model.ops[op].op_name.clone().unwrap_or_default();
-                let prompts = prompts_of(&model, op);
-                if prompts.is_empty() {
-                    *without.entry(op_name).or_default() += 1;
-                    continue;
-                }
-                let fc = FeedbackCase {
-                    trace: case.graph_id.clone(),
-                    case: case.id.clone(),
-                    query: case.query.clone(),
-                    error_type: t.name().into(),
-                    op_id: model.ops[op].op_id.clone(),
-                    op_name: op_name.clone(),
-                };
-                for p in prompts {
-                    let var = &model.vars[p];
-                    let g = gathered
-                        .entry(var.full_name.clone())
-                        .or_insert_with(|| Gathered {
-                            based_on: var.full_node_id.clone(),
-                            current: unrepr(model.value(p)),
-                            ops: Vec::new(),
-                            error_types: BTreeMap::new(),
-                            cases: Vec::new(),
-                            examples: Vec::new(),
-                        });
-                    if !g.ops.contains(&op_name) {
-                        g.ops.push(op_name.clone());
-                    }
-                    *g.error_types.entry(t.name().into()).or_default() += 1;
-                    if g.examples.len() < max_examples {
-                        g.examples.push((
-                            fc.clone(),
-                            case.gold.clone(),
-                            case.prediction.clone(),
-                            v.reason.clone(),
-                        ));
-                    }
-                    g.cases.push(fc.clone());
-                }
-            }
-        }
+        let (gathered, without) = gather_prompts(self, method, trace, max_examples, cancel)?;
         let (client, rt) = client_for(self)?;
         let mut order: Vec<(&String, &Gathered)> = gathered.iter().collect();
         order.sort_by_key(|(_, g)| std::cmp::Reverse(g.cases.len()));
         let mut prompts = BTreeMap::new();
         let mut total = Cost::default();
         for (id, g) in order {
-            let fence = Fence::new(id, "feedback");
-            let mut messages = feedback_request(id, g, &fence);
-            let mut cost = Cost::default();
-            let mut found = None;
-            for _ in 0..FEEDBACK_TRIES {
-                cancel.check()?;
-                let (text, c) = rt.block_on(complete(&client, self, cancel, messages.clone()))?;
-                cost.add(&c);
-                if let Some(fr) = read_feedback(&text) {
-                    found = Some(fr);
-                    break;
-                }
-                messages.push(Message::assistant(text));
-                messages.push(Message::user(
-                    "That is not the reply asked for. Reply with exactly one JSON object with \
-                     the non-empty string fields feedback and rewrite.",
-                ));
-            }
-            total.add(&cost);
-            let (feedback, suggested, error) = match found {
-                Some((f, r)) => (Some(f), Some(r), None),
-                None => (
-                    None,
-                    None,
-                    Some(format!(
-                        "no usable answer in {FEEDBACK_TRIES} requests (each must be one JSON \
-                         object with feedback and rewrite)"
-                    )),
-                ),
-            };
-            prompts.insert(
-                format!("{id}@1"),
-                PromptFeedback {
-                    prompt_id: id.clone(),
-                    based_on: g.based_on.clone(),
-                    current: g.current.clone(),
-                    feedback,
-                    suggested,
-                    error,
-                    ops: g.ops.clone(),
-                    error_types: g.error_types.clone(),
-                    cases: g.cases.clone(),
-                    cost,
-                },
-            );
+            let feedback = ask_for_feedback(self, &client, &rt, id, g, cancel)?;
+            total.add(&feedback.cost);
+            prompts.insert(format!("{id}@1"), feedback);
         }
         Ok(Feedback {
             method: method.name().into(),
@@ -318,6 +211,146 @@ impl Advise for Engine {
             cost: total,
         })
     }
+}
+
+/// The latest verdict of `method` for each case of one trace.
+fn latest_verdicts(
+    db: &Engine,
+    trace: u32,
+    method: Method,
+) -> Result<HashMap<String, StoredVerdict>> {
+    let mut latest: HashMap<String, StoredVerdict> = HashMap::new();
+    for s in stored_verdicts(db, trace)? {
+        if s.verdict.method == method.name() {
+            latest.insert(s.verdict.case.clone(), s);
+        }
+    }
+    Ok(latest)
+}
+
+/// The prompts read by the faulty ops of `method`'s verdicts, each with the
+/// cases that blame it, and the faulty op names whose op read no prompt.
+fn gather_prompts(
+    db: &Engine,
+    method: Method,
+    trace: Option<&str>,
+    max_examples: usize,
+    cancel: &Cancel,
+) -> Result<(BTreeMap<String, Gathered>, BTreeMap<String, usize>)> {
+    let mut gathered: BTreeMap<String, Gathered> = BTreeMap::new();
+    let mut without: BTreeMap<String, usize> = BTreeMap::new();
+    for view in views(db, trace)? {
+        cancel.check()?;
+        let latest = latest_verdicts(db, view.id(), method)?;
+        if latest.is_empty() {
+            continue;
+        }
+        let (model, cases) = trace_cases(&view)?;
+        for case in &cases {
+            let Some(s) = latest.get(&case.id) else {
+                continue;
+            };
+            let v = &s.verdict;
+            let (Some(t), Some(op)) = (v.error_type, v.op_id.as_deref().and_then(|o| model.op(o)))
+            else {
+                continue;
+            };
+            let op_name = model.ops[op].op_name.clone().unwrap_or_default();
+            let prompts = prompts_of(&model, op);
+            if prompts.is_empty() {
+                *without.entry(op_name).or_default() += 1;
+                continue;
+            }
+            let fc = FeedbackCase {
+                trace: case.graph_id.clone(),
+                case: case.id.clone(),
+                query: case.query.clone(),
+                error_type: t.name().into(),
+                op_id: model.ops[op].op_id.clone(),
+                op_name: op_name.clone(),
+            };
+            for p in prompts {
+                let var = &model.vars[p];
+                let g = gathered
+                    .entry(var.full_name.clone())
+                    .or_insert_with(|| Gathered {
+                        based_on: var.full_node_id.clone(),
+                        current: unrepr(model.value(p)),
+                        ops: Vec::new(),
+                        error_types: BTreeMap::new(),
+                        cases: Vec::new(),
+                        examples: Vec::new(),
+                    });
+                if !g.ops.contains(&op_name) {
+                    g.ops.push(op_name.clone());
+                }
+                *g.error_types.entry(t.name().into()).or_default() += 1;
+                if g.examples.len() < max_examples {
+                    g.examples.push((
+                        fc.clone(),
+                        case.gold.clone(),
+                        case.prediction.clone(),
+                        v.reason.clone(),
+                    ));
+                }
+                g.cases.push(fc.clone());
+            }
+        }
+    }
+    Ok((gathered, without))
+}
+
+/// Asks the model for feedback on one prompt, sending an unusable answer
+/// back with a reminder up to [`FEEDBACK_TRIES`] times.
+fn ask_for_feedback(
+    db: &Engine,
+    client: &Client,
+    rt: &tokio::runtime::Runtime,
+    id: &str,
+    g: &Gathered,
+    cancel: &Cancel,
+) -> Result<PromptFeedback> {
+    let fence = Fence::new(id, "feedback");
+    let mut messages = feedback_request(id, g, &fence);
+    let mut cost = Cost::default();
+    let mut found = None;
+    for _ in 0..FEEDBACK_TRIES {
+        cancel.check()?;
+        let (text, c) = rt.block_on(complete(client, db, cancel, messages.clone()))?;
+        cost.add(&c);
+        if let Some(fr) = read_feedback(&text) {
+            found = Some(fr);
+            break;
+        }
+        messages.push(Message::assistant(text));
+        messages.push(Message::user(
+            "That is not the reply asked for. Reply with exactly one JSON object with \
+             the non-empty string fields feedback and rewrite.",
+        ));
+    }
+    let (feedback, suggested, error) = match found {
+        Some((f, r)) => (Some(f), Some(r), None),
+        None => (
+            None,
+            None,
+            Some(format!(
+                "no usable answer in {FEEDBACK_TRIES} requests (each must be one JSON \
+                 object with feedback and rewrite)"
+            )),
+        ),
+    };
+    Ok(PromptFeedback {
+        prompt_id: id.to_string(),
+        based_on: g.based_on.clone(),
+        current: g.current.clone(),
+        feedback,
+        suggested,
+        error,
+        ops: g.ops.clone(),
+        error_types: g.error_types.clone(),
+        cases: g.cases.clone(),
+        cost,
+    })
 }
 
 #[cfg(test)]

@@ -357,8 +357,6 @@ fn score(
     let mut misses = Vec::new();
     let mut unlabelled = 0;
     let mut scored: Vec<(f64, bool, bool)> = Vec::new();
-    let mut micros: Vec<u64> = verdicts.iter().map(|v| v.micros).collect();
-    micros.sort_unstable();
     for v in verdicts {
         let Some((true_type, true_op)) = labels.get(&(v.trace, v.case.clone())) else {
             unlabelled += 1;
@@ -400,45 +398,12 @@ fn score(
             .entry(got.clone())
             .or_default() += 1;
         if (!type_ok || !op_ok) && misses.len() < 50 {
-            misses.push(Miss {
-                trace: v.graph_id.clone(),
-                case: v.case.clone(),
-                query: v.query.clone(),
-                true_error_type: true_type.clone(),
-                true_op: format!("{true_op} ({})", op_name(v.trace, true_op)),
-                error_type: got,
-                op: format!(
-                    "{} ({})",
-                    v.op_id.as_deref().unwrap_or("-"),
-                    v.op_name.as_deref().unwrap_or("-")
-                ),
-                reason: v.reason.clone(),
-            });
+            misses.push(miss(v, true_type, true_op, got, &op_name));
         }
     }
-    let median_micros = if micros.is_empty() {
-        0
-    } else {
-        micros[micros.len() / 2]
-    };
-    let p95_micros = if micros.is_empty() {
-        0
-    } else {
-        micros[((micros.len() - 1) as f64 * 0.95).round() as usize]
-    };
-    let mean_micros = if micros.is_empty() {
-        0.0
-    } else {
-        micros.iter().sum::<u64>() as f64 / micros.len() as f64
-    };
+    let (median_micros, mean_micros, p95_micros) = case_times(verdicts);
     let (cost, cost_per_case) = costs(verdicts);
-    let mut cost_by_system: BTreeMap<String, Cost> = BTreeMap::new();
-    for v in verdicts {
-        if let Some(c) = &v.cost {
-            let system = v.system.clone().unwrap_or_else(|| "-".into());
-            cost_by_system.entry(system).or_default().add(c);
-        }
-    }
+    let cost_by_system = cost_by_system(verdicts);
     Evaluation {
         method: method.name().into(),
         version: method.version().into(),
@@ -462,6 +427,65 @@ fn score(
         cost_per_case,
         cost_by_system,
     }
+}
+
+/// A wrong verdict as the evaluation lists it, beside the label it missed.
+fn miss(
+    v: &Verdict,
+    true_type: &str,
+    true_op: &str,
+    got: String,
+    op_name: impl Fn(u32, &str) -> String,
+) -> Miss {
+    Miss {
+        trace: v.graph_id.clone(),
+        case: v.case.clone(),
+        query: v.query.clone(),
+        true_error_type: true_type.to_string(),
+        true_op: format!("{true_op} ({})", op_name(v.trace, true_op)),
+        error_type: got,
+        op: format!(
+            "{} ({})",
+            v.op_id.as_deref().unwrap_or("-"),
+            v.op_name.as_deref().unwrap_or("-")
+        ),
+        reason: v.reason.clone(),
+    }
+}
+
+/// The median, mean and 95th percentile of the time per case, in
+/// microseconds (all 0 when there are no verdicts).
+fn case_times(verdicts: &[Verdict]) -> (u64, f64, u64) {
+    let mut micros: Vec<u64> = verdicts.iter().map(|v| v.micros).collect();
+    micros.sort_unstable();
+    let median_micros = if micros.is_empty() {
+        0
+    } else {
+        micros[micros.len() / 2]
+    };
+    let p95_micros = if micros.is_empty() {
+        0
+    } else {
+        micros[((micros.len() - 1) as f64 * 0.95).round() as usize]
+    };
+    let mean_micros = if micros.is_empty() {
+        0.0
+    } else {
+        micros.iter().sum::<u64>() as f64 / micros.len() as f64
+    };
+    (median_micros, mean_micros, p95_micros)
+}
+
+/// The summed cost of the verdicts of each memory system.
+fn cost_by_system(verdicts: &[Verdict]) -> BTreeMap<String, Cost> {
+    let mut by_system: BTreeMap<String, Cost> = BTreeMap::new();
+    for v in verdicts {
+        if let Some(c) = &v.cost {
+            let system = v.system.clone().unwrap_or_else(|| "-".into());
+            by_system.entry(system).or_default().add(c);
+        }
+    }
+    by_system
 }
 
 /// The summed cost of the verdicts that have one, and its mean per verdict.

@@ -164,6 +164,110 @@ fn meta_str<'a>(meta: &'a Value, key: &str) -> Option<&'a str> {
         .filter(|s| !s.trim().is_empty() && s.len() <= 60 && s.split_whitespace().count() <= 4)
 }
 
+/// The speaker key: the metadata key whose value the text names most
+/// often; else the first usual key name present. A speaker is a name: words
+/// of letters, and few of them in one conversation (a timestamp or a message
+/// id is in the text too, but differs from message to message).
+fn speaker_key(model: &TraceModel, vars: &[usize], raws: &[String], n: f64) -> Option<String> {
+    let mut counts: HashMap<&str, (usize, usize)> = HashMap::new();
+    let mut distinct: HashMap<&str, HashSet<&str>> = HashMap::new();
+    for (&v, raw) in vars.iter().zip(raws) {
+        let text_tokens: HashSet<String> = tokens(raw).into_iter().collect();
+        if let Value::Object(map) = &model.vars[v].metadata {
+            for key in map.keys() {
+                let Some(val) = meta_str(&model.vars[v].metadata, key) else {
+                    continue;
+                };
+                if !is_name_like(val) {
+                    continue;
+                }
+                distinct.entry(key.as_str()).or_default().insert(val);
+                let e = counts.entry(key.as_str()).or_default();
+                e.0 += 1;
+                let t = tokens(val);
+                if !t.is_empty() && t.iter().all(|x| text_tokens.contains(x)) {
+                    e.1 += 1;
+                }
+            }
+        }
+    }
+    let few = (n / 3.0).max(SPEAKERS_AT_LEAST as f64);
+    counts.retain(|k, _| distinct.get(k).is_some_and(|d| d.len() as f64 <= few));
+    let preference = |k: &str| {
+        SPEAKER_KEYS
+            .iter()
+            .position(|s| *s == k)
+            .unwrap_or(SPEAKER_KEYS.len())
+    };
+    let named = counts
+        .iter()
+        .filter(|(_, (_, hits))| *hits as f64 >= 0.3 * n)
+        .max_by_key(|(k, (_, hits))| {
+            (
+                *hits,
+                std::cmp::Reverse(preference(k)),
+                std::cmp::Reverse(k.len()),
+            )
+        })
+        .map(|(k, _)| k.to_string());
+    named.or_else(|| {
+        SPEAKER_KEYS
+            .iter()
+            .find(|k| {
+                counts
+                    .get(**k)
+                    .is_some_and(|(c, _)| *c as f64 >= CONVENTION * n)
+            })
+            .map(|k| k.to_string())
+    })
+}
+
+/// Whether most messages start with a head (a few words before `": "` on
+/// the first line), and the tokens that recur in those heads.
+fn head_tokens(raws: &[String], n: f64) -> (bool, Vec<String>) {
+    let heads: Vec<Option<&str>> = raws.iter().map(|r| head(r).map(|h| h.0)).collect();
+    let with_head = heads.iter().flatten().count();
+    let mut head_tokens: Vec<String> = Vec::new();
+    let strip_heads = with_head as f64 >= CONVENTION * n;
+    if strip_heads {
+        let mut df: HashMap<String, usize> = HashMap::new();
+        for h in heads.iter().flatten() {
+            let set: HashSet<String> = tokens(h).into_iter().collect();
+            for t in set {
+                *df.entry(t).or_default() += 1;
+            }
+        }
+        head_tokens = df
+            .into_iter()
+            .filter(|(_, c)| *c as f64 >= RECURRING * with_head as f64)
+            .map(|(t, _)| t)
+            .collect();
+        head_tokens.sort();
+    }
+    (strip_heads, head_tokens)
+}
+
+/// Keys of the `Key: ...` lines that end nearly every message.
+fn tail_keys(raws: &[String], n: f64) -> Vec<String> {
+    let mut tail_df: HashMap<String, usize> = HashMap::new();
+    for raw in raws {
+        let lines: Vec<&str> = raw.lines().collect();
+        if lines.len() < 2 {
+            continue;
+        }
+        if let Some(k) = lines.last().and_then(|l| line_key(l)) {
+            *tail_df.entry(k).or_default() += 1;
+        }
+    }
+    let mut tail_keys: Vec<String> = tail_df
+        .into_iter()
+        .filter(|(_, c)| *c as f64 >= CONVENTION * n)
+        .map(|(k, _)| k)
+        .collect();
+    tail_keys.sort();
+    tail_keys
+}
+
 impl Messages {
     /// Learns the template from every message of the trace and unwraps them.
     pub fn learn(model: &TraceModel) -> Messages {
@@ -173,101 +277,9 @@ impl Messages {
         let raws: Vec<String> = vars.iter().map(|&v| raw_text(model.value(v))).collect();
         let n = vars.len().max(1) as f64;
 
-        // The speaker key: the metadata key whose value the text names most
-        // often; else the first usual key name present.
-        // A speaker is a name: words of letters, and few of them in one
-        // conversation (a timestamp or a message id is in the text too, but
-        // differs from message to message).
-        let mut counts: HashMap<&str, (usize, usize)> = HashMap::new();
-        let mut distinct: HashMap<&str, HashSet<&str>> = HashMap::new();
-        for (&v, raw) in vars.iter().zip(&raws) {
-            let text_tokens: HashSet<String> = tokens(raw).into_iter().collect();
-            if let Value::Object(map) = &model.vars[v].metadata {
-                for key in map.keys() {
-                    let Some(val) = meta_str(&model.vars[v].metadata, key) else {
-                        continue;
-                    };
-                    if !is_name_like(val) {
-                        continue;
-                    }
-                    distinct.entry(key.as_str()).or_default().insert(val);
-                    let e = counts.entry(key.as_str()).or_default();
-                    e.0 += 1;
-                    let t = tokens(val);
-                    if !t.is_empty() && t.iter().all(|x| text_tokens.contains(x)) {
-                        e.1 += 1;
-                    }
-                }
-            }
-        }
-        let few = (n / 3.0).max(SPEAKERS_AT_LEAST as f64);
-        counts.retain(|k, _| distinct.get(k).is_some_and(|d| d.len() as f64 <= few));
-        let preference = |k: &str| {
-            SPEAKER_KEYS
-                .iter()
-                .position(|s| *s == k)
-                .unwrap_or(SPEAKER_KEYS.len())
-        };
-        let named = counts
-            .iter()
-            .filter(|(_, (_, hits))| *hits as f64 >= 0.3 * n)
-            .max_by_key(|(k, (_, hits))| {
-                (
-                    *hits,
-                    std::cmp::Reverse(preference(k)),
-                    std::cmp::Reverse(k.len()),
-                )
-            })
-            .map(|(k, _)| k.to_string());
-        let speaker_key = named.or_else(|| {
-            SPEAKER_KEYS
-                .iter()
-                .find(|k| {
-                    counts
-                        .get(**k)
-                        .is_some_and(|(c, _)| *c as f64 >= CONVENTION * n)
-                })
-                .map(|k| k.to_string())
-        });
-
-        // Heads: a few words before ": " on the first line.
-        let heads: Vec<Option<&str>> = raws.iter().map(|r| head(r).map(|h| h.0)).collect();
-        let with_head = heads.iter().flatten().count();
-        let mut head_tokens: Vec<String> = Vec::new();
-        let strip_heads = with_head as f64 >= CONVENTION * n;
-        if strip_heads {
-            let mut df: HashMap<String, usize> = HashMap::new();
-            for h in heads.iter().flatten() {
-                let set: HashSet<String> = tokens(h).into_iter().collect();
-                for t in set {
-                    *df.entry(t).or_default() += 1;
-                }
-            }
-            head_tokens = df
-                .into_iter()
-                .filter(|(_, c)| *c as f64 >= RECURRING * with_head as f64)
-                .map(|(t, _)| t)
-                .collect();
-            head_tokens.sort();
-        }
-
-        // Trailing lines: `Key: ...` lines that end nearly every message.
-        let mut tail_df: HashMap<String, usize> = HashMap::new();
-        for raw in &raws {
-            let lines: Vec<&str> = raw.lines().collect();
-            if lines.len() < 2 {
-                continue;
-            }
-            if let Some(k) = lines.last().and_then(|l| line_key(l)) {
-                *tail_df.entry(k).or_default() += 1;
-            }
-        }
-        let mut tail_keys: Vec<String> = tail_df
-            .into_iter()
-            .filter(|(_, c)| *c as f64 >= CONVENTION * n)
-            .map(|(k, _)| k)
-            .collect();
-        tail_keys.sort();
+        let speaker_key = speaker_key(model, &vars, &raws, n);
+        let (strip_heads, head_tokens) = head_tokens(&raws, n);
+        let tail_keys = tail_keys(&raws, n);
 
         let mut out = Messages {
             bodies: HashMap::new(),

@@ -160,6 +160,14 @@ fn html_system(out: &mut String, n: usize, s: &Summary, written_by: Option<&str>
         s.not_attributed
     )?;
 
+    html_error_types(out, s)?;
+    html_faulty_ops(out, s)?;
+    html_accuracy(out, s)?;
+    html_patterns(out, s)
+}
+
+/// The chart of the system's cases by error type, with the cases left without one.
+fn html_error_types(out: &mut String, s: &Summary) -> fmt::Result {
     writeln!(out, "<h3>Error types</h3>")?;
     let mut bars: Vec<Bar> = s
         .by_error_type
@@ -188,8 +196,11 @@ fn html_system(out: &mut String, n: usize, s: &Summary, written_by: Option<&str>
         out,
         "{}",
         bar_chart(&format!("Error types of {}", cut(&s.system, 60)), &bars)
-    )?;
+    )
+}
 
+/// The chart of the system's cases by faulty op.
+fn html_faulty_ops(out: &mut String, s: &Summary) -> fmt::Result {
     writeln!(out, "<h3>Faulty ops</h3>")?;
     if s.by_op.is_empty() {
         writeln!(out, "<p>No attributed case names an error type.</p>")?;
@@ -216,7 +227,11 @@ fn html_system(out: &mut String, n: usize, s: &Summary, written_by: Option<&str>
             bar_chart(&format!("Faulty ops of {}", cut(&s.system, 60)), &bars)
         )?;
     }
+    Ok(())
+}
 
+/// How well the verdicts match the labels the traces carry.
+fn html_accuracy(out: &mut String, s: &Summary) -> fmt::Result {
     writeln!(out, "<h3>Accuracy against labels</h3>")?;
     let a = &s.accuracy;
     if a.labelled == 0 {
@@ -241,7 +256,11 @@ fn html_system(out: &mut String, n: usize, s: &Summary, written_by: Option<&str>
             a.non_memory
         )?;
     }
+    Ok(())
+}
 
+/// The most common failure patterns, each with its examples.
+fn html_patterns(out: &mut String, s: &Summary) -> fmt::Result {
     writeln!(out, "<h3>Top failure patterns</h3>")?;
     html_patterns_table(out, s)?;
     for (i, p) in s.patterns.iter().enumerate() {

@@ -120,6 +120,14 @@ fn md_system(out: &mut String, s: &Summary, written_by: Option<&str>) -> fmt::Re
     writeln!(out, "| undecided | {} |", s.undecided)?;
     writeln!(out, "| not attributed | {} |\n", s.not_attributed)?;
 
+    md_error_types(out, s)?;
+    md_faulty_ops(out, s)?;
+    md_accuracy(out, s)?;
+    md_patterns(out, s)
+}
+
+/// The table of the system's decided cases by error type.
+fn md_error_types(out: &mut String, s: &Summary) -> fmt::Result {
     writeln!(out, "### Error types\n")?;
     writeln!(
         out,
@@ -134,8 +142,11 @@ fn md_system(out: &mut String, s: &Summary, written_by: Option<&str>) -> fmt::Re
             percent(c.cases, s.decided())
         )?;
     }
-    writeln!(out)?;
+    writeln!(out)
+}
 
+/// The table of the system's decided cases by faulty op.
+fn md_faulty_ops(out: &mut String, s: &Summary) -> fmt::Result {
     writeln!(out, "### Faulty ops\n")?;
     if s.by_op.is_empty() {
         writeln!(out, "No attributed case names an error type.\n")?;
@@ -160,7 +171,11 @@ fn md_system(out: &mut String, s: &Summary, written_by: Option<&str>) -> fmt::Re
         }
         writeln!(out)?;
     }
+    Ok(())
+}
 
+/// How well the verdicts match the labels the traces carry.
+fn md_accuracy(out: &mut String, s: &Summary) -> fmt::Result {
     writeln!(out, "### Accuracy against labels\n")?;
     let a = &s.accuracy;
     if a.labelled == 0 {
@@ -190,8 +205,11 @@ fn md_system(out: &mut String, s: &Summary, written_by: Option<&str>) -> fmt::Re
             a.non_memory
         )?;
     }
-    writeln!(out, "\n")?;
+    writeln!(out, "\n")
+}
 
+/// The most common failure patterns, each with its examples.
+fn md_patterns(out: &mut String, s: &Summary) -> fmt::Result {
     writeln!(out, "### Top failure patterns\n")?;
     md_patterns_table(out, s)?;
     for (i, p) in s.patterns.iter().enumerate() {

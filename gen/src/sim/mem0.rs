@@ -9,6 +9,7 @@ use super::record::Rec;
 use super::schedule::Sim;
 use super::text::py_list;
 use super::types::ErrorType;
+use crate::builder::VarRef;
 use crate::style::{Encoding, Style};
 
 /// What a decision did to the memory units.
@@ -85,92 +86,110 @@ impl Sim {
         faults: &[(usize, &Fault)],
         rec: Option<&mut Rec>,
     ) {
-        let shared = self.spec.shared_units;
-        let owner = (self.msgs[m].speaker, self.msgs[m].session);
-        let fact_of = |p: &Piece| p.item.map(|i| self.items[i].0);
-        // Shared units: the newest unit of this speaker and session
-        // with room left takes the next piece.
-        let open = |units: &[Unit]| {
-            units
-                .iter()
-                .rposition(|u| !u.deleted && u.owner == Some(owner) && u.pieces.len() < 3)
-        };
-        let new_unit = |units: &mut Vec<Unit>, key: Option<usize>, piece: Piece| {
-            let mut unit = Unit::new("memory", format!("m{}", units.len() + 1), key, vec![piece]);
-            if shared {
-                unit.owner = Some(owner);
-            }
-            units.push(unit);
-            Event::Add(units.len() - 1)
-        };
         let mut events = Vec::new();
-        for mut piece in std::mem::take(&mut st.pending) {
-            let Some(item) = piece.item else {
-                match open(&st.units).filter(|_| shared) {
-                    Some(u) => {
-                        st.units[u].pieces.push(piece);
-                        events.push(Event::Update(u));
-                    }
-                    None => events.push(new_unit(&mut st.units, None, piece)),
-                }
-                continue;
-            };
-            // A new fact that the decision ignores or garbles never
-            // reaches a memory unit: MemTrace calls that an
-            // ExtractionError, in every style.
-            let lost_new = ErrorType::Extraction;
-            if let Some(f) = fault_on(faults, FaultKind::NoopUpdate, Some(item)) {
-                st.deviate(slot, item, lost_new, Some(f));
-                events.push(Event::Noop(piece.text.clone()));
-                continue;
-            }
-            if let Some(f) = fault_on(faults, FaultKind::DegradeUpdate, Some(item)) {
-                self.garble(&mut piece, slot);
-                st.deviate(slot, item, lost_new, Some(f));
-            }
-            let fact = self.items[item].0;
-            let existing = if shared {
-                st.units
-                    .iter()
-                    .position(|u| !u.deleted && u.pieces.iter().any(|p| fact_of(p) == Some(fact)))
-            } else {
-                st.units
-                    .iter()
-                    .position(|u| !u.deleted && u.key == Some(fact))
-            };
-            match existing {
-                Some(u)
-                    if !ideal
-                        && (self.seed ^ m as u64).wrapping_mul(0x2545_f491_4f6c_dd1d) >> 61 < 2
-                        && st.units[u].pieces.len() == 1 =>
-                {
-                    // Mem0 sometimes replaces instead of updating: no loss.
-                    st.units[u].deleted = true;
-                    events.push(Event::Delete(u));
-                    events.push(new_unit(&mut st.units, Some(fact), piece));
-                }
-                Some(u) if shared => {
-                    // The unit is mutated in place: the fact's sentence
-                    // is rewritten, the others stay.
-                    let unit = &mut st.units[u];
-                    if let Some(at) = unit.pieces.iter().position(|p| fact_of(p) == Some(fact)) {
-                        unit.pieces[at] = piece;
-                    }
-                    events.push(Event::Update(u));
-                }
-                Some(u) => {
-                    st.units[u].pieces = vec![piece];
-                    events.push(Event::Update(u));
-                }
-                None => match open(&st.units).filter(|_| shared) {
-                    Some(u) => {
-                        st.units[u].pieces.push(piece);
-                        events.push(Event::Update(u));
-                    }
-                    None => events.push(new_unit(&mut st.units, Some(fact), piece)),
-                },
-            }
+        for piece in std::mem::take(&mut st.pending) {
+            events.extend(self.decide_piece(st, slot, m, ideal, faults, piece));
         }
+        self.fault_stored(st, slot, faults, &mut events);
+        if let Some(rec) = rec {
+            rec.decide(self, st, slot, m, &events);
+        }
+    }
+
+    /// Files one extracted piece of message `m` into the memory units (a
+    /// new unit, or an update of the unit that holds its fact), unless a
+    /// fault loses it; returns what that did.
+    fn decide_piece(
+        &self,
+        st: &mut State,
+        slot: usize,
+        m: usize,
+        ideal: bool,
+        faults: &[(usize, &Fault)],
+        mut piece: Piece,
+    ) -> Vec<Event> {
+        let shared = self.spec.shared_units;
+        // Shared units belong to one speaker and session.
+        let owner = shared.then_some((self.msgs[m].speaker, self.msgs[m].session));
+        let fact_of = |p: &Piece| p.item.map(|i| self.items[i].0);
+        let mut events = Vec::new();
+        let Some(item) = piece.item else {
+            match open_unit(&st.units, owner).filter(|_| shared) {
+                Some(u) => {
+                    st.units[u].pieces.push(piece);
+                    events.push(Event::Update(u));
+                }
+                None => events.push(add_unit(&mut st.units, owner, None, piece)),
+            }
+            return events;
+        };
+        // A new fact that the decision ignores or garbles never
+        // reaches a memory unit: MemTrace calls that an
+        // ExtractionError, in every style.
+        let lost_new = ErrorType::Extraction;
+        if let Some(f) = fault_on(faults, FaultKind::NoopUpdate, Some(item)) {
+            st.deviate(slot, item, lost_new, Some(f));
+            events.push(Event::Noop(piece.text.clone()));
+            return events;
+        }
+        if let Some(f) = fault_on(faults, FaultKind::DegradeUpdate, Some(item)) {
+            self.garble(&mut piece, slot);
+            st.deviate(slot, item, lost_new, Some(f));
+        }
+        let fact = self.items[item].0;
+        let existing = if shared {
+            st.units
+                .iter()
+                .position(|u| !u.deleted && u.pieces.iter().any(|p| fact_of(p) == Some(fact)))
+        } else {
+            st.units
+                .iter()
+                .position(|u| !u.deleted && u.key == Some(fact))
+        };
+        match existing {
+            Some(u)
+                if !ideal
+                    && (self.seed ^ m as u64).wrapping_mul(0x2545_f491_4f6c_dd1d) >> 61 < 2
+                    && st.units[u].pieces.len() == 1 =>
+            {
+                // Mem0 sometimes replaces instead of updating: no loss.
+                st.units[u].deleted = true;
+                events.push(Event::Delete(u));
+                events.push(add_unit(&mut st.units, owner, Some(fact), piece));
+            }
+            Some(u) if shared => {
+                // The unit is mutated in place: the fact's sentence
+                // is rewritten, the others stay.
+                let unit = &mut st.units[u];
+                if let Some(at) = unit.pieces.iter().position(|p| fact_of(p) == Some(fact)) {
+                    unit.pieces[at] = piece;
+                }
+                events.push(Event::Update(u));
+            }
+            Some(u) => {
+                st.units[u].pieces = vec![piece];
+                events.push(Event::Update(u));
+            }
+            None => match open_unit(&st.units, owner).filter(|_| shared) {
+                Some(u) => {
+                    st.units[u].pieces.push(piece);
+                    events.push(Event::Update(u));
+                }
+                None => events.push(add_unit(&mut st.units, owner, Some(fact), piece)),
+            },
+        }
+        events
+    }
+
+    /// The faults that act on stored units after the decision: a deleted
+    /// unit (with what else it held) or a garbled stored fact.
+    fn fault_stored(
+        &self,
+        st: &mut State,
+        slot: usize,
+        faults: &[(usize, &Fault)],
+        events: &mut Vec<Event>,
+    ) {
         for (fi, f) in faults {
             let Some(item) = f.item else { continue };
             let Some(u) = st.units.iter().position(|u| u.holds(item)) else {
@@ -212,10 +231,29 @@ impl Sim {
                 _ => {}
             }
         }
-        if let Some(rec) = rec {
-            rec.decide(self, st, slot, m, &events);
-        }
     }
+}
+
+/// The newest unit of `owner` (speaker, session) with room left: with
+/// shared units, it takes the next piece.
+fn open_unit(units: &[Unit], owner: Option<(usize, usize)>) -> Option<usize> {
+    units
+        .iter()
+        .rposition(|u| !u.deleted && u.owner == owner && u.pieces.len() < 3)
+}
+
+/// Adds a unit holding `piece` under `key`, owned by `owner` when units are
+/// shared.
+fn add_unit(
+    units: &mut Vec<Unit>,
+    owner: Option<(usize, usize)>,
+    key: Option<usize>,
+    piece: Piece,
+) -> Event {
+    let mut unit = Unit::new("memory", format!("m{}", units.len() + 1), key, vec![piece]);
+    unit.owner = owner;
+    units.push(unit);
+    Event::Add(units.len() - 1)
 }
 
 impl Rec<'_> {
@@ -271,33 +309,7 @@ impl Rec<'_> {
                 _ => true,
             })
             .collect();
-        let unit_id = |u: usize| {
-            if classic {
-                st.units[u].name.clone()
-            } else {
-                let (_, name) = Self::unit_ident(sim, &st.units[u]);
-                name.strip_prefix("memory-unit-")
-                    .unwrap_or(&name)
-                    .to_string()
-            }
-        };
-        let mut described = Vec::new();
-        for e in &events {
-            described.push(match e {
-                Event::Add(u) => {
-                    json!({"event": "ADD", "id": unit_id(*u), "text": st.units[*u].text()})
-                }
-                Event::Update(u) if !classic => {
-                    let old = self.unit_texts.get(*u).cloned().flatten();
-                    json!({"event": "UPDATE", "id": unit_id(*u), "old_memory": old, "text": st.units[*u].text()})
-                }
-                Event::Update(u) => {
-                    json!({"event": "UPDATE", "id": unit_id(*u), "text": st.units[*u].text()})
-                }
-                Event::Delete(u) => json!({"event": "DELETE", "id": unit_id(*u)}),
-                Event::Noop(t) => json!({"event": "NONE", "text": t}),
-            });
-        }
+        let described = self.described_events(sim, st, &events, classic);
         let (class, value, category) = if classic {
             (
                 "decision",
@@ -319,7 +331,66 @@ impl Rec<'_> {
             None,
             json!({}),
         );
-        let mut edges: Vec<(String, String, Option<&str>)> = Vec::new();
+        let edges = self.decision_edges(sim, st, &events, &decision, &prompt, classic);
+        let id = self.b.op_edges(
+            "memory_system.update_memory_decision",
+            "update",
+            &edges,
+            json!({}),
+        );
+        self.done(slot, id);
+    }
+
+    /// Each decision event as the recorded decision lists it.
+    fn described_events(
+        &self,
+        sim: &Sim,
+        st: &State,
+        events: &[&Event],
+        classic: bool,
+    ) -> Vec<Value> {
+        let unit_id = |u: usize| {
+            if classic {
+                st.units[u].name.clone()
+            } else {
+                let (_, name) = Self::unit_ident(sim, &st.units[u]);
+                name.strip_prefix("memory-unit-")
+                    .unwrap_or(&name)
+                    .to_string()
+            }
+        };
+        let mut described = Vec::new();
+        for e in events {
+            described.push(match e {
+                Event::Add(u) => {
+                    json!({"event": "ADD", "id": unit_id(*u), "text": st.units[*u].text()})
+                }
+                Event::Update(u) if !classic => {
+                    let old = self.unit_texts.get(*u).cloned().flatten();
+                    json!({"event": "UPDATE", "id": unit_id(*u), "old_memory": old, "text": st.units[*u].text()})
+                }
+                Event::Update(u) => {
+                    json!({"event": "UPDATE", "id": unit_id(*u), "text": st.units[*u].text()})
+                }
+                Event::Delete(u) => json!({"event": "DELETE", "id": unit_id(*u)}),
+                Event::Noop(t) => json!({"event": "NONE", "text": t}),
+            });
+        }
+        described
+    }
+
+    /// The edges of the decision op: from the facts and the prompt to the
+    /// decision, and from the decision to each unit it wrote or deleted.
+    fn decision_edges(
+        &mut self,
+        sim: &Sim,
+        st: &State,
+        events: &[&Event],
+        decision: &VarRef,
+        prompt: &VarRef,
+        classic: bool,
+    ) -> Vec<(String, String, Option<&'static str>)> {
+        let mut edges: Vec<(String, String, Option<&'static str>)> = Vec::new();
         if let Some(f) = &self.facts {
             edges.push((f.full_node_id.clone(), decision.full_node_id.clone(), None));
         }
@@ -381,12 +452,6 @@ impl Rec<'_> {
                 Event::Noop(_) => {}
             }
         }
-        let id = self.b.op_edges(
-            "memory_system.update_memory_decision",
-            "update",
-            &edges,
-            json!({}),
-        );
-        self.done(slot, id);
+        edges
     }
 }

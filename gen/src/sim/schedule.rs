@@ -58,62 +58,8 @@ impl Sim {
         style: Style,
     ) -> Sim {
         let spec = style.spec();
-        let mut items = Vec::new();
-        let mut item_of = BTreeMap::new();
-        for (f, fact) in world.facts.iter().enumerate() {
-            for v in 0..fact.values.len() {
-                item_of.insert((f, v), items.len());
-                items.push((f, v));
-            }
-        }
-        let mut msgs = Vec::new();
-        // Decorations of the styled messages come from a generator of their
-        // own, so that the schedule and the fault plan stay those of the seed.
-        let mut srng = Rng::new(seed ^ 0x57_11e5_c4a7_7e00);
-        for (s, session) in world.sessions.iter().enumerate() {
-            let time = format!("{:02}:{:02}:00", 8 + srng.below(14), srng.below(60));
-            for m in &session.messages {
-                let fv = match m.kind {
-                    MessageKind::Fact { fact, value } | MessageKind::Update { fact, value } => {
-                        Some((fact, value))
-                    }
-                    _ => None,
-                };
-                let item = fv.and_then(|fv| item_of.get(&fv).copied());
-                let name = &world.speakers[m.speaker];
-                let stamp = format!("{}T{time}", session.date);
-                let body = if spec.chatty {
-                    let other = &world.speakers[1 - m.speaker.min(1)];
-                    let (before, after) = style::chatter(srng.next_u64(), other, item.is_some());
-                    style::join_sentences([before.as_str(), m.text.as_str(), after.as_str()])
-                } else {
-                    m.text.clone()
-                };
-                let text = match spec.message {
-                    MessageForm::Colon => format!("{name}: {body}"),
-                    MessageForm::Says => format!("Speaker {name} says: {body}\nTimestamp: {stamp}"),
-                };
-                let said = fv.and_then(|(f, v)| {
-                    world
-                        .said_forms(f, v)
-                        .into_iter()
-                        .find(|form| m.text.contains(form))
-                        .map(str::to_string)
-                });
-                msgs.push(Msg {
-                    id: m.id.clone(),
-                    session: s,
-                    speaker: m.speaker,
-                    text,
-                    body,
-                    info: item.map(|_| m.text.clone()),
-                    said,
-                    stamp,
-                    item,
-                    distractor: m.kind == MessageKind::Distractor,
-                });
-            }
-        }
+        let (items, item_of) = items_of(&world);
+        let msgs = styled_messages(&world, &spec, &item_of, seed);
         let mut item_msg = vec![None; items.len()];
         for (m, msg) in msgs.iter().enumerate() {
             if let Some(i) = msg.item {
@@ -131,62 +77,9 @@ impl Sim {
             })
             .collect();
         let mut rng = Rng::new(seed ^ 0x51a1_0c0d_e5ee_d000);
-        // Chunks and episodes never cross a session.
-        let mut groups: Vec<Vec<usize>> = Vec::new();
-        let mut open: Vec<usize> = Vec::new();
-        let mut limit = 0;
-        for (i, m) in msgs.iter().enumerate() {
-            if open.is_empty() {
-                limit = match system {
-                    System::EverMemOs => 4 + rng.below(7),
-                    _ => params.chunk_messages.max(1),
-                };
-            }
-            open.push(i);
-            let last_of_session = msgs.get(i + 1).is_none_or(|n| n.session != m.session);
-            if open.len() >= limit || last_of_session {
-                groups.push(std::mem::take(&mut open));
-            }
-        }
-        let mut schedule = Vec::new();
-        let mut group_of_end: BTreeMap<usize, usize> = BTreeMap::new();
-        for (g, members) in groups.iter().enumerate() {
-            if let Some(&last) = members.last() {
-                group_of_end.insert(last, g);
-            }
-        }
-        for m in 0..msgs.len() {
-            match system {
-                System::LongContext => schedule.push(Slot::MemoryUpdate(m)),
-                System::Rag => {
-                    schedule.push(Slot::BufferUpdate(m));
-                    if let Some(&g) = group_of_end.get(&m) {
-                        schedule.push(Slot::Add(g));
-                    }
-                }
-                System::Mem0 => {
-                    schedule.push(Slot::ExtractFacts(m));
-                    schedule.push(Slot::Decide(m));
-                }
-                System::EverMemOs => {
-                    schedule.push(Slot::BufferUpdate(m));
-                    schedule.push(Slot::Boundary(m));
-                    if let Some(&g) = group_of_end.get(&m) {
-                        schedule.push(Slot::Finalize(g));
-                        schedule.push(Slot::ExtractMemory(g));
-                    }
-                }
-            }
-        }
-        let first_question_slot = schedule.len();
-        let nq = world.questions.len();
-        for q in 0..nq {
-            schedule.push(Slot::Retrieve(q));
-        }
-        for q in 0..nq {
-            schedule.push(Slot::Answer(q));
-            schedule.push(Slot::Judge(q));
-        }
+        let groups = group_messages(&msgs, system, &params, &mut rng);
+        let (schedule, first_question_slot) =
+            schedule_of(system, &groups, msgs.len(), world.questions.len());
         let mut sim = Sim {
             system,
             style,
@@ -342,6 +235,156 @@ impl Sim {
         plan.sort_by_key(|f| f.slot);
         plan
     }
+}
+
+/// The position of each item (fact, value) in the list of items.
+type ItemPositions = BTreeMap<(usize, usize), usize>;
+
+/// Every fact value as an item (fact, value), and the position of each.
+fn items_of(world: &World) -> (Vec<(usize, usize)>, ItemPositions) {
+    let mut items = Vec::new();
+    let mut item_of = BTreeMap::new();
+    for (f, fact) in world.facts.iter().enumerate() {
+        for v in 0..fact.values.len() {
+            item_of.insert((f, v), items.len());
+            items.push((f, v));
+        }
+    }
+    (items, item_of)
+}
+
+/// The world's messages as the style records them, each with the item it
+/// states.
+fn styled_messages(
+    world: &World,
+    spec: &StyleSpec,
+    item_of: &ItemPositions,
+    seed: u64,
+) -> Vec<Msg> {
+    let mut msgs = Vec::new();
+    // Decorations of the styled messages come from a generator of their
+    // own, so that the schedule and the fault plan stay those of the seed.
+    let mut srng = Rng::new(seed ^ 0x57_11e5_c4a7_7e00);
+    for (s, session) in world.sessions.iter().enumerate() {
+        let time = format!("{:02}:{:02}:00", 8 + srng.below(14), srng.below(60));
+        for m in &session.messages {
+            let fv = match m.kind {
+                MessageKind::Fact { fact, value } | MessageKind::Update { fact, value } => {
+                    Some((fact, value))
+                }
+                _ => None,
+            };
+            let item = fv.and_then(|fv| item_of.get(&fv).copied());
+            let name = &world.speakers[m.speaker];
+            let stamp = format!("{}T{time}", session.date);
+            let body = if spec.chatty {
+                let other = &world.speakers[1 - m.speaker.min(1)];
+                let (before, after) = style::chatter(srng.next_u64(), other, item.is_some());
+                style::join_sentences([before.as_str(), m.text.as_str(), after.as_str()])
+            } else {
+                m.text.clone()
+            };
+            let text = match spec.message {
+                MessageForm::Colon => format!("{name}: {body}"),
+                MessageForm::Says => format!("Speaker {name} says: {body}\nTimestamp: {stamp}"),
+            };
+            let said = fv.and_then(|(f, v)| {
+                world
+                    .said_forms(f, v)
+                    .into_iter()
+                    .find(|form| m.text.contains(form))
+                    .map(str::to_string)
+            });
+            msgs.push(Msg {
+                id: m.id.clone(),
+                session: s,
+                speaker: m.speaker,
+                text,
+                body,
+                info: item.map(|_| m.text.clone()),
+                said,
+                stamp,
+                item,
+                distractor: m.kind == MessageKind::Distractor,
+            });
+        }
+    }
+    msgs
+}
+
+/// The messages of each RAG chunk or EverMemOS episode; chunks and episodes
+/// never cross a session.
+fn group_messages(
+    msgs: &[Msg],
+    system: System,
+    params: &SimParams,
+    rng: &mut Rng,
+) -> Vec<Vec<usize>> {
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    let mut open: Vec<usize> = Vec::new();
+    let mut limit = 0;
+    for (i, m) in msgs.iter().enumerate() {
+        if open.is_empty() {
+            limit = match system {
+                System::EverMemOs => 4 + rng.below(7),
+                _ => params.chunk_messages.max(1),
+            };
+        }
+        open.push(i);
+        let last_of_session = msgs.get(i + 1).is_none_or(|n| n.session != m.session);
+        if open.len() >= limit || last_of_session {
+            groups.push(std::mem::take(&mut open));
+        }
+    }
+    groups
+}
+
+/// The system's ops in order, and the slot of the first question's op.
+fn schedule_of(
+    system: System,
+    groups: &[Vec<usize>],
+    n_msgs: usize,
+    nq: usize,
+) -> (Vec<Slot>, usize) {
+    let mut schedule = Vec::new();
+    let mut group_of_end: BTreeMap<usize, usize> = BTreeMap::new();
+    for (g, members) in groups.iter().enumerate() {
+        if let Some(&last) = members.last() {
+            group_of_end.insert(last, g);
+        }
+    }
+    for m in 0..n_msgs {
+        match system {
+            System::LongContext => schedule.push(Slot::MemoryUpdate(m)),
+            System::Rag => {
+                schedule.push(Slot::BufferUpdate(m));
+                if let Some(&g) = group_of_end.get(&m) {
+                    schedule.push(Slot::Add(g));
+                }
+            }
+            System::Mem0 => {
+                schedule.push(Slot::ExtractFacts(m));
+                schedule.push(Slot::Decide(m));
+            }
+            System::EverMemOs => {
+                schedule.push(Slot::BufferUpdate(m));
+                schedule.push(Slot::Boundary(m));
+                if let Some(&g) = group_of_end.get(&m) {
+                    schedule.push(Slot::Finalize(g));
+                    schedule.push(Slot::ExtractMemory(g));
+                }
+            }
+        }
+    }
+    let first_question_slot = schedule.len();
+    for q in 0..nq {
+        schedule.push(Slot::Retrieve(q));
+    }
+    for q in 0..nq {
+        schedule.push(Slot::Answer(q));
+        schedule.push(Slot::Judge(q));
+    }
+    (schedule, first_question_slot)
 }
 
 #[cfg(test)]

@@ -622,32 +622,7 @@ fn store(inner: &Inner, trace_id: &str, held: &[Arc<Vec<u8>>]) -> Result<u64, St
         .otlp_requests(&graph_id)
         .map_err(|e| format!("reading the spans {graph_id} was stored with: {e}"))?;
     let previous: Vec<u32> = earlier.iter().map(|(t, _)| *t).collect();
-    let mut seen: HashSet<[u8; 32]> = HashSet::new();
-    let mut requests: Vec<(String, Map<String, Value>)> = Vec::new();
-    let mut bytes = 0u64;
-    for (t, docs) in earlier {
-        for (k, doc) in docs.into_iter().enumerate() {
-            let text = serde_json::to_vec(&doc).map_err(|e| e.to_string())?;
-            if seen.insert(*blake3::hash(&text).as_bytes()) {
-                bytes += text.len() as u64;
-                requests.push((
-                    format!("part {} of trace {graph_id} as #{t} keeps it", k + 1),
-                    doc,
-                ));
-            }
-        }
-    }
-    for (k, json) in held.iter().enumerate() {
-        // A part stored already (the marker saying so was not written
-        // before a stop) is in the kept requests.
-        if !seen.insert(*blake3::hash(json).as_bytes()) {
-            continue;
-        }
-        bytes += json.len() as u64;
-        let doc: Map<String, Value> = serde_json::from_slice(json)
-            .map_err(|e| format!("a part in the spool is not JSON: {e}"))?;
-        requests.push((format!("OTLP/HTTP part {} of trace {trace_id}", k + 1), doc));
-    }
+    let (requests, bytes) = requests_to_store(&graph_id, trace_id, earlier, held)?;
     let source = match previous.last() {
         None => "OTLP/HTTP receiver".to_string(),
         Some(t) => format!("OTLP/HTTP receiver: stored again with late spans (before: #{t})"),
@@ -677,31 +652,7 @@ fn store(inner: &Inner, trace_id: &str, held: &[Arc<Vec<u8>>]) -> Result<u64, St
     if !first.unchanged {
         inner.stored.fetch_add(1, Ordering::Relaxed);
     }
-    let mut superseded = Vec::new();
-    for old in previous.into_iter().filter(|&o| o != id) {
-        let reason = format!(
-            "superseded by #{id}: OTLP trace {trace_id} stored again with the spans that came after it was stored"
-        );
-        // The new trace is committed before this one write moves the records
-        // and drops the old: a crash between leaves both whole, and the next
-        // start stores the same spans again, finds the new one unchanged and
-        // finishes here.
-        spool::stall("superseding");
-        match db.supersede_trace(old, id, &reason) {
-            Ok(moved) => {
-                inner.revisions.fetch_add(1, Ordering::Relaxed);
-                superseded.push(format!(
-                    "#{old} ({moved} verdict(s) and label(s) carried over)"
-                ));
-            }
-            Err(EngineError::Storage(memtrace::StorageError::NoSuchTrace(_))) => {}
-            Err(e) => {
-                return Err(format!(
-                    "#{id} is stored, but #{old}, which it supersedes, could not be dropped: {e}"
-                ))
-            }
-        }
-    }
+    let superseded = supersede_earlier(inner, trace_id, previous, id)?;
     if inner.opts.log {
         eprintln!(
             "memtrace: stored OTLP trace {trace_id} as #{id} {} ({} variables, {} ops{})",
@@ -716,4 +667,81 @@ fn store(inner: &Inner, trace_id: &str, held: &[Arc<Vec<u8>>]) -> Result<u64, St
         );
     }
     Ok(u64::from(id))
+}
+
+/// An OTLP request to import, with the words that name it in messages.
+type LabelledRequest = (String, Map<String, Value>);
+
+/// The requests to import for a trace: the spans an earlier storing kept
+/// (each once), then the parts held now that are not among them; with
+/// their size in bytes.
+fn requests_to_store(
+    graph_id: &str,
+    trace_id: &str,
+    earlier: Vec<(u32, Vec<Map<String, Value>>)>,
+    held: &[Arc<Vec<u8>>],
+) -> Result<(Vec<LabelledRequest>, u64), String> {
+    let mut seen: HashSet<[u8; 32]> = HashSet::new();
+    let mut requests: Vec<LabelledRequest> = Vec::new();
+    let mut bytes = 0u64;
+    for (t, docs) in earlier {
+        for (k, doc) in docs.into_iter().enumerate() {
+            let text = serde_json::to_vec(&doc).map_err(|e| e.to_string())?;
+            if seen.insert(*blake3::hash(&text).as_bytes()) {
+                bytes += text.len() as u64;
+                requests.push((
+                    format!("part {} of trace {graph_id} as #{t} keeps it", k + 1),
+                    doc,
+                ));
+            }
+        }
+    }
+    for (k, json) in held.iter().enumerate() {
+        // A part stored already (the marker saying so was not written
+        // before a stop) is in the kept requests.
+        if !seen.insert(*blake3::hash(json).as_bytes()) {
+            continue;
+        }
+        bytes += json.len() as u64;
+        let doc: Map<String, Value> = serde_json::from_slice(json)
+            .map_err(|e| format!("a part in the spool is not JSON: {e}"))?;
+        requests.push((format!("OTLP/HTTP part {} of trace {trace_id}", k + 1), doc));
+    }
+    Ok((requests, bytes))
+}
+
+/// Drops the earlier storings of a trace in favour of the new one `id`,
+/// carrying their verdicts and labels over; says what each carried.
+fn supersede_earlier(
+    inner: &Inner,
+    trace_id: &str,
+    previous: Vec<u32>,
+    id: u32,
+) -> Result<Vec<String>, String> {
+    let mut superseded = Vec::new();
+    for old in previous.into_iter().filter(|&o| o != id) {
+        let reason = format!(
+            "superseded by #{id}: OTLP trace {trace_id} stored again with the spans that came after it was stored"
+        );
+        // The new trace is committed before this one write moves the records
+        // and drops the old: a crash between leaves both whole, and the next
+        // start stores the same spans again, finds the new one unchanged and
+        // finishes here.
+        spool::stall("superseding");
+        match inner.sink.db().supersede_trace(old, id, &reason) {
+            Ok(moved) => {
+                inner.revisions.fetch_add(1, Ordering::Relaxed);
+                superseded.push(format!(
+                    "#{old} ({moved} verdict(s) and label(s) carried over)"
+                ));
+            }
+            Err(EngineError::Storage(memtrace::StorageError::NoSuchTrace(_))) => {}
+            Err(e) => {
+                return Err(format!(
+                    "#{id} is stored, but #{old}, which it supersedes, could not be dropped: {e}"
+                ))
+            }
+        }
+    }
+    Ok(superseded)
 }

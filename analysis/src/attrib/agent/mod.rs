@@ -21,7 +21,7 @@ use super::case::FailedCase;
 use super::evidence::Evidence;
 use super::flow::Finding;
 use super::model::TraceModel;
-use super::verdict::{Cost, Method, Verdict};
+use super::verdict::{Cost, ErrorType, Method, Verdict};
 use crate::error::{AnalysisError, Result};
 use explore::{Explorer, Outcome};
 use memtrace_engine::Cancel;
@@ -125,6 +125,22 @@ pub struct CaseInput<'a> {
     pub hypothesis: Option<Option<&'a Finding>>,
 }
 
+/// The verdict the model gave by calling the finish tool.
+struct ModelVerdict {
+    error_type: ErrorType,
+    op: usize,
+    reason: String,
+    confidence: Option<f64>,
+}
+
+/// How the tool-calling loop ended.
+enum LoopEnd {
+    /// The model called finish with a valid verdict.
+    Finished(ModelVerdict),
+    /// The case's budget ran out first; the text says which budget.
+    BudgetEnded(String),
+}
+
 /// Runs the loop on one case until a valid verdict or the end of its
 /// budget. Transport failures that outlast the retries end the whole run
 /// with an error (answers so far stay cached).
@@ -152,8 +168,7 @@ pub async fn attribute_case(
         frontier.push(q);
     }
     let mut explorer = Explorer::new(model, case, frontier);
-    let tools = explore::tools();
-    let mut messages = vec![
+    let messages = vec![
         Message::system(prompt::system(explorer.fence())),
         Message::user(prompt::case(
             model,
@@ -165,29 +180,71 @@ pub async fn attribute_case(
         )),
     ];
     let mut cost = Cost::default();
-    let mut finding = None;
-    let mut stop = None;
+    let end = tool_loop(client, db, cancel, &mut explorer, messages, &mut cost).await?;
+    cost.seconds = (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0;
+    let micros = started.elapsed().as_micros() as u64;
+    let mut v = Verdict::undecided(case, method, micros);
+    v.chain = explorer.chain();
+    v.model = Some(config.model.clone());
+    v.cost = Some(cost);
+    match end {
+        LoopEnd::Finished(found) => {
+            v.error_type = Some(found.error_type);
+            v.op_id = Some(model.ops[found.op].op_id.clone());
+            v.op_name = model.ops[found.op].op_name.clone();
+            v.confidence = found.confidence.unwrap_or(0.5);
+            v.reason = found.reason;
+        }
+        LoopEnd::BudgetEnded(why) => {
+            let why = match &explorer.last_problem {
+                Some(p) => format!("{why}; the last problem: {p}"),
+                None => why,
+            };
+            give_up(&mut v, model, &why, hypothesis.flatten());
+        }
+    }
+    Ok(v)
+}
+
+/// Which budget of the case is spent, when one is.
+fn budget_ended(cost: &Cost, config: &memtrace_llm::Config) -> Option<String> {
+    let used = cost.calls + cost.cached_calls;
+    if used >= config.max_calls {
+        return Some(format!("the budget of {} calls ended", config.max_calls));
+    }
+    if cost.tokens_in + cost.tokens_out >= config.max_tokens {
+        return Some(format!(
+            "the budget of {} tokens ended ({} used)",
+            config.max_tokens,
+            cost.tokens_in + cost.tokens_out
+        ));
+    }
+    None
+}
+
+/// The tool-calling loop: asks the model, runs the tools it calls and sends
+/// back their replies, until it calls finish or the budget ends.
+async fn tool_loop(
+    client: &Client,
+    db: &Engine,
+    cancel: &Cancel,
+    explorer: &mut Explorer<'_>,
+    mut messages: Vec<Message>,
+    cost: &mut Cost,
+) -> Result<LoopEnd> {
+    let tools = explore::tools();
     loop {
         cancel.check()?;
+        if let Some(why) = budget_ended(cost, client.config()) {
+            return Ok(LoopEnd::BudgetEnded(why));
+        }
         let used = cost.calls + cost.cached_calls;
-        if used >= config.max_calls {
-            stop = Some(format!("the budget of {} calls ended", config.max_calls));
-            break;
-        }
-        if cost.tokens_in + cost.tokens_out >= config.max_tokens {
-            stop = Some(format!(
-                "the budget of {} tokens ended ({} used)",
-                config.max_tokens,
-                cost.tokens_in + cost.tokens_out
-            ));
-            break;
-        }
         let req = ChatRequest {
             messages: messages.clone(),
             tools: tools.clone(),
         };
-        let resp = ask(client, db, cancel, &req, used as usize, &mut cost).await?;
-        count_tokens(&mut cost, &req, &resp);
+        let resp = ask(client, db, cancel, &req, used as usize, cost).await?;
+        count_tokens(cost, &req, &resp);
         let calls = resp.message.tool_calls.clone();
         messages.push(resp.message);
         if calls.is_empty() {
@@ -206,54 +263,36 @@ pub async fn attribute_case(
                     reason,
                     confidence,
                 } => {
-                    finding = Some((error_type, op, reason, confidence));
-                    break;
+                    return Ok(LoopEnd::Finished(ModelVerdict {
+                        error_type,
+                        op,
+                        reason,
+                        confidence,
+                    }));
                 }
             }
         }
-        if finding.is_some() {
-            break;
-        }
     }
-    cost.seconds = (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0;
-    let micros = started.elapsed().as_micros() as u64;
-    let mut v = Verdict::undecided(case, method, micros);
-    v.chain = explorer.chain();
-    v.model = Some(config.model.clone());
-    v.cost = Some(cost);
-    match finding {
-        Some((error_type, op, reason, confidence)) => {
-            v.error_type = Some(error_type);
-            v.op_id = Some(model.ops[op].op_id.clone());
-            v.op_name = model.ops[op].op_name.clone();
-            v.confidence = confidence.unwrap_or(0.5);
-            v.reason = reason;
+}
+
+/// Fills the verdict of a case the model left undecided, saying why.
+fn give_up(v: &mut Verdict, model: &TraceModel, why: &str, hypothesis: Option<&Finding>) {
+    match hypothesis {
+        // Hybrid keeps the evidence-flow verdict when the model gave
+        // none, so it is never left with less than the analysis.
+        Some(h) => {
+            v.error_type = Some(h.error_type);
+            v.op_id = Some(model.ops[h.op].op_id.clone());
+            v.op_name = model.ops[h.op].op_name.clone();
+            v.confidence = (h.confidence * 0.9 * 100.0).round() / 100.0;
+            v.reason = format!(
+                "the model reached no verdict ({why}); the evidence-flow verdict stands: {}",
+                h.reason
+            );
+            v.chain = h.chain.clone();
         }
-        None => {
-            let why = stop.unwrap_or_else(|| "the loop ended".into());
-            let why = match &explorer.last_problem {
-                Some(p) => format!("{why}; the last problem: {p}"),
-                None => why,
-            };
-            match hypothesis.flatten() {
-                // Hybrid keeps the evidence-flow verdict when the model gave
-                // none, so it is never left with less than the analysis.
-                Some(h) => {
-                    v.error_type = Some(h.error_type);
-                    v.op_id = Some(model.ops[h.op].op_id.clone());
-                    v.op_name = model.ops[h.op].op_name.clone();
-                    v.confidence = (h.confidence * 0.9 * 100.0).round() / 100.0;
-                    v.reason = format!(
-                        "the model reached no verdict ({why}); the evidence-flow verdict stands: {}",
-                        h.reason
-                    );
-                    v.chain = h.chain.clone();
-                }
-                None => v.reason = format!("no verdict: {why}"),
-            }
-        }
+        None => v.reason = format!("no verdict: {why}"),
     }
-    Ok(v)
 }
 
 /// One plain completion (no tools), through the cache: the answer's text

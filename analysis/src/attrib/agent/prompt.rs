@@ -59,6 +59,26 @@ pub fn case(
     max_calls: u32,
 ) -> String {
     let f = explorer.fence();
+    let mut s = question_part(model, case, f);
+    push_evidence(&mut s, evidence, explorer);
+    s.push_str(&format!(
+        "Frontier: {}\nYou have {max_calls} calls.\n",
+        explorer.frontier_ids().join(", ")
+    ));
+    match hypothesis {
+        Some(Some(h)) => push_hypothesis(&mut s, model, h, f),
+        Some(None) => {
+            s.push_str("A deterministic evidence-flow analysis reached no verdict on this case.\n")
+        }
+        None => {}
+    }
+    s.push_str("Begin by exploring the evidence.");
+    s
+}
+
+/// The case's question, gold and given answers, the judge's words and the
+/// answering op.
+fn question_part(model: &TraceModel, case: &FailedCase, f: &Fence) -> String {
     let gold = if case.gold.iter().all(|g| g.trim().is_empty()) {
         "none recorded (the answer was flagged wrong without one: judge what it should have \
          been from the messages)"
@@ -86,6 +106,11 @@ pub fn case(
         )),
         None => s.push_str("The answering op was not found.\n"),
     }
+    s
+}
+
+/// The evidence list, saying whether it was recorded or guessed.
+fn push_evidence(s: &mut String, evidence: &Evidence, explorer: &Explorer<'_>) {
     s.push_str(match evidence.origin {
         EvidenceOrigin::Source => "Evidence (recorded as the source of the gold answer):\n",
         EvidenceOrigin::Pseudo => {
@@ -103,70 +128,61 @@ pub fn case(
             )),
         }
     }
-    s.push_str(&format!(
-        "Frontier: {}\nYou have {max_calls} calls.\n",
-        explorer.frontier_ids().join(", ")
-    ));
-    match hypothesis {
-        Some(Some(h)) => {
-            let steps: Vec<String> = h
-                .chain
-                .iter()
-                .map(|st| {
-                    if st.op_id.is_empty() {
-                        format!("{} ({})", st.var, st.what)
-                    } else {
-                        format!("{} {} {} ({})", st.op_id, st.op_name, st.what, st.var)
-                    }
-                })
-                .collect();
-            s.push_str(&format!(
-                "A deterministic evidence-flow analysis proposes: {} at {} ({}), confidence \
-                 {:.2}. Its reasoning: {}\nIts chain: {}\nCheck this hypothesis against the \
-                 graph: confirm it, or refute it and give your own verdict.\n",
-                h.error_type,
-                model.ops[h.op].op_id,
-                model.ops[h.op].op_name.as_deref().unwrap_or("?"),
-                h.confidence,
-                f.wrap(&h.reason),
-                f.wrap(&steps.join(" -> "))
-            ));
-            let others: Vec<String> = h
-                .alternatives
-                .iter()
-                .skip(1)
-                .filter(|a| a.probability >= 0.05)
-                .map(|a| {
-                    format!(
-                        "{} at {} ({}), probability {:.2}",
-                        a.error_type,
-                        model.ops[a.op].op_id,
-                        model.ops[a.op].op_name.as_deref().unwrap_or("?"),
-                        a.probability
-                    )
-                })
-                .collect();
-            if !others.is_empty() {
-                s.push_str(&format!(
-                    "Depending on which candidate messages were really needed, the analysis also \
-                     allows: {}.\n",
-                    others.join("; ")
-                ));
-            }
-            if h.doubts.is_empty() {
-                s.push_str("The analysis was sure of each step.\n");
+}
+
+/// The evidence-flow verdict for the model to check: its chain, the other
+/// verdicts it allows, and the steps it doubted.
+fn push_hypothesis(s: &mut String, model: &TraceModel, h: &Finding, f: &Fence) {
+    let steps: Vec<String> = h
+        .chain
+        .iter()
+        .map(|st| {
+            if st.op_id.is_empty() {
+                format!("{} ({})", st.var, st.what)
             } else {
-                s.push_str("Steps it was unsure of (check these first):\n");
-                for d in &h.doubts {
-                    s.push_str(&format!("- {}\n", f.wrap(d)));
-                }
+                format!("{} {} {} ({})", st.op_id, st.op_name, st.what, st.var)
             }
-        }
-        Some(None) => {
-            s.push_str("A deterministic evidence-flow analysis reached no verdict on this case.\n")
-        }
-        None => {}
+        })
+        .collect();
+    s.push_str(&format!(
+        "A deterministic evidence-flow analysis proposes: {} at {} ({}), confidence \
+         {:.2}. Its reasoning: {}\nIts chain: {}\nCheck this hypothesis against the \
+         graph: confirm it, or refute it and give your own verdict.\n",
+        h.error_type,
+        model.ops[h.op].op_id,
+        model.ops[h.op].op_name.as_deref().unwrap_or("?"),
+        h.confidence,
+        f.wrap(&h.reason),
+        f.wrap(&steps.join(" -> "))
+    ));
+    let others: Vec<String> = h
+        .alternatives
+        .iter()
+        .skip(1)
+        .filter(|a| a.probability >= 0.05)
+        .map(|a| {
+            format!(
+                "{} at {} ({}), probability {:.2}",
+                a.error_type,
+                model.ops[a.op].op_id,
+                model.ops[a.op].op_name.as_deref().unwrap_or("?"),
+                a.probability
+            )
+        })
+        .collect();
+    if !others.is_empty() {
+        s.push_str(&format!(
+            "Depending on which candidate messages were really needed, the analysis also \
+             allows: {}.\n",
+            others.join("; ")
+        ));
     }
-    s.push_str("Begin by exploring the evidence.");
-    s
+    if h.doubts.is_empty() {
+        s.push_str("The analysis was sure of each step.\n");
+    } else {
+        s.push_str("Steps it was unsure of (check these first):\n");
+        for d in &h.doubts {
+            s.push_str(&format!("- {}\n", f.wrap(d)));
+        }
+    }
 }
