@@ -123,16 +123,16 @@ impl Engine {
     /// Opens the database at `path`, creating it when the path does not
     /// exist. No extension is registered.
     pub fn open(path: impl AsRef<Path>) -> Result<Engine> {
-        Engine::open_store(path.as_ref(), &StoreOptions::default())
+        Engine::open_with(path, &OpenOptions::default())
     }
 
     /// Opens the database at `path`; fails when there is none.
     pub fn open_existing(path: impl AsRef<Path>) -> Result<Engine> {
-        let opts = StoreOptions {
+        let options = OpenOptions {
             create: false,
-            ..StoreOptions::default()
+            ..OpenOptions::default()
         };
-        Engine::open_store(path.as_ref(), &opts)
+        Engine::open_with(path, &options)
     }
 
     /// Opens the database at `path` for reading only; fails when there is
@@ -143,12 +143,11 @@ impl Engine {
     /// that store something (ATTRIBUTE, SAVE PATTERN, DROP PATTERN, import)
     /// fail with a storage error that says the database is read-only.
     pub fn open_read_only(path: impl AsRef<Path>) -> Result<Engine> {
-        let opts = StoreOptions {
-            create: false,
+        let options = OpenOptions {
             read_only: true,
-            ..StoreOptions::default()
+            ..OpenOptions::default()
         };
-        Engine::open_store(path.as_ref(), &opts)
+        Engine::open_with(path, &options)
     }
 
     /// Opens a scratch database at `path`, creating it when the path does
@@ -158,11 +157,11 @@ impl Engine {
     /// away afterwards and can be redone (an analysis of a batch of traces
     /// in a worker's scratch folder), not for a database to keep.
     pub fn open_scratch(path: impl AsRef<Path>) -> Result<Engine> {
-        let opts = StoreOptions {
+        let options = OpenOptions {
             sync: false,
-            ..StoreOptions::default()
+            ..OpenOptions::default()
         };
-        Engine::open_store(path.as_ref(), &opts)
+        Engine::open_with(path, &options)
     }
 
     /// Whether this database was opened for reading only.
@@ -178,12 +177,8 @@ impl Engine {
             sync: options.sync,
             read_only: options.read_only,
         };
-        Engine::open_store(path.as_ref(), &opts)
-    }
-
-    fn open_store(path: &Path, opts: &StoreOptions) -> Result<Engine> {
         Ok(Engine {
-            store: Arc::new(Store::open(path, opts)?),
+            store: Arc::new(Store::open(path.as_ref(), &opts)?),
             cache: TraceCache::default(),
             extensions: Registry::default(),
             shared: std::sync::Mutex::default(),
